@@ -1,0 +1,153 @@
+import { randomUUID } from 'node:crypto';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, FastifyServerOptions } from 'fastify';
+import type { Logger } from 'pino';
+import { AppError, type ErrorCode, errorBody, type FieldProblem } from './errors';
+import type { ServiceMetrics } from './metrics';
+
+export const BODY_LIMIT_BYTES = 64 * 1024;
+const REQUEST_ID_PATTERN = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/** Echo a well-formed incoming X-Request-Id, else generate one. */
+export function requestIdFrom(header: string | string[] | undefined): string {
+  return typeof header === 'string' && REQUEST_ID_PATTERN.test(header) ? header : `req_${randomUUID()}`;
+}
+
+/** Fastify options shared by every HTTP service. */
+export function baseFastifyOptions(logger: Logger): FastifyServerOptions & { loggerInstance: Logger } {
+  return {
+    loggerInstance: logger,
+    bodyLimit: BODY_LIMIT_BYTES,
+    requestIdHeader: false,
+    genReqId: (req) => requestIdFrom(req.headers['x-request-id']),
+    requestIdLogLabel: 'request_id',
+    disableRequestLogging: true,
+    return503OnClosing: true,
+    forceCloseConnections: 'idle',
+    routerOptions: { ignoreTrailingSlash: false, maxParamLength: 200 },
+    ajv: {
+      customOptions: {
+        allErrors: true,
+        coerceTypes: 'array',
+        removeAdditional: false,
+        useDefaults: true,
+      },
+    },
+  } as FastifyServerOptions & { loggerInstance: Logger };
+}
+
+/** Turns ajv errors from Fastify's validation into SPEC §2 field problems. */
+export function fieldProblems(
+  validation: NonNullable<FastifyError['validation']>,
+  context: string | undefined,
+): FieldProblem[] {
+  const problems: FieldProblem[] = [];
+  for (const v of validation) {
+    const params = v.params as Record<string, unknown>;
+    let path = v.instancePath
+      .split('/')
+      .filter(Boolean)
+      .map((seg) => (/^\d+$/.test(seg) ? `[${seg}]` : `.${seg}`))
+      .join('')
+      .replace(/^\./, '');
+    let message = v.message ?? 'is invalid';
+    if (v.keyword === 'additionalProperties' && typeof params.additionalProperty === 'string') {
+      path = path ? `${path}.${params.additionalProperty}` : params.additionalProperty;
+      message = context === 'querystring' ? 'is not a known query parameter' : 'is not a known field';
+    } else if (v.keyword === 'required' && typeof params.missingProperty === 'string') {
+      path = path ? `${path}.${params.missingProperty}` : params.missingProperty;
+      message = 'is required';
+    }
+    if (!path) path = context === 'querystring' ? 'query' : 'body';
+    if (!problems.some((p) => p.field === path && p.message === message)) problems.push({ field: path, message });
+  }
+  return problems;
+}
+
+const FASTIFY_CODE_MAP: Record<string, ErrorCode> = {
+  FST_ERR_CTP_BODY_TOO_LARGE: 'PAYLOAD_TOO_LARGE',
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: 'UNSUPPORTED_MEDIA_TYPE',
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: 'BAD_REQUEST',
+  FST_ERR_CTP_EMPTY_JSON_BODY: 'BAD_REQUEST',
+  FST_ERR_CTP_INVALID_JSON_BODY: 'BAD_REQUEST',
+};
+
+const FASTIFY_MESSAGES: Partial<Record<ErrorCode, string>> = {
+  PAYLOAD_TOO_LARGE: `The request body is larger than ${BODY_LIMIT_BYTES} bytes.`,
+  UNSUPPORTED_MEDIA_TYPE: 'Request bodies must be sent with Content-Type: application/json.',
+  BAD_REQUEST: 'The request body is not valid JSON.',
+};
+
+export function sendError(reply: FastifyReply, err: AppError): FastifyReply {
+  if (err.headers) reply.headers(err.headers);
+  if (err.retryAfterSeconds !== undefined) reply.header('retry-after', String(err.retryAfterSeconds));
+  return reply.code(err.status).type('application/json; charset=utf-8').send(errorBody(err.code, err.message, err.details));
+}
+
+/** Maps any thrown error to the SPEC §2 envelope. The one error mapper for HTTP. */
+export function toAppError(error: FastifyError | Error, request: FastifyRequest): AppError {
+  if (error instanceof AppError) return error;
+  const fe = error as FastifyError;
+  if (fe.validation) {
+    return new AppError('VALIDATION_ERROR', 'The request is invalid.', {
+      details: { fields: fieldProblems(fe.validation, fe.validationContext) },
+    });
+  }
+  const mapped = fe.code ? FASTIFY_CODE_MAP[fe.code] : undefined;
+  if (mapped) return new AppError(mapped, FASTIFY_MESSAGES[mapped] ?? 'Bad request.');
+  if (fe instanceof SyntaxError || fe.statusCode === 400) return new AppError('BAD_REQUEST', 'The request body is not valid JSON.');
+  if (fe.statusCode === 413) return new AppError('PAYLOAD_TOO_LARGE', FASTIFY_MESSAGES.PAYLOAD_TOO_LARGE as string);
+  if (fe.statusCode === 415) return new AppError('UNSUPPORTED_MEDIA_TYPE', FASTIFY_MESSAGES.UNSUPPORTED_MEDIA_TYPE as string);
+  if (fe.statusCode === 503) return new AppError('SERVICE_UNAVAILABLE', 'The service is shutting down. Retry.', { retryAfterSeconds: 1 });
+  return new AppError('INTERNAL_ERROR', `An internal error occurred. Quote request id ${request.id} when reporting it.`);
+}
+
+export interface HttpConventionOptions {
+  metrics?: ServiceMetrics;
+}
+
+/**
+ * Installs the conventions every HTTP service shares: X-Request-Id on every
+ * response, one error handler producing the envelope, JSON-only bodies that
+ * must be objects, and RED metrics.
+ */
+export function installHttpConventions(app: FastifyInstance, options: HttpConventionOptions = {}): void {
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+  });
+
+  // Only JSON bodies, and only objects (SPEC §2: BAD_REQUEST otherwise).
+  app.removeAllContentTypeParsers();
+  const parseJson = app.getDefaultJsonParser('error', 'error');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+    parseJson(request, body as string, (err, value) => {
+      if (err) return done(new AppError('BAD_REQUEST', 'The request body is not valid JSON.'), undefined);
+      if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+        return done(new AppError('BAD_REQUEST', 'The request body must be a JSON object.'), undefined);
+      }
+      done(null, value);
+    });
+  });
+
+  app.setErrorHandler((error: FastifyError, request, reply) => {
+    const appError = toAppError(error, request);
+    if (appError.code === 'INTERNAL_ERROR') {
+      request.log.error({ err: error }, 'unhandled error');
+    } else if (appError.code === 'SERVICE_UNAVAILABLE') {
+      request.log.warn({ code: appError.code, dependency: appError.details?.dependency }, appError.message);
+    }
+    return sendError(reply, appError);
+  });
+
+  if (options.metrics) {
+    const { requestDuration, requestsTotal } = options.metrics;
+    app.addHook('onResponse', async (request, reply) => {
+      const labels = {
+        route: request.routeOptions.url ?? 'unmatched',
+        method: request.method,
+        status: String(reply.statusCode),
+      };
+      requestDuration.observe(labels, reply.elapsedTime / 1000);
+      requestsTotal.inc(labels);
+    });
+  }
+}

@@ -1,0 +1,55 @@
+import { createServer, type Server } from 'node:http';
+import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client';
+
+export { Counter, Gauge, Histogram, Registry } from 'prom-client';
+
+export interface ServiceMetrics {
+  registry: Registry;
+  /** RED: request duration by route/RPC, method and status (count = rate, status = errors). */
+  requestDuration: Histogram<'route' | 'method' | 'status'>;
+  requestsTotal: Counter<'route' | 'method' | 'status'>;
+}
+
+/** One registry per service: default process metrics plus RED metrics. */
+export function createMetrics(service: string, registry = new Registry()): ServiceMetrics {
+  registry.setDefaultLabels({ service });
+  collectDefaultMetrics({ register: registry });
+  const requestDuration = new Histogram({
+    name: 'fcd_request_duration_seconds',
+    help: 'Duration of handled requests (HTTP routes and gRPC methods).',
+    labelNames: ['route', 'method', 'status'] as const,
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers: [registry],
+  });
+  const requestsTotal = new Counter({
+    name: 'fcd_requests_total',
+    help: 'Handled requests (HTTP routes and gRPC methods) by status.',
+    labelNames: ['route', 'method', 'status'] as const,
+    registers: [registry],
+  });
+  return { registry, requestDuration, requestsTotal };
+}
+
+/** Serves GET /metrics on its own port (the admin port), apart from the API. */
+export async function startMetricsServer(registry: Registry, port: number, host = '0.0.0.0'): Promise<Server> {
+  const server = createServer((req, res) => {
+    if (req.method === 'GET' && (req.url === '/metrics' || req.url?.startsWith('/metrics?'))) {
+      registry
+        .metrics()
+        .then((body) => {
+          res.writeHead(200, { 'content-type': registry.contentType });
+          res.end(body);
+        })
+        .catch(() => {
+          res.writeHead(500).end();
+        });
+      return;
+    }
+    res.writeHead(404, { 'content-type': 'text/plain' }).end('not found\n');
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => resolve());
+  });
+  return server;
+}

@@ -1,0 +1,43 @@
+import type { Logger } from 'pino';
+
+export interface ShutdownStep {
+  name: string;
+  run: () => Promise<unknown> | unknown;
+}
+
+/**
+ * Installs SIGTERM/SIGINT handlers that run the steps in order, once:
+ * not ready → stop accepting → drain → flush → close pools → flush telemetry.
+ * A step that throws is logged and the next one still runs. The whole sequence
+ * is bounded by timeoutMs, after which the process exits 1.
+ */
+export function installShutdown(logger: Logger, steps: ShutdownStep[], timeoutMs = 25_000): () => Promise<void> {
+  let running: Promise<void> | undefined;
+  const shutdown = (signal = 'manual'): Promise<void> => {
+    if (running) return running;
+    logger.info({ signal }, 'shutting down');
+    const timer = setTimeout(() => {
+      logger.error({ timeoutMs }, 'shutdown timed out');
+      process.exit(1);
+    }, timeoutMs);
+    timer.unref();
+    running = (async () => {
+      for (const step of steps) {
+        try {
+          await step.run();
+        } catch (err) {
+          logger.error({ err, step: step.name }, 'shutdown step failed');
+        }
+      }
+      clearTimeout(timer);
+      logger.info('shutdown complete');
+    })();
+    return running;
+  };
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+    process.once(signal, () => {
+      void shutdown(signal).then(() => process.exit(0));
+    });
+  }
+  return () => shutdown();
+}
