@@ -5,8 +5,8 @@
  */
 import type { DescMessage, DescMethod, DescService, MessageShape } from '@bufbuild/protobuf';
 import { fromBinary, toBinary } from '@bufbuild/protobuf';
-import * as grpc from '@grpc/grpc-js';
 import { AppError, type ErrorCode } from '@fcd/service-kit';
+import * as grpc from '@grpc/grpc-js';
 
 export { grpc };
 
@@ -131,7 +131,10 @@ export interface TypedClient<S extends DescService> {
   raw: grpc.Client;
   unary: UnaryClient<S>;
   /** Opens a bidirectional stream of the named method. */
-  bidi<K extends keyof MethodMap<S>>(method: K, metadata?: grpc.Metadata): grpc.ClientDuplexStream<In<MethodMap<S>[K]>, Out<MethodMap<S>[K]>>;
+  bidi<K extends keyof MethodMap<S>>(
+    method: K,
+    metadata?: grpc.Metadata,
+  ): grpc.ClientDuplexStream<In<MethodMap<S>[K]>, Out<MethodMap<S>[K]>>;
   close(): void;
 }
 
@@ -173,7 +176,7 @@ export function createClient<S extends DescService>(
     unary: unary as UnaryClient<S>,
     bidi(method, metadata) {
       const desc = service.method[method as string] as DescMethod | undefined;
-      if (!desc || desc.methodKind !== 'bidi_streaming') throw new Error(`${String(method)} is not a bidi method`);
+      if (desc?.methodKind !== 'bidi_streaming') throw new Error(`${String(method)} is not a bidi method`);
       return (raw[desc.localName] as (md: grpc.Metadata) => unknown)(metadata ?? new grpc.Metadata()) as never;
     },
     close: () => raw.close(),

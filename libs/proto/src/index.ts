@@ -1,1 +1,1 @@
-export * from "./gen/usage/v1/usage_pb";
+export * from './gen/usage/v1/usage_pb';

@@ -57,8 +57,7 @@ export class AppError extends Error {
   }
 }
 
-export const UNAUTHORIZED_MESSAGE =
-  'A valid API key is required. Send it in the X-API-Key header.';
+export const UNAUTHORIZED_MESSAGE = 'A valid API key is required. Send it in the X-API-Key header.';
 
 export function unauthorized(): AppError {
   return new AppError('UNAUTHORIZED', UNAUTHORIZED_MESSAGE);
@@ -67,9 +66,7 @@ export function unauthorized(): AppError {
 export function validationError(fields: FieldProblem[], message?: string): AppError {
   const text =
     message ??
-    (fields.length === 1
-      ? `Invalid request: ${fields[0]?.field}: ${fields[0]?.message}`
-      : `Invalid request: ${fields.length} problems`);
+    (fields.length === 1 ? `Invalid request: ${fields[0]?.field}: ${fields[0]?.message}` : `Invalid request: ${fields.length} problems`);
   return new AppError('VALIDATION_ERROR', text, { details: { fields } });
 }
 

@@ -36,10 +36,7 @@ export function baseFastifyOptions(logger: Logger): FastifyServerOptions & { log
 }
 
 /** Turns ajv errors from Fastify's validation into SPEC §2 field problems. */
-export function fieldProblems(
-  validation: NonNullable<FastifyError['validation']>,
-  context: string | undefined,
-): FieldProblem[] {
+export function fieldProblems(validation: NonNullable<FastifyError['validation']>, context: string | undefined): FieldProblem[] {
   const problems: FieldProblem[] = [];
   for (const v of validation) {
     const params = v.params as Record<string, unknown>;
@@ -80,7 +77,10 @@ const FASTIFY_MESSAGES: Partial<Record<ErrorCode, string>> = {
 export function sendError(reply: FastifyReply, err: AppError): FastifyReply {
   if (err.headers) reply.headers(err.headers);
   if (err.retryAfterSeconds !== undefined) reply.header('retry-after', String(err.retryAfterSeconds));
-  return reply.code(err.status).type('application/json; charset=utf-8').send(errorBody(err.code, err.message, err.details));
+  return reply
+    .code(err.status)
+    .type('application/json; charset=utf-8')
+    .send(errorBody(err.code, err.message, err.details));
 }
 
 /** Maps any thrown error to the SPEC §2 envelope. The one error mapper for HTTP. */

@@ -1,0 +1,44 @@
+import { execFileSync } from 'node:child_process';
+
+/**
+ * Points the tests at Postgres, Redis and NATS. When DATABASE_URL, REDIS_URL
+ * and NATS_URL are set (scripts/test.sh sets them to the machine's services),
+ * nothing starts. When one is unset and a Docker engine answers, testcontainers
+ * starts that service for the run; otherwise the local default is used.
+ */
+export default async function setup(): Promise<(() => Promise<void>) | undefined> {
+  const missing = ['DATABASE_URL', 'REDIS_URL', 'NATS_URL'].filter((k) => !process.env[k]);
+  if (missing.length === 0 || !dockerAvailable()) return undefined;
+  const { GenericContainer } = await import('testcontainers');
+  const stops: Array<() => Promise<unknown>> = [];
+  if (!process.env.DATABASE_URL) {
+    const c = await new GenericContainer('postgres:15')
+      .withEnvironment({ POSTGRES_HOST_AUTH_METHOD: 'trust', POSTGRES_DB: 'test' })
+      .withExposedPorts(5432)
+      .start();
+    process.env.DATABASE_URL = `postgres://postgres@${c.getHost()}:${c.getMappedPort(5432)}/test`;
+    stops.push(() => c.stop());
+  }
+  if (!process.env.REDIS_URL) {
+    const c = await new GenericContainer('redis:7').withExposedPorts(6379).start();
+    process.env.REDIS_URL = `redis://${c.getHost()}:${c.getMappedPort(6379)}`;
+    stops.push(() => c.stop());
+  }
+  if (!process.env.NATS_URL) {
+    const c = await new GenericContainer('nats:2').withCommand(['-js']).withExposedPorts(4222).start();
+    process.env.NATS_URL = `nats://${c.getHost()}:${c.getMappedPort(4222)}`;
+    stops.push(() => c.stop());
+  }
+  return async () => {
+    for (const stop of stops) await stop();
+  };
+}
+
+function dockerAvailable(): boolean {
+  try {
+    execFileSync('docker', ['info'], { stdio: 'ignore', timeout: 5000 });
+    return true;
+  } catch {
+    return false;
+  }
+}

@@ -1,0 +1,117 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { createServer } from 'node:net';
+import { dirname, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
+
+export async function freePort(): Promise<number> {
+  return new Promise((res, rej) => {
+    const srv = createServer();
+    srv.once('error', rej);
+    srv.listen(0, '127.0.0.1', () => {
+      const addr = srv.address();
+      const port = typeof addr === 'object' && addr ? addr.port : 0;
+      srv.close(() => res(port));
+    });
+  });
+}
+
+export interface LogLine {
+  level?: string;
+  msg?: string;
+  [key: string]: unknown;
+}
+
+export interface ServiceProcess {
+  name: string;
+  proc: ChildProcess;
+  /** Every line the process wrote (stdout and stderr), raw. */
+  output: string[];
+  /** stdout lines parsed as JSON logs. */
+  logs(): LogLine[];
+  waitForLog(predicate: (l: LogLine) => boolean, timeoutMs?: number): Promise<LogLine>;
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+  exited: Promise<number | null>;
+}
+
+/**
+ * Starts a built service (services/<name>/dist/<entry>.js) as a child process
+ * with the given environment and waits until it logs `ready`.
+ */
+export async function startService(
+  name: string,
+  env: Record<string, string>,
+  options: { entry?: string; args?: string[]; readyTimeoutMs?: number; waitReady?: boolean } = {},
+): Promise<ServiceProcess> {
+  const script = resolve(repoRoot, 'services', name, 'dist', `${options.entry ?? 'main'}.js`);
+  const proc = spawn(process.execPath, ['--enable-source-maps', script, ...(options.args ?? [])], {
+    env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'info', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const output: string[] = [];
+  const waiters: Array<{ pred: (l: LogLine) => boolean; resolve: (l: LogLine) => void }> = [];
+  const parsed: LogLine[] = [];
+  const onData = (buf: Buffer, acc: { rest: string }) => {
+    acc.rest += buf.toString('utf8');
+    const lines = acc.rest.split('\n');
+    acc.rest = lines.pop() ?? '';
+    for (const line of lines) {
+      if (!line) continue;
+      output.push(line);
+      try {
+        const l = JSON.parse(line) as LogLine;
+        parsed.push(l);
+        for (const w of [...waiters]) {
+          if (w.pred(l)) {
+            waiters.splice(waiters.indexOf(w), 1);
+            w.resolve(l);
+          }
+        }
+      } catch {
+        // not a JSON log line
+      }
+    }
+  };
+  const outAcc = { rest: '' };
+  const errAcc = { rest: '' };
+  proc.stdout?.on('data', (b: Buffer) => onData(b, outAcc));
+  proc.stderr?.on('data', (b: Buffer) => onData(b, errAcc));
+  const exited = new Promise<number | null>((res) => proc.once('exit', (code) => res(code)));
+
+  const waitForLog = (predicate: (l: LogLine) => boolean, timeoutMs = 15_000) =>
+    new Promise<LogLine>((res, rej) => {
+      const found = parsed.find(predicate);
+      if (found) return res(found);
+      const timer = setTimeout(() => {
+        rej(new Error(`${name}: timed out waiting for log line; output:\n${output.slice(-20).join('\n')}`));
+      }, timeoutMs);
+      waiters.push({
+        pred: predicate,
+        resolve: (l) => {
+          clearTimeout(timer);
+          res(l);
+        },
+      });
+      void exited.then((code) => {
+        clearTimeout(timer);
+        rej(new Error(`${name} exited with ${code} before the expected log line; output:\n${output.slice(-20).join('\n')}`));
+      });
+    });
+
+  const sp: ServiceProcess = {
+    name,
+    proc,
+    output,
+    logs: () => parsed,
+    waitForLog,
+    exited,
+    async stop(signal = 'SIGTERM') {
+      if (proc.exitCode !== null || proc.signalCode !== null) return proc.exitCode;
+      proc.kill(signal);
+      return exited;
+    },
+  };
+  if (options.waitReady !== false) await waitForLog((l) => l.msg === 'ready', options.readyTimeoutMs ?? 20_000);
+  return sp;
+}

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# The whole test suite, exactly as CI runs it (.ci/run calls `npm test`).
+# 1. starts Postgres/Redis/NATS if stopped, 2. installs dependencies if needed,
+# 3. static checks (lint, types, generated protobuf code up to date),
+# 4. builds the services, 5. runs every vitest test against the real services,
+# 6. prints one line: "N passed, N failed" (static checks count as tests).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+export NPM_CONFIG_UPDATE_NOTIFIER=false
+
+bash scripts/services.sh || { echo "0 passed, 1 failed"; exit 1; }
+export DATABASE_URL="${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test}"
+export REDIS_URL="${REDIS_URL:-redis://127.0.0.1:6379}"
+export NATS_URL="${NATS_URL:-nats://127.0.0.1:4222}"
+
+if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+  npm ci --no-audit --no-fund || { echo "0 passed, 1 failed"; exit 1; }
+fi
+
+mkdir -p .run
+static_passed=0
+static_failed=0
+check() {
+  local name=$1; shift
+  echo "== $name"
+  if "$@"; then static_passed=$((static_passed + 1)); else echo "FAILED: $name"; static_failed=$((static_failed + 1)); fi
+}
+check "lint (biome)" npx biome check .
+check "typecheck (tsc --noEmit)" npx tsc -p tsconfig.json --noEmit
+check "generated protobuf code is up to date" bash scripts/proto-gen.sh --check
+check "build" npm run build --silent
+
+echo "== tests (vitest)"
+npx vitest run --reporter=default --reporter=json --outputFile.json=.run/vitest.json "$@"
+vitest_rc=$?
+
+node scripts/test-summary.mjs .run/vitest.json "$static_passed" "$static_failed" "$vitest_rc"
