@@ -1,0 +1,36 @@
+import type { EventEnvelope } from './events';
+
+/** What matching needs from a subscription. */
+export interface MatchableSubscription {
+  events: readonly string[];
+  /** null = every facility. */
+  facility_ids: readonly string[] | null;
+}
+
+/**
+ * The facilities an event concerns: the violation's facility, every facility of
+ * a case, or the facility whose status changed. Lower-cased, so UUIDs compare
+ * whatever their case. An event without facility references concerns none.
+ */
+export function eventFacilityIds(event: EventEnvelope): string[] {
+  const data = event.data ?? {};
+  const ids: unknown[] = [];
+  if (event.type === 'violation.new') ids.push(data.violation?.facility_id);
+  else if (event.type === 'case.new' || event.type === 'case.updated') ids.push(...(data.case?.facility_ids ?? []));
+  else if (event.type === 'facility.status_changed') ids.push(data.facility?.id);
+  return ids.filter((id): id is string => typeof id === 'string' && id.length > 0).map((id) => id.toLowerCase());
+}
+
+/**
+ * True when the subscription wants the event: its type is one of the
+ * subscription's events, and the subscription watches every facility
+ * (`facility_ids` null) or at least one of the facilities the event concerns
+ * (for a case: any of the case's facilities). Whether the subscription is
+ * active is the caller's concern.
+ */
+export function matches(subscription: MatchableSubscription, event: EventEnvelope): boolean {
+  if (!subscription.events.includes(event.type)) return false;
+  if (subscription.facility_ids === null) return true;
+  const watched = new Set(subscription.facility_ids.map((id) => id.toLowerCase()));
+  return eventFacilityIds(event).some((id) => watched.has(id));
+}

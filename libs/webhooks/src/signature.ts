@@ -1,0 +1,24 @@
+import { createHmac, timingSafeEqual } from 'node:crypto';
+
+/**
+ * Delivery signatures (SPEC §8, seed §5): `X-Service-Signature:
+ * sha256=<lowercase hex HMAC-SHA256(raw body)>`, keyed by the whole secret
+ * string (including `whsec_`) as UTF-8. Same scheme as GitHub's
+ * X-Hub-Signature-256, so its libraries verify ours.
+ */
+export const SIGNATURE_HEADER = 'x-service-signature';
+const SIGNATURE_PATTERN = /^sha256=[0-9a-fA-F]{64}$/;
+
+export function sign(secret: string, rawBody: string | Uint8Array): string {
+  const mac = createHmac('sha256', Buffer.from(secret, 'utf8'));
+  mac.update(typeof rawBody === 'string' ? Buffer.from(rawBody, 'utf8') : rawBody);
+  return `sha256=${mac.digest('hex')}`;
+}
+
+/** Compares in constant time; false for a missing or malformed header. */
+export function verify(secret: string, rawBody: string | Uint8Array, header: string | null | undefined): boolean {
+  if (typeof header !== 'string' || !SIGNATURE_PATTERN.test(header)) return false;
+  const given = Buffer.from(header.slice('sha256='.length), 'hex');
+  const expected = Buffer.from(sign(secret, rawBody).slice('sha256='.length), 'hex');
+  return given.length === expected.length && timingSafeEqual(given, expected);
+}

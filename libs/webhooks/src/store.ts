@@ -1,0 +1,258 @@
+import { AppError, type Pool, withTransaction } from '@fcd/service-kit';
+import { redactSecret, type SecretBox, secretLast4 } from './secrets';
+
+/**
+ * All SQL for subscriptions (schema `webhook`). Every account-facing method
+ * takes the account id and filters on it, so another account's id behaves
+ * exactly like an unknown one.
+ */
+
+export interface Subscription {
+  id: string;
+  account_id: string;
+  url: string;
+  events: string[];
+  /** null = every facility. */
+  facility_ids: string[] | null;
+  /** Always the redacted form (`whsec_********abcd`); the clear secret is only returned by `create`. */
+  secret: string;
+  is_active: boolean;
+  created_at: string;
+  updated_at: string;
+  deactivated_at: string | null;
+  deactivation_reason: string | null;
+  consecutive_failures: number;
+  last_failure_at: string | null;
+  last_success_at: string | null;
+}
+
+export interface NewSubscription {
+  id: string;
+  account_id: string;
+  url: string;
+  events: string[];
+  facility_ids: string[] | null;
+  /** The clear secret; stored encrypted. */
+  secret: string;
+  /** Epoch ms (from the injected clock). */
+  now: number;
+}
+
+export interface SubscriptionPatch {
+  url?: string;
+  events?: string[];
+  facility_ids?: string[] | null;
+  is_active?: boolean;
+}
+
+/** Keyset position: the last row of the previous page. */
+export interface ListPosition {
+  created_at: string;
+  id: string;
+}
+
+export interface SubscriptionPage {
+  items: Subscription[];
+  has_more: boolean;
+}
+
+export const MANUAL_DEACTIVATION = 'manual';
+
+interface Row {
+  id: string;
+  account_id: string;
+  url: string;
+  events: string[];
+  facility_ids: string[] | null;
+  secret_last4: string;
+  is_active: boolean;
+  created_at: Date;
+  updated_at: Date;
+  deactivated_at: Date | null;
+  deactivation_reason: string | null;
+  consecutive_failures: number;
+  last_failure_at: Date | null;
+  last_success_at: Date | null;
+}
+
+const COLUMNS = `id, account_id, url, events, facility_ids::text[] AS facility_ids, secret_last4, is_active, created_at, updated_at,
+  deactivated_at, deactivation_reason, consecutive_failures, last_failure_at, last_success_at`;
+
+const iso = (d: Date | null) => (d === null ? null : d.toISOString());
+
+function toSubscription(row: Row): Subscription {
+  return {
+    id: row.id,
+    account_id: row.account_id,
+    url: row.url,
+    events: row.events,
+    facility_ids: row.facility_ids,
+    secret: redactSecret(row.secret_last4),
+    is_active: row.is_active,
+    created_at: row.created_at.toISOString(),
+    updated_at: row.updated_at.toISOString(),
+    deactivated_at: iso(row.deactivated_at),
+    deactivation_reason: row.deactivation_reason,
+    consecutive_failures: row.consecutive_failures,
+    last_failure_at: iso(row.last_failure_at),
+    last_success_at: iso(row.last_success_at),
+  };
+}
+
+export class SubscriptionStore {
+  constructor(
+    private readonly pool: Pool,
+    private readonly secrets: SecretBox,
+  ) {}
+
+  /**
+   * Inserts a subscription unless the account already has `maxPerAccount`
+   * (LIMIT_REACHED). The count and the insert run under a per-account advisory
+   * lock, so concurrent creates cannot overshoot the limit.
+   */
+  async create(input: NewSubscription, maxPerAccount: number): Promise<Subscription> {
+    return withTransaction(this.pool, async (client) => {
+      await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`webhook:subscriptions:${input.account_id}`]);
+      const { rows } = await client.query<{ n: number }>('SELECT count(*)::int AS n FROM webhook.subscriptions WHERE account_id = $1', [
+        input.account_id,
+      ]);
+      if ((rows[0]?.n ?? 0) >= maxPerAccount) {
+        throw new AppError(
+          'LIMIT_REACHED',
+          `An account can have at most ${maxPerAccount} webhook subscriptions. Delete one to add another.`,
+          {
+            details: { limit: maxPerAccount },
+          },
+        );
+      }
+      const now = new Date(input.now);
+      const inserted = await client.query<Row>(
+        `INSERT INTO webhook.subscriptions (id, account_id, url, events, facility_ids, secret_ciphertext, secret_last4, is_active, created_at, updated_at)
+         VALUES ($1, $2, $3, $4, $5::uuid[], $6, $7, true, $8, $8)
+         RETURNING ${COLUMNS}`,
+        [
+          input.id,
+          input.account_id,
+          input.url,
+          input.events,
+          input.facility_ids,
+          this.secrets.encrypt(input.secret, input.id),
+          secretLast4(input.secret),
+          now,
+        ],
+      );
+      return toSubscription(inserted.rows[0] as Row);
+    });
+  }
+
+  async get(accountId: string, id: string): Promise<Subscription | undefined> {
+    const { rows } = await this.pool.query<Row>(`SELECT ${COLUMNS} FROM webhook.subscriptions WHERE id = $1 AND account_id = $2`, [
+      id,
+      accountId,
+    ]);
+    return rows[0] ? toSubscription(rows[0]) : undefined;
+  }
+
+  /** Newest first; `after` continues after the last row of the previous page. */
+  async list(accountId: string, limit: number, after?: ListPosition): Promise<SubscriptionPage> {
+    const params: unknown[] = [accountId, limit + 1];
+    let where = 'account_id = $1';
+    if (after) {
+      params.push(new Date(after.created_at), after.id);
+      where += ' AND (created_at, id) < ($3, $4)';
+    }
+    const { rows } = await this.pool.query<Row>(
+      `SELECT ${COLUMNS} FROM webhook.subscriptions WHERE ${where} ORDER BY created_at DESC, id DESC LIMIT $2`,
+      params,
+    );
+    return { items: rows.slice(0, limit).map(toSubscription), has_more: rows.length > limit };
+  }
+
+  async count(accountId: string): Promise<number> {
+    const { rows } = await this.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM webhook.subscriptions WHERE account_id = $1', [
+      accountId,
+    ]);
+    return rows[0]?.n ?? 0;
+  }
+
+  /**
+   * Applies any subset of url, events, facility_ids and is_active.
+   * `is_active: true` reactivates and resets the failure bookkeeping;
+   * `is_active: false` deactivates with reason "manual" (an already inactive
+   * subscription keeps its original time and reason).
+   */
+  async update(accountId: string, id: string, patch: SubscriptionPatch, now: number): Promise<Subscription | undefined> {
+    const sets: string[] = ['updated_at = $3'];
+    const params: unknown[] = [id, accountId, new Date(now)];
+    const param = (value: unknown) => {
+      params.push(value);
+      return `$${params.length}`;
+    };
+    if (patch.url !== undefined) sets.push(`url = ${param(patch.url)}`);
+    if (patch.events !== undefined) sets.push(`events = ${param(patch.events)}`);
+    if (patch.facility_ids !== undefined) sets.push(`facility_ids = ${param(patch.facility_ids)}::uuid[]`);
+    if (patch.is_active === true) {
+      sets.push(
+        'is_active = true',
+        'deactivated_at = NULL',
+        'deactivation_reason = NULL',
+        'consecutive_failures = 0',
+        'last_failure_at = NULL',
+      );
+    } else if (patch.is_active === false) {
+      sets.push(
+        'is_active = false',
+        'deactivated_at = CASE WHEN is_active THEN $3 ELSE deactivated_at END',
+        `deactivation_reason = CASE WHEN is_active THEN ${param(MANUAL_DEACTIVATION)} ELSE deactivation_reason END`,
+      );
+    }
+    const { rows } = await this.pool.query<Row>(
+      `UPDATE webhook.subscriptions SET ${sets.join(', ')} WHERE id = $1 AND account_id = $2 RETURNING ${COLUMNS}`,
+      params,
+    );
+    return rows[0] ? toSubscription(rows[0]) : undefined;
+  }
+
+  /** Deletes the subscription and (cascade) its deliveries, so nothing more is sent to it. */
+  async delete(accountId: string, id: string): Promise<boolean> {
+    const { rowCount } = await this.pool.query('DELETE FROM webhook.subscriptions WHERE id = $1 AND account_id = $2', [id, accountId]);
+    return (rowCount ?? 0) > 0;
+  }
+
+  // -------------------------------------------------------------------------
+  // For the dispatcher (no account filter: it acts for every account).
+
+  /**
+   * Active subscriptions that list `eventType` and watch every facility or at
+   * least one of `facilityIds`. Same rule as `matches()`, evaluated in SQL.
+   */
+  async findActiveMatching(eventType: string, facilityIds: readonly string[]): Promise<Subscription[]> {
+    const { rows } = await this.pool.query<Row>(
+      `SELECT ${COLUMNS} FROM webhook.subscriptions
+        WHERE is_active AND events @> ARRAY[$1]::text[]
+          AND (facility_ids IS NULL OR facility_ids && $2::uuid[])
+        ORDER BY created_at, id`,
+      [eventType, facilityIds.map((f) => f.toLowerCase())],
+    );
+    return rows.map(toSubscription);
+  }
+
+  /** The clear signing secret of a subscription (the dispatcher signs with it); undefined when it is gone. */
+  async signingSecret(id: string): Promise<string | undefined> {
+    const { rows } = await this.pool.query<{ secret_ciphertext: string }>(
+      'SELECT secret_ciphertext FROM webhook.subscriptions WHERE id = $1',
+      [id],
+    );
+    return rows[0] ? this.secrets.decrypt(rows[0].secret_ciphertext, id) : undefined;
+  }
+
+  /** Deactivates an active subscription for a reason (e.g. "consecutive_failures"); false when it was not active. */
+  async deactivate(id: string, reason: string, now: number): Promise<boolean> {
+    const { rowCount } = await this.pool.query(
+      `UPDATE webhook.subscriptions SET is_active = false, deactivated_at = $2, deactivation_reason = $3, updated_at = $2
+        WHERE id = $1 AND is_active`,
+      [id, new Date(now), reason],
+    );
+    return (rowCount ?? 0) > 0;
+  }
+}
