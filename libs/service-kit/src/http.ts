@@ -1,5 +1,14 @@
 import { randomUUID } from 'node:crypto';
-import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, FastifyServerOptions } from 'fastify';
+import type { Server } from 'node:http';
+import {
+  type FastifyBaseLogger,
+  type FastifyError,
+  type FastifyHttpOptions,
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
+  LogController,
+} from 'fastify';
 import type { Logger } from 'pino';
 import { AppError, type ErrorCode, errorBody, type FieldProblem } from './errors';
 import type { ServiceMetrics } from './metrics';
@@ -13,14 +22,15 @@ export function requestIdFrom(header: string | string[] | undefined): string {
 }
 
 /** Fastify options shared by every HTTP service. */
-export function baseFastifyOptions(logger: Logger): FastifyServerOptions & { loggerInstance: Logger } {
+export function baseFastifyOptions(logger: Logger): FastifyHttpOptions<Server, FastifyBaseLogger> {
   return {
-    loggerInstance: logger,
+    loggerInstance: logger as FastifyBaseLogger,
     bodyLimit: BODY_LIMIT_BYTES,
     requestIdHeader: false,
     genReqId: (req) => requestIdFrom(req.headers['x-request-id']),
-    requestIdLogLabel: 'request_id',
-    disableRequestLogging: true,
+    // Request lines are not logged by default (one line per request costs the hot path);
+    // errors and 5xx are logged by the error handler with the request id.
+    logController: new LogController({ requestIdLogLabel: 'request_id', disableRequestLogging: true }),
     return503OnClosing: true,
     forceCloseConnections: 'idle',
     routerOptions: { ignoreTrailingSlash: false, maxParamLength: 200 },
@@ -32,7 +42,7 @@ export function baseFastifyOptions(logger: Logger): FastifyServerOptions & { log
         useDefaults: true,
       },
     },
-  } as FastifyServerOptions & { loggerInstance: Logger };
+  };
 }
 
 /** Turns ajv errors from Fastify's validation into SPEC §2 field problems. */

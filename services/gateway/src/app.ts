@@ -1,0 +1,175 @@
+import { create } from '@bufbuild/protobuf';
+import { fromGrpcError, type TypedClient } from '@fcd/grpc';
+import { type AuthorizeResult, Decision, GetUsageRequestSchema, type UsageService } from '@fcd/proto';
+import {
+  AppError,
+  baseFastifyOptions,
+  type Check,
+  checkReadiness,
+  errorBody,
+  type InternalAuth,
+  installHttpConventions,
+  type Logger,
+  type ServiceMetrics,
+  serviceUnavailable,
+  UNAUTHORIZED_MESSAGE,
+} from '@fcd/service-kit';
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import type { AuthorizationBatcher } from './auth/batcher';
+import { ALL_METHODS, PUBLIC_ROUTES, type Target } from './routes/table';
+import { NoQuery, UsageResponseSchema } from './routes/usage-schema';
+import type { Upstream } from './upstream/proxy';
+
+export interface GatewayDeps {
+  logger: Logger;
+  metrics: ServiceMetrics & { onDecision?: (tier: string, outcome: string) => void };
+  batcher: AuthorizationBatcher;
+  usage: TypedClient<typeof UsageService>;
+  upstreams: Record<Exclude<Target, 'local'>, Upstream>;
+  internalAuth: InternalAuth;
+  readiness: Record<string, Check>;
+  isShuttingDown: () => boolean;
+}
+
+export interface AuthenticatedAccount {
+  accountId: string;
+  tier: string;
+  tierRank: number;
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    account?: AuthenticatedAccount;
+  }
+}
+
+const TIER_RANK: Record<string, number> = { free: 0, pro: 1, enterprise: 2 };
+
+function setRateLimitHeaders(reply: FastifyReply, r: AuthorizeResult): void {
+  reply.header('x-ratelimit-limit', String(r.dailyLimit));
+  reply.header('x-ratelimit-remaining', String(r.remaining));
+  reply.header('x-ratelimit-reset', r.resetsAt);
+}
+
+function rateLimited(r: AuthorizeResult): AppError {
+  return new AppError(
+    'RATE_LIMIT_EXCEEDED',
+    `Daily request limit of ${r.dailyLimit} requests exceeded. The limit resets at ${r.resetsAt}.`,
+    { details: { limit: r.dailyLimit, remaining: 0, resets_at: r.resetsAt }, retryAfterSeconds: r.retryAfterSeconds },
+  );
+}
+
+/** The public HTTP surface: health, authentication and metering of /v1, routing to the domain services. */
+export function buildGatewayApp(deps: GatewayDeps): FastifyInstance {
+  const app = Fastify(baseFastifyOptions(deps.logger));
+  installHttpConventions(app, { metrics: deps.metrics });
+
+  // Health: unauthenticated, unversioned, never counted.
+  app.get('/healthz', async () => ({ data: { status: 'ok' } }));
+  app.get('/readyz', async (_req, reply) => {
+    const report = await checkReadiness(deps.readiness);
+    if (report.ready && !deps.isShuttingDown()) return { data: { status: 'ready', checks: report.checks } };
+    return reply
+      .code(503)
+      .header('retry-after', '1')
+      .send(errorBody('SERVICE_UNAVAILABLE', 'The API is not ready.', { checks: report.checks }));
+  });
+
+  // Authenticate and count every /v1 request (known route or not) before anything else.
+  app.addHook('onRequest', async (request, reply) => {
+    if (!(request.url === '/v1' || request.url.startsWith('/v1/') || request.url.startsWith('/v1?'))) return;
+    const header = request.headers['x-api-key'];
+    const apiKey = typeof header === 'string' ? header : '';
+    if (apiKey === '') throw new AppError('UNAUTHORIZED', UNAUTHORIZED_MESSAGE);
+    const result = await deps.batcher.authorize(apiKey, request.method, request.url.split('?')[0] as string);
+    switch (result.decision) {
+      case Decision.ALLOWED:
+        setRateLimitHeaders(reply, result);
+        request.account = { accountId: result.accountId, tier: result.tier, tierRank: TIER_RANK[result.tier] ?? 0 };
+        return;
+      case Decision.RATE_LIMITED:
+        setRateLimitHeaders(reply, result);
+        throw rateLimited(result);
+      case Decision.UNAUTHENTICATED:
+        throw new AppError('UNAUTHORIZED', UNAUTHORIZED_MESSAGE);
+      default:
+        throw serviceUnavailable('usage', result.retryAfterSeconds || 1);
+    }
+  });
+
+  const requireAccount = (request: FastifyRequest): AuthenticatedAccount => {
+    if (!request.account) throw new AppError('UNAUTHORIZED', UNAUTHORIZED_MESSAGE);
+    return request.account;
+  };
+
+  for (const route of PUBLIC_ROUTES) {
+    if (route.target === 'local') continue;
+    const upstream = deps.upstreams[route.target];
+    app.route({
+      method: route.methods,
+      url: route.path,
+      handler: async (request, reply) => {
+        const account = requireAccount(request);
+        const header = deps.internalAuth.sign({
+          account_id: account.accountId,
+          tier: account.tier,
+          tier_rank: account.tierRank,
+          request_id: request.id,
+        });
+        return upstream.forward(request, reply, header);
+      },
+    });
+  }
+
+  app.get('/v1/account/usage', { schema: { querystring: NoQuery, response: { 200: UsageResponseSchema } } }, async (request) => {
+    const account = requireAccount(request);
+    let u: Awaited<ReturnType<typeof deps.usage.unary.getUsage>>;
+    try {
+      u = await deps.usage.unary.getUsage(create(GetUsageRequestSchema, { accountId: account.accountId }));
+    } catch (err) {
+      throw fromGrpcError(err, 'usage');
+    }
+    const b = u.billingPeriod;
+    return {
+      data: {
+        tier: u.tier,
+        daily_limit: u.dailyLimit,
+        today: { request_count: u.today?.requestCount ?? 0, remaining: u.today?.remaining ?? 0, resets_at: u.today?.resetsAt ?? '' },
+        billing_period: {
+          start: b?.start ?? '',
+          end: b?.end ?? '',
+          total_requests: Number(b?.totalRequests ?? 0n),
+          included_requests: Number(b?.includedRequests ?? 0n),
+          overage_requests: Number(b?.overageRequests ?? 0n),
+          overage_rate_usd: b?.overageRateUsd ?? '0.000',
+          estimated_overage_usd: b?.estimatedOverageUsd ?? '0.00',
+        },
+      },
+    };
+  });
+
+  // 405 for known paths with another method (with Allow), registered after the real routes.
+  for (const route of PUBLIC_ROUTES) {
+    const allowed = route.methods.includes('GET') ? [...route.methods, 'HEAD'] : route.methods;
+    const others = ALL_METHODS.filter((m) => !allowed.includes(m as never));
+    app.route({
+      method: others,
+      url: route.path,
+      handler: async (request) => {
+        requireAccount(request);
+        throw new AppError(
+          'METHOD_NOT_ALLOWED',
+          `Method ${request.method} is not allowed on ${route.path}. Allowed: ${allowed.join(', ')}.`,
+          {
+            headers: { allow: allowed.join(', ') },
+          },
+        );
+      },
+    });
+  }
+
+  app.setNotFoundHandler(async (request) => {
+    throw new AppError('NOT_FOUND', `No route ${request.method} ${request.url.split('?')[0]}.`);
+  });
+  return app;
+}

@@ -1,0 +1,124 @@
+import { create } from '@bufbuild/protobuf';
+import type { grpc, TypedClient } from '@fcd/grpc';
+import {
+  type AuthorizeItem,
+  AuthorizeItemSchema,
+  type AuthorizeResult,
+  AuthorizeResultSchema,
+  type AuthorizeStreamRequest,
+  AuthorizeStreamRequestSchema,
+  type AuthorizeStreamResponse,
+  Decision,
+  type UsageService,
+} from '@fcd/proto';
+import type { Logger } from 'pino';
+
+interface Waiter {
+  item: AuthorizeItem;
+  resolve: (r: AuthorizeResult) => void;
+}
+
+interface InFlight {
+  waiters: Waiter[];
+  timer: NodeJS.Timeout;
+}
+
+const UNAVAILABLE = () => create(AuthorizeResultSchema, { decision: Decision.UNAVAILABLE, retryAfterSeconds: 1 });
+
+/**
+ * Coalesces the authorizations of one event-loop turn into one message on a
+ * long-lived bidirectional stream to the usage service (ARCHITECTURE.md, "The
+ * hot path"). Each batch has a deadline; when the stream breaks, its batches
+ * fail as UNAVAILABLE and the next batch opens a new stream.
+ */
+export class AuthorizationBatcher {
+  private queue: Waiter[] = [];
+  private scheduled = false;
+  private stream: grpc.ClientDuplexStream<AuthorizeStreamRequest, AuthorizeStreamResponse> | undefined;
+  private nextBatchId = 1;
+  private readonly inFlight = new Map<number, InFlight>();
+  private closed = false;
+
+  constructor(
+    private readonly client: TypedClient<typeof UsageService>,
+    private readonly logger: Logger,
+    private readonly options: { deadlineMs: number; maxBatch: number; onBatch?: (size: number) => void },
+  ) {}
+
+  authorize(apiKey: string, method: string, path: string): Promise<AuthorizeResult> {
+    if (this.closed) return Promise.resolve(UNAVAILABLE());
+    return new Promise((resolve) => {
+      this.queue.push({ item: create(AuthorizeItemSchema, { apiKey, method, path }), resolve });
+      if (!this.scheduled) {
+        this.scheduled = true;
+        setImmediate(() => this.flush());
+      }
+    });
+  }
+
+  private flush(): void {
+    this.scheduled = false;
+    while (this.queue.length > 0) {
+      const waiters = this.queue.splice(0, this.options.maxBatch);
+      this.send(waiters);
+    }
+  }
+
+  private send(waiters: Waiter[]): void {
+    const stream = this.ensureStream();
+    const batchId = this.nextBatchId;
+    this.nextBatchId = this.nextBatchId >= 0xffffffff ? 1 : this.nextBatchId + 1;
+    const timer = setTimeout(() => this.fail(batchId, 'deadline exceeded'), this.options.deadlineMs);
+    this.inFlight.set(batchId, { waiters, timer });
+    this.options.onBatch?.(waiters.length);
+    try {
+      stream.write(create(AuthorizeStreamRequestSchema, { batchId, items: waiters.map((w) => w.item) }));
+    } catch (err) {
+      this.fail(batchId, (err as Error).message);
+    }
+  }
+
+  private ensureStream(): grpc.ClientDuplexStream<AuthorizeStreamRequest, AuthorizeStreamResponse> {
+    if (this.stream) return this.stream;
+    const stream = this.client.bidi('authorizeStream');
+    stream.on('data', (res: AuthorizeStreamResponse) => {
+      const entry = this.inFlight.get(res.batchId);
+      if (!entry) return; // answered after its deadline
+      this.inFlight.delete(res.batchId);
+      clearTimeout(entry.timer);
+      entry.waiters.forEach((w, i) => {
+        w.resolve(res.results[i] ?? UNAVAILABLE());
+      });
+    });
+    const broken = (reason: string) => {
+      if (this.stream !== stream) return;
+      this.stream = undefined;
+      if (!this.closed) this.logger.warn({ reason }, 'authorization stream closed; failing its pending batches');
+      for (const id of [...this.inFlight.keys()]) this.fail(id, reason);
+    };
+    stream.on('error', (err: Error) => broken(err.message));
+    stream.on('end', () => broken('stream ended'));
+    stream.on('close', () => broken('stream closed'));
+    this.stream = stream;
+    return stream;
+  }
+
+  private fail(batchId: number, reason: string): void {
+    const entry = this.inFlight.get(batchId);
+    if (!entry) return;
+    this.inFlight.delete(batchId);
+    clearTimeout(entry.timer);
+    this.logger.debug({ batchId, reason }, 'authorization batch failed');
+    for (const w of entry.waiters) w.resolve(UNAVAILABLE());
+  }
+
+  /** Waits (bounded) for in-flight batches, then closes the stream. */
+  async close(timeoutMs = 2000): Promise<void> {
+    this.closed = true;
+    const until = Date.now() + timeoutMs;
+    while (this.inFlight.size > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 10));
+    for (const id of [...this.inFlight.keys()]) this.fail(id, 'gateway shutting down');
+    this.stream?.end();
+    this.stream = undefined;
+  }
+}

@@ -1,0 +1,27 @@
+import { Env } from '@fcd/service-kit';
+import { Type } from '@sinclair/typebox';
+
+export const UsageConfigSchema = Type.Object({
+  GRPC_PORT: Env.port(50051),
+  PORT: Env.port(8090),
+  METRICS_PORT: Env.port(9464),
+  HOST: Type.String({ default: '0.0.0.0' }),
+  DATABASE_URL: Env.url(),
+  REDIS_URL: Env.url(),
+  /** Prefix of every Redis key of this deployment (tests use one per file). */
+  REDIS_KEY_PREFIX: Type.String({ default: 'fcd:', pattern: '^[A-Za-z0-9:_-]*$' }),
+  /** Bounded staleness of the in-process key cache: a revocation elsewhere takes effect within this time. */
+  KEY_CACHE_TTL_MS: Env.int(5000, 0, 300_000),
+  KEY_CACHE_NEGATIVE_TTL_MS: Env.int(1000, 0, 60_000),
+  /** Counts reach Postgres at this interval: the loss bound when Redis and this process fail together. */
+  USAGE_FLUSH_INTERVAL_MS: Env.int(1000, 50, 60_000),
+  /** Copies all Redis counters into Postgres at this interval (and at start-up). */
+  USAGE_RECONCILE_INTERVAL_MS: Env.int(60_000, 1000, 3_600_000),
+  /** Operator opt-in: with Redis down, count in Postgres instead of refusing with 503. */
+  USAGE_FAIL_OPEN: Env.bool(false),
+  /** Bearer token of the internal admin API (disabled when unset). */
+  ADMIN_TOKEN: Type.Optional(Type.String({ minLength: 32 })),
+  MIGRATE_ON_START: Env.bool(true),
+  LOG_LEVEL: Env.logLevel(),
+});
+export type UsageConfig = typeof UsageConfigSchema.static;

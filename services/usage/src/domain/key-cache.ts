@@ -1,0 +1,46 @@
+import type { Clock } from '@fcd/service-kit';
+import type { KeyPrincipal } from './tiers';
+
+/**
+ * In-process cache of key lookups (digest → principal, or null for unknown).
+ * Bounded staleness: an entry is used for at most ttlMs (negative entries
+ * negativeTtlMs), so a revocation or tier change made elsewhere takes effect
+ * within that time on every replica. Bounded size: oldest entries are evicted.
+ */
+export class KeyCache {
+  private readonly entries = new Map<string, { value: KeyPrincipal | null; expires: number }>();
+
+  constructor(
+    private readonly clock: Clock,
+    private readonly ttlMs: number,
+    private readonly negativeTtlMs: number,
+    private readonly maxEntries = 100_000,
+  ) {}
+
+  get(digest: string): KeyPrincipal | null | undefined {
+    const e = this.entries.get(digest);
+    if (!e) return undefined;
+    if (e.expires <= this.clock.now()) {
+      this.entries.delete(digest);
+      return undefined;
+    }
+    return e.value;
+  }
+
+  set(digest: string, value: KeyPrincipal | null): void {
+    if (this.entries.size >= this.maxEntries) {
+      const oldest = this.entries.keys().next().value;
+      if (oldest !== undefined) this.entries.delete(oldest);
+    }
+    this.entries.set(digest, { value, expires: this.clock.now() + (value ? this.ttlMs : this.negativeTtlMs) });
+  }
+
+  /** Drops entries of one account (after a local revoke or tier change). */
+  evictAccount(accountId: string): void {
+    for (const [digest, e] of this.entries) if (e.value?.accountId === accountId) this.entries.delete(digest);
+  }
+
+  clear(): void {
+    this.entries.clear();
+  }
+}

@@ -1,0 +1,114 @@
+import { create } from '@bufbuild/protobuf';
+import { addService, grpc } from '@fcd/grpc';
+import {
+  type AuthorizeItem,
+  AuthorizeResponseSchema,
+  type AuthorizeResult,
+  AuthorizeResultSchema,
+  AuthorizeStreamResponseSchema,
+  Decision,
+  GetUsageResponseSchema,
+  UsageService,
+} from '@fcd/proto';
+import { AppError } from '@fcd/service-kit';
+import { HealthImplementation } from 'grpc-health-check';
+import type { Logger } from 'pino';
+import type { Decision as MeterDecision, MeterResult, UsageMeter } from '../meter';
+import type { UsageMetrics } from '../metrics';
+
+const DECISION: Record<MeterDecision, Decision> = {
+  allowed: Decision.ALLOWED,
+  unauthenticated: Decision.UNAUTHENTICATED,
+  rate_limited: Decision.RATE_LIMITED,
+  unavailable: Decision.UNAVAILABLE,
+};
+
+function toResult(r: MeterResult): AuthorizeResult {
+  return create(AuthorizeResultSchema, {
+    decision: DECISION[r.decision],
+    accountId: r.principal?.accountId ?? '',
+    tier: r.principal?.tier ?? '',
+    dailyLimit: r.principal?.dailyLimit ?? 0,
+    count: r.count,
+    remaining: r.remaining,
+    resetsAt: r.resetsAt,
+    retryAfterSeconds: r.retryAfterSeconds,
+  });
+}
+
+async function decide(meter: UsageMeter, items: AuthorizeItem[]): Promise<AuthorizeResult[]> {
+  return (await meter.authorize(items.map((i) => i.apiKey))).map(toResult);
+}
+
+export const HEALTH_SERVICE_NAME = UsageService.typeName;
+
+export function createGrpcServer(
+  meter: UsageMeter,
+  logger: Logger,
+  metrics: UsageMetrics,
+): { server: grpc.Server; health: HealthImplementation } {
+  const server = new grpc.Server({ 'grpc.keepalive_permit_without_calls': 1, 'grpc.max_receive_message_length': 8 * 1024 * 1024 });
+  const health = new HealthImplementation({
+    '': 'NOT_SERVING',
+    [HEALTH_SERVICE_NAME]: 'NOT_SERVING',
+    postgres: 'UNKNOWN',
+    redis: 'UNKNOWN',
+  });
+  health.addToServer(server);
+  addService(
+    server,
+    UsageService,
+    {
+      authorizeStream(call) {
+        const started = new Map<number, number>();
+        call.on('data', (batch) => {
+          started.set(batch.batchId, performance.now());
+          decide(meter, batch.items)
+            .catch((err: unknown) => {
+              logger.error({ err }, 'authorize batch failed');
+              return batch.items.map(() => create(AuthorizeResultSchema, { decision: Decision.UNAVAILABLE, retryAfterSeconds: 1 }));
+            })
+            .then((results) => {
+              const t0 = started.get(batch.batchId) ?? performance.now();
+              started.delete(batch.batchId);
+              metrics.requestDuration.observe({ route: 'AuthorizeStream', method: 'grpc', status: 'OK' }, (performance.now() - t0) / 1000);
+              metrics.requestsTotal.inc({ route: 'AuthorizeStream', method: 'grpc', status: 'OK' });
+              if (!call.writableEnded && !call.destroyed)
+                call.write(create(AuthorizeStreamResponseSchema, { batchId: batch.batchId, results }));
+            });
+        });
+        call.on('end', () => call.end());
+        call.on('error', (err) => logger.debug({ err: { message: err.message } }, 'authorize stream error'));
+      },
+      async authorize(request) {
+        return create(AuthorizeResponseSchema, { results: await decide(meter, request.items) });
+      },
+      async getUsage(request) {
+        const report = await meter.usage(request.accountId);
+        if (!report) throw new AppError('NOT_FOUND', 'No such account.');
+        return create(GetUsageResponseSchema, {
+          tier: report.tier,
+          dailyLimit: report.dailyLimit,
+          today: { requestCount: report.today.requestCount, remaining: report.today.remaining, resetsAt: report.today.resetsAt },
+          billingPeriod: {
+            start: report.billing.start,
+            end: report.billing.end,
+            totalRequests: BigInt(report.billing.totalRequests),
+            includedRequests: BigInt(report.billing.includedRequests),
+            overageRequests: BigInt(report.billing.overageRequests),
+            overageRateUsd: report.billing.overageRateUsd,
+            estimatedOverageUsd: report.billing.estimatedOverageUsd,
+          },
+        });
+      },
+    },
+    {
+      onUnary: (method, code, seconds) => {
+        const labels = { route: method, method: 'grpc', status: grpc.status[code] ?? String(code) };
+        metrics.requestDuration.observe(labels, seconds);
+        metrics.requestsTotal.inc(labels);
+      },
+    },
+  );
+  return { server, health };
+}

@@ -1,0 +1,14 @@
+import { createLogger, installShutdown, loadConfigOrExit } from '@fcd/service-kit';
+import { UsageConfigSchema } from './config';
+import { startUsageService } from './service';
+
+const config = loadConfigOrExit('usage', UsageConfigSchema);
+const logger = createLogger({ service: 'usage', level: config.LOG_LEVEL });
+try {
+  const service = await startUsageService(config, { logger });
+  installShutdown(logger, [{ name: 'usage', run: () => service.stop() }]);
+  logger.info({ port: service.httpPort, grpcPort: service.grpcPort, metricsPort: service.metricsPort }, 'ready');
+} catch (err) {
+  logger.fatal({ err }, 'usage service failed to start');
+  process.exit(1);
+}

@@ -1,0 +1,261 @@
+import { type Clock, isoTimestamp, nextUtcMidnight, utcDay } from '@fcd/service-kit';
+import type { Logger } from 'pino';
+import { digestApiKey, isWellFormedKey } from './domain/api-key';
+import { type BillingFigures, computeBilling, monthBounds } from './domain/billing';
+import type { KeyCache } from './domain/key-cache';
+import type { KeyPrincipal } from './domain/tiers';
+import type { UsageMetrics } from './metrics';
+import type { AccountStore } from './store/accounts';
+import type { CounterItem, CounterOutcome, CounterStore } from './store/counters';
+
+export type Decision = 'allowed' | 'unauthenticated' | 'rate_limited' | 'unavailable';
+
+export interface MeterResult {
+  decision: Decision;
+  principal?: KeyPrincipal;
+  count: number;
+  remaining: number;
+  resetsAt: string;
+  retryAfterSeconds: number;
+}
+
+export interface UsageReport {
+  tier: string;
+  dailyLimit: number;
+  today: { requestCount: number; remaining: number; resetsAt: string };
+  billing: BillingFigures;
+}
+
+export interface MeterDeps {
+  accounts: AccountStore;
+  counters: CounterStore;
+  cache: KeyCache;
+  clock: Clock;
+  logger: Logger;
+  metrics: UsageMetrics;
+  /** Operator opt-in: when Redis is down, count in Postgres instead of refusing with 503. */
+  failOpen: boolean;
+}
+
+type Settled = Exclude<CounterOutcome, { kind: 'needs_seed' }>;
+
+const pairKey = (accountId: string, day: string) => `${accountId}|${day}`;
+
+/**
+ * Authenticates and meters batches of requests: one key lookup per unknown key
+ * (then cached), one Redis pipeline per batch, and a batched, idempotent flush
+ * of counters to Postgres.
+ */
+export class UsageMeter {
+  /** Highest count seen per (account, day) since the last flush. */
+  private pending = new Map<string, { accountId: string; day: string; count: number }>();
+
+  constructor(private readonly deps: MeterDeps) {}
+
+  async authorize(apiKeys: string[]): Promise<MeterResult[]> {
+    const { clock, metrics } = this.deps;
+    const now = clock.now();
+    const day = utcDay(now);
+    const resetsMs = nextUtcMidnight(now);
+    const resetsAt = isoTimestamp(resetsMs);
+    const secondsToReset = Math.max(1, Math.ceil((resetsMs - now) / 1000));
+    const results: MeterResult[] = apiKeys.map(() => ({
+      decision: 'unauthenticated',
+      count: 0,
+      remaining: 0,
+      resetsAt,
+      retryAfterSeconds: 0,
+    }));
+
+    const principals = await this.resolve(apiKeys);
+    const toCount: Array<{ index: number; principal: KeyPrincipal }> = [];
+    principals.forEach((p, index) => {
+      if (p === 'unavailable') {
+        results[index] = { decision: 'unavailable', count: 0, remaining: 0, resetsAt, retryAfterSeconds: 1 };
+      } else if (p && !p.revoked) {
+        toCount.push({ index, principal: p });
+      }
+    });
+
+    if (toCount.length > 0) {
+      const outcomes = await this.count(
+        toCount.map(({ principal }) => ({ accountId: principal.accountId, day, limit: principal.dailyLimit, hard: principal.hardLimit })),
+      );
+      outcomes.forEach((outcome, i) => {
+        const { index, principal } = toCount[i] as { index: number; principal: KeyPrincipal };
+        if (outcome === 'unavailable') {
+          results[index] = { decision: 'unavailable', principal, count: 0, remaining: 0, resetsAt, retryAfterSeconds: 1 };
+          return;
+        }
+        const remaining = Math.max(0, principal.dailyLimit - outcome.count);
+        if (outcome.kind === 'counted') {
+          this.remember(principal.accountId, day, outcome.count);
+          results[index] = { decision: 'allowed', principal, count: outcome.count, remaining, resetsAt, retryAfterSeconds: 0 };
+        } else {
+          results[index] = {
+            decision: 'rate_limited',
+            principal,
+            count: outcome.count,
+            remaining: 0,
+            resetsAt,
+            retryAfterSeconds: secondsToReset,
+          };
+        }
+      });
+    }
+
+    metrics.batchSize.observe(apiKeys.length);
+    results.forEach((r) => {
+      metrics.decisions.inc({ tier: r.principal?.tier ?? 'none', outcome: r.decision });
+    });
+    return results;
+  }
+
+  /** Key → principal (or null when malformed/unknown), from the cache or one query for all misses. */
+  private async resolve(apiKeys: string[]): Promise<Array<KeyPrincipal | null | 'unavailable'>> {
+    const { cache, accounts, logger } = this.deps;
+    const digests = apiKeys.map((k) => (isWellFormedKey(k) ? digestApiKey(k) : undefined));
+    const out: Array<KeyPrincipal | null | 'unavailable'> = digests.map((d) => (d === undefined ? null : (cache.get(d) ?? null)));
+    const misses = [...new Set(digests.filter((d, i): d is string => d !== undefined && cache.get(d) === undefined && out[i] === null))];
+    if (misses.length === 0) return out;
+    try {
+      const found = await accounts.principalsByDigest(misses);
+      for (const d of misses) cache.set(d, found.get(d) ?? null);
+      digests.forEach((d, i) => {
+        if (d !== undefined && misses.includes(d)) out[i] = found.get(d) ?? null;
+      });
+    } catch (err) {
+      logger.warn({ err: { message: (err as Error).message } }, 'key lookup failed: postgres unavailable');
+      digests.forEach((d, i) => {
+        if (d !== undefined && misses.includes(d)) out[i] = 'unavailable';
+      });
+    }
+    return out;
+  }
+
+  /** Decide-and-count in Redis; seed missing counters from Postgres and retry those items. */
+  private async count(items: CounterItem[]): Promise<Array<Settled | 'unavailable'>> {
+    const { counters, accounts, logger, metrics } = this.deps;
+    let outcomes: Array<CounterOutcome | 'unavailable'>;
+    try {
+      outcomes = await counters.authorize(items);
+    } catch (err) {
+      metrics.storeErrors.inc({ store: 'redis' });
+      logger.warn({ err: { message: (err as Error).message } }, 'counter store unavailable');
+      return this.deps.failOpen ? this.countInDatabase(items) : items.map(() => 'unavailable');
+    }
+    for (let round = 0; round < 3; round++) {
+      const seedIdx = outcomes.flatMap((o, i) => (o !== 'unavailable' && o.kind === 'needs_seed' ? [i] : []));
+      if (seedIdx.length === 0) break;
+      try {
+        const pairs = [...new Map(seedIdx.map((i) => [pairKey(items[i]!.accountId, items[i]!.day), items[i]!])).values()];
+        const stored = await accounts.dailyCounts(pairs);
+        await counters.seed(
+          pairs.map((p) => {
+            const k = pairKey(p.accountId, p.day);
+            return { accountId: p.accountId, day: p.day, count: Math.max(stored.get(k) ?? 0, this.pending.get(k)?.count ?? 0) };
+          }),
+        );
+        metrics.seeds.inc(pairs.length);
+        const retried = await counters.authorize(seedIdx.map((i) => items[i] as CounterItem));
+        seedIdx.forEach((i, j) => {
+          outcomes[i] = retried[j] as CounterOutcome;
+        });
+      } catch (err) {
+        logger.warn({ err: { message: (err as Error).message } }, 'counter seeding failed');
+        for (const i of seedIdx) outcomes[i] = 'unavailable';
+        break;
+      }
+    }
+    return outcomes.map((o) => (o === 'unavailable' || o.kind === 'needs_seed' ? 'unavailable' : o));
+  }
+
+  /** Fail-open: exact atomic counting in Postgres while Redis is down (logged and counted in metrics). */
+  private async countInDatabase(items: CounterItem[]): Promise<Array<Settled | 'unavailable'>> {
+    const { accounts, logger, metrics } = this.deps;
+    logger.warn({ items: items.length }, 'fail-open: counting in postgres while redis is unavailable');
+    const out: Array<Settled | 'unavailable'> = [];
+    for (const it of items) {
+      try {
+        const r = await accounts.incrementInDatabase(it.accountId, it.day, it.hard ? it.limit : null);
+        metrics.failOpen.inc();
+        out.push(r.allowed ? { kind: 'counted', count: r.count } : { kind: 'refused', count: r.count });
+      } catch {
+        out.push('unavailable');
+      }
+    }
+    return out;
+  }
+
+  private remember(accountId: string, day: string, count: number): void {
+    const k = pairKey(accountId, day);
+    const prev = this.pending.get(k);
+    if (!prev || prev.count < count) this.pending.set(k, { accountId, day, count });
+  }
+
+  pendingCount(): number {
+    return this.pending.size;
+  }
+
+  /** Writes the highest counts seen since the last flush; on failure they are kept for the next one. */
+  async flush(): Promise<number> {
+    if (this.pending.size === 0) return 0;
+    const batch = this.pending;
+    this.pending = new Map();
+    try {
+      await this.deps.accounts.upsertDailyCounts([...batch.values()]);
+      this.deps.metrics.flushed.inc(batch.size);
+      return batch.size;
+    } catch (err) {
+      for (const v of batch.values()) this.remember(v.accountId, v.day, v.count);
+      this.deps.metrics.storeErrors.inc({ store: 'postgres' });
+      throw err;
+    }
+  }
+
+  /**
+   * Copies every counter in Redis into Postgres (GREATEST). Run at start-up and
+   * periodically, so counts of a replica that died before its flush still
+   * reach Postgres as long as Redis kept them.
+   */
+  async reconcile(): Promise<number> {
+    const all = await this.deps.counters.scanAll();
+    for (let i = 0; i < all.length; i += 1000) await this.deps.accounts.upsertDailyCounts(all.slice(i, i + 1000));
+    return all.length;
+  }
+
+  async usage(accountId: string): Promise<UsageReport | undefined> {
+    const { accounts, counters, clock } = this.deps;
+    const found = await accounts.accountWithTier(accountId);
+    if (!found) return undefined;
+    const { account, tier } = found;
+    const now = clock.now();
+    const today = utcDay(now);
+    const { start, end } = monthBounds(now);
+    const stored = await accounts.countsBetween(accountId, start, end);
+    const byDay = new Map(stored.map((d) => [d.day, d.count]));
+    for (const p of this.pending.values()) {
+      if (p.accountId === accountId && p.day >= start && p.day <= end) byDay.set(p.day, Math.max(byDay.get(p.day) ?? 0, p.count));
+    }
+    const live = await counters.get(accountId, today);
+    const todayCount = Math.max(live ?? 0, byDay.get(today) ?? 0);
+    byDay.set(today, todayCount);
+    const billing = computeBilling({
+      nowMs: now,
+      dailyLimit: account.dailyLimit,
+      overageAllowed: !tier.hardLimit,
+      overageRateUsd: tier.overageRateUsd,
+      days: [...byDay].map(([day, count]) => ({ day, count })),
+    });
+    return {
+      tier: account.tier,
+      dailyLimit: account.dailyLimit,
+      today: {
+        requestCount: todayCount,
+        remaining: Math.max(0, account.dailyLimit - todayCount),
+        resetsAt: isoTimestamp(nextUtcMidnight(now)),
+      },
+      billing,
+    };
+  }
+}

@@ -1,0 +1,128 @@
+import type { Server } from 'node:http';
+import { grpc } from '@fcd/grpc';
+import { type Clock, createLogger, createPool, type Logger, migrate, startMetricsServer, systemClock } from '@fcd/service-kit';
+import type { UsageConfig } from './config';
+import { KeyCache } from './domain/key-cache';
+import { createGrpcServer, HEALTH_SERVICE_NAME } from './grpc/server';
+import { buildUsageHttpApp } from './http/app';
+import { UsageMeter } from './meter';
+import { createUsageMetrics } from './metrics';
+import { AccountStore } from './store/accounts';
+import { CounterStore, createRedis } from './store/counters';
+import { migrations, USAGE_SCHEMA } from './store/migrations';
+
+export interface UsageService {
+  grpcPort: number;
+  httpPort: number;
+  metricsPort: number;
+  meter: UsageMeter;
+  accounts: AccountStore;
+  logger: Logger;
+  /** Ordered shutdown: not ready → stop accepting → drain → flush → close pools. */
+  stop(): Promise<void>;
+}
+
+/** Wires the usage service from a parsed config; main.ts and in-process tests both use it. */
+export async function startUsageService(config: UsageConfig, options: { clock?: Clock; logger?: Logger } = {}): Promise<UsageService> {
+  const clock = options.clock ?? systemClock;
+  const logger = options.logger ?? createLogger({ service: 'usage', level: config.LOG_LEVEL });
+  const metrics = createUsageMetrics();
+  const pool = createPool({ connectionString: config.DATABASE_URL, applicationName: 'usage', logger, max: 10 });
+  if (config.MIGRATE_ON_START) await migrate(pool, USAGE_SCHEMA, migrations, logger);
+
+  const redis = createRedis(config.REDIS_URL);
+  let lastRedisError = 0;
+  redis.on('error', (err: Error) => {
+    if (clock.now() - lastRedisError > 5000) logger.warn({ err: { message: err.message } }, 'redis connection error');
+    lastRedisError = clock.now();
+  });
+  const accounts = new AccountStore(pool);
+  const counters = new CounterStore(redis, config.REDIS_KEY_PREFIX);
+  const cache = new KeyCache(clock, config.KEY_CACHE_TTL_MS, config.KEY_CACHE_NEGATIVE_TTL_MS);
+  const meter = new UsageMeter({ accounts, counters, cache, clock, logger, metrics, failOpen: config.USAGE_FAIL_OPEN });
+  if (config.USAGE_FAIL_OPEN) logger.warn('fail-open is enabled: with Redis down, requests are counted in Postgres');
+
+  const checks = {
+    postgres: async () => pool.query('SELECT 1'),
+    redis: async () => counters.ping(),
+  };
+  let shuttingDown = false;
+
+  const { server: grpcServer, health } = createGrpcServer(meter, logger, metrics);
+  const grpcPort = await new Promise<number>((resolve, reject) =>
+    grpcServer.bindAsync(`${config.HOST}:${config.GRPC_PORT}`, grpc.ServerCredentials.createInsecure(), (err, port) =>
+      err ? reject(err) : resolve(port),
+    ),
+  );
+
+  const refreshHealth = async () => {
+    const [pg, rd] = await Promise.allSettled([checks.postgres(), checks.redis()]);
+    health.setStatus('postgres', pg.status === 'fulfilled' ? 'SERVING' : 'NOT_SERVING');
+    health.setStatus('redis', rd.status === 'fulfilled' ? 'SERVING' : 'NOT_SERVING');
+    const serving = !shuttingDown && pg.status === 'fulfilled' && (rd.status === 'fulfilled' || config.USAGE_FAIL_OPEN);
+    health.setStatus('', serving ? 'SERVING' : 'NOT_SERVING');
+    health.setStatus(HEALTH_SERVICE_NAME, serving ? 'SERVING' : 'NOT_SERVING');
+  };
+  await refreshHealth();
+  const healthTimer = setInterval(() => void refreshHealth(), 1000);
+
+  const http = buildUsageHttpApp({
+    logger,
+    metrics,
+    accounts,
+    cache,
+    checks,
+    adminToken: config.ADMIN_TOKEN,
+    isShuttingDown: () => shuttingDown,
+  });
+  await http.listen({ port: config.PORT, host: config.HOST });
+  const httpPort = (http.server.address() as { port: number }).port;
+  const metricsServer: Server = await startMetricsServer(metrics.registry, config.METRICS_PORT, config.HOST);
+  const metricsPort = (metricsServer.address() as { port: number }).port;
+
+  const flushTimer = setInterval(() => {
+    metrics.pendingCounters.set(meter.pendingCount());
+    meter.flush().catch((err: Error) => logger.warn({ err: { message: err.message } }, 'usage flush failed; will retry'));
+  }, config.USAGE_FLUSH_INTERVAL_MS);
+  const reconcile = () =>
+    meter
+      .reconcile()
+      .then((n) => logger.debug({ counters: n }, 'usage counters reconciled'))
+      .catch((err: Error) => logger.warn({ err: { message: err.message } }, 'usage reconcile failed; will retry'));
+  // Copy Redis counters into Postgres whenever Redis (re)connects, and periodically.
+  redis.on('ready', () => void reconcile());
+  if (redis.status === 'ready') void reconcile();
+  const reconcileTimer = setInterval(() => void reconcile(), config.USAGE_RECONCILE_INTERVAL_MS);
+
+  return {
+    grpcPort,
+    httpPort,
+    metricsPort,
+    meter,
+    accounts,
+    logger,
+    async stop() {
+      shuttingDown = true;
+      await refreshHealth();
+      clearInterval(healthTimer);
+      clearInterval(reconcileTimer);
+      // Stop accepting; let in-flight batches finish (bounded), then force.
+      await new Promise<void>((resolve) => {
+        const force = setTimeout(() => {
+          grpcServer.forceShutdown();
+          resolve();
+        }, 5000);
+        grpcServer.tryShutdown(() => {
+          clearTimeout(force);
+          resolve();
+        });
+      });
+      await http.close();
+      clearInterval(flushTimer);
+      await meter.flush().catch((err: Error) => logger.error({ err: { message: err.message } }, 'final usage flush failed'));
+      await new Promise((r) => metricsServer.close(r));
+      redis.disconnect();
+      await pool.end();
+    },
+  };
+}

@@ -1,0 +1,248 @@
+import { randomUUID } from 'node:crypto';
+import { AppError, type Pool } from '@fcd/service-kit';
+import { digestApiKey, generateApiKey, lastFour } from '../domain/api-key';
+import type { KeyPrincipal, Tier } from '../domain/tiers';
+
+export interface AccountRow {
+  id: string;
+  name: string;
+  tier: string;
+  dailyLimit: number;
+  createdAt: string;
+}
+
+export interface KeyRow {
+  id: string;
+  accountId: string;
+  last4: string;
+  createdAt: string;
+  revokedAt: string | null;
+}
+
+/** All SQL of accounts, tiers, keys and daily usage. */
+export class AccountStore {
+  constructor(private readonly pool: Pool) {}
+
+  async principalsByDigest(digests: string[]): Promise<Map<string, KeyPrincipal>> {
+    const { rows } = await this.pool.query<{
+      digest: string;
+      key_id: string;
+      account_id: string;
+      tier: string;
+      rank: number;
+      daily_limit: number;
+      hard_limit: boolean;
+      revoked: boolean;
+    }>(
+      `SELECT k.digest, k.id AS key_id, a.id AS account_id, t.name AS tier, t.rank,
+              COALESCE(a.daily_limit_override, t.daily_limit) AS daily_limit, t.hard_limit,
+              k.revoked_at IS NOT NULL AS revoked
+         FROM usage.api_keys k
+         JOIN usage.accounts a ON a.id = k.account_id
+         JOIN usage.tiers t ON t.name = a.tier
+        WHERE k.digest = ANY($1::text[])`,
+      [digests],
+    );
+    return new Map(
+      rows.map((r) => [
+        r.digest,
+        {
+          keyId: r.key_id,
+          accountId: r.account_id,
+          tier: r.tier,
+          tierRank: r.rank,
+          dailyLimit: r.daily_limit,
+          hardLimit: r.hard_limit,
+          revoked: r.revoked,
+        },
+      ]),
+    );
+  }
+
+  async tiers(): Promise<Tier[]> {
+    const { rows } = await this.pool.query<{
+      name: string;
+      daily_limit: number;
+      hard_limit: boolean;
+      overage_rate_usd: string;
+      rank: number;
+    }>('SELECT name, daily_limit, hard_limit, overage_rate_usd::text, rank FROM usage.tiers ORDER BY rank');
+    return rows.map((r) => ({
+      name: r.name,
+      dailyLimit: r.daily_limit,
+      hardLimit: r.hard_limit,
+      overageRateUsd: normalizeRate(r.overage_rate_usd),
+      rank: r.rank,
+    }));
+  }
+
+  async accountWithTier(accountId: string): Promise<{ account: AccountRow; tier: Tier } | undefined> {
+    const { rows } = await this.pool.query<{
+      id: string;
+      name: string;
+      tier: string;
+      daily_limit: number;
+      created_at: Date;
+      hard_limit: boolean;
+      overage_rate_usd: string;
+      rank: number;
+      tier_limit: number;
+    }>(
+      `SELECT a.id, a.name, a.tier, COALESCE(a.daily_limit_override, t.daily_limit) AS daily_limit, a.created_at,
+              t.hard_limit, t.overage_rate_usd::text, t.rank, t.daily_limit AS tier_limit
+         FROM usage.accounts a JOIN usage.tiers t ON t.name = a.tier WHERE a.id = $1`,
+      [accountId],
+    );
+    const r = rows[0];
+    if (!r) return undefined;
+    return {
+      account: { id: r.id, name: r.name, tier: r.tier, dailyLimit: r.daily_limit, createdAt: r.created_at.toISOString() },
+      tier: {
+        name: r.tier,
+        dailyLimit: r.tier_limit,
+        hardLimit: r.hard_limit,
+        overageRateUsd: normalizeRate(r.overage_rate_usd),
+        rank: r.rank,
+      },
+    };
+  }
+
+  async createAccount(input: { name: string; tier: string; dailyLimit?: number | undefined }): Promise<AccountRow> {
+    await this.requireTier(input.tier);
+    const id = `acct_${randomUUID()}`;
+    await this.pool.query('INSERT INTO usage.accounts (id, name, tier, daily_limit_override) VALUES ($1, $2, $3, $4)', [
+      id,
+      input.name,
+      input.tier,
+      input.dailyLimit ?? null,
+    ]);
+    const found = await this.accountWithTier(id);
+    if (!found) throw new Error('account vanished after insert');
+    return found.account;
+  }
+
+  async listAccounts(): Promise<AccountRow[]> {
+    const { rows } = await this.pool.query<{ id: string; name: string; tier: string; daily_limit: number; created_at: Date }>(
+      `SELECT a.id, a.name, a.tier, COALESCE(a.daily_limit_override, t.daily_limit) AS daily_limit, a.created_at
+         FROM usage.accounts a JOIN usage.tiers t ON t.name = a.tier ORDER BY a.created_at, a.id`,
+    );
+    return rows.map((r) => ({ id: r.id, name: r.name, tier: r.tier, dailyLimit: r.daily_limit, createdAt: r.created_at.toISOString() }));
+  }
+
+  async setTier(accountId: string, tier: string, dailyLimit?: number | null): Promise<AccountRow> {
+    await this.requireTier(tier);
+    const { rowCount } = await this.pool.query(
+      'UPDATE usage.accounts SET tier = $2, daily_limit_override = $3, updated_at = now() WHERE id = $1',
+      [accountId, tier, dailyLimit ?? null],
+    );
+    if (rowCount === 0) throw new AppError('NOT_FOUND', `No such account: ${accountId}`);
+    const found = await this.accountWithTier(accountId);
+    if (!found) throw new AppError('NOT_FOUND', `No such account: ${accountId}`);
+    return found.account;
+  }
+
+  /** Creates a key; the clear key is returned once and never stored. */
+  async createKey(accountId: string): Promise<{ key: KeyRow; apiKey: string }> {
+    const apiKey = generateApiKey();
+    const id = `key_${randomUUID()}`;
+    const { rows } = await this.pool.query<{ created_at: Date }>(
+      `INSERT INTO usage.api_keys (id, account_id, digest, last4)
+       SELECT $1, id, $3, $4 FROM usage.accounts WHERE id = $2 RETURNING created_at`,
+      [id, accountId, digestApiKey(apiKey), lastFour(apiKey)],
+    );
+    const row = rows[0];
+    if (!row) throw new AppError('NOT_FOUND', `No such account: ${accountId}`);
+    return { key: { id, accountId, last4: lastFour(apiKey), createdAt: row.created_at.toISOString(), revokedAt: null }, apiKey };
+  }
+
+  async listKeys(accountId: string): Promise<KeyRow[]> {
+    const { rows } = await this.pool.query<{ id: string; account_id: string; last4: string; created_at: Date; revoked_at: Date | null }>(
+      'SELECT id, account_id, last4, created_at, revoked_at FROM usage.api_keys WHERE account_id = $1 ORDER BY created_at, id',
+      [accountId],
+    );
+    return rows.map((r) => ({
+      id: r.id,
+      accountId: r.account_id,
+      last4: r.last4,
+      createdAt: r.created_at.toISOString(),
+      revokedAt: r.revoked_at?.toISOString() ?? null,
+    }));
+  }
+
+  async revokeKey(keyId: string): Promise<KeyRow> {
+    const { rows } = await this.pool.query<{ id: string; account_id: string; last4: string; created_at: Date; revoked_at: Date }>(
+      `UPDATE usage.api_keys SET revoked_at = COALESCE(revoked_at, now()) WHERE id = $1
+       RETURNING id, account_id, last4, created_at, revoked_at`,
+      [keyId],
+    );
+    const r = rows[0];
+    if (!r) throw new AppError('NOT_FOUND', `No such key: ${keyId}`);
+    return {
+      id: r.id,
+      accountId: r.account_id,
+      last4: r.last4,
+      createdAt: r.created_at.toISOString(),
+      revokedAt: r.revoked_at.toISOString(),
+    };
+  }
+
+  /** Persists counters idempotently: the stored count only ever grows to the highest value seen. */
+  async upsertDailyCounts(rows: Array<{ accountId: string; day: string; count: number }>): Promise<void> {
+    if (rows.length === 0) return;
+    await this.pool.query(
+      `INSERT INTO usage.daily_usage (account_id, day, request_count)
+       SELECT a, d, c FROM unnest($1::text[], $2::date[], $3::bigint[]) AS t(a, d, c)
+       WHERE EXISTS (SELECT 1 FROM usage.accounts WHERE id = a)
+       ON CONFLICT (account_id, day) DO UPDATE
+         SET request_count = GREATEST(usage.daily_usage.request_count, EXCLUDED.request_count), updated_at = now()`,
+      [rows.map((r) => r.accountId), rows.map((r) => r.day), rows.map((r) => r.count)],
+    );
+  }
+
+  /** Counts of the given (account, day) pairs; missing pairs are 0. */
+  async dailyCounts(pairs: Array<{ accountId: string; day: string }>): Promise<Map<string, number>> {
+    const { rows } = await this.pool.query<{ account_id: string; day: string; request_count: number }>(
+      `SELECT u.account_id, u.day, u.request_count
+         FROM usage.daily_usage u
+         JOIN unnest($1::text[], $2::date[]) AS p(a, d) ON u.account_id = p.a AND u.day = p.d`,
+      [pairs.map((p) => p.accountId), pairs.map((p) => p.day)],
+    );
+    return new Map(rows.map((r) => [`${r.account_id}|${r.day}`, r.request_count]));
+  }
+
+  async countsBetween(accountId: string, from: string, to: string): Promise<Array<{ day: string; count: number }>> {
+    const { rows } = await this.pool.query<{ day: string; request_count: number }>(
+      'SELECT day, request_count FROM usage.daily_usage WHERE account_id = $1 AND day BETWEEN $2 AND $3 ORDER BY day',
+      [accountId, from, to],
+    );
+    return rows.map((r) => ({ day: r.day, count: r.request_count }));
+  }
+
+  /** Fail-open mode only: one exact atomic increment in Postgres (refused past a hard limit). */
+  async incrementInDatabase(accountId: string, day: string, hardLimit: number | null): Promise<{ allowed: boolean; count: number }> {
+    const { rows } = await this.pool.query<{ request_count: number }>(
+      `INSERT INTO usage.daily_usage AS u (account_id, day, request_count) VALUES ($1, $2, 1)
+       ON CONFLICT (account_id, day) DO UPDATE SET request_count = u.request_count + 1, updated_at = now()
+         WHERE $3::bigint IS NULL OR u.request_count < $3::bigint
+       RETURNING request_count`,
+      [accountId, day, hardLimit],
+    );
+    if (rows[0]) return { allowed: true, count: rows[0].request_count };
+    const current = await this.dailyCounts([{ accountId, day }]);
+    return { allowed: false, count: current.get(`${accountId}|${day}`) ?? 0 };
+  }
+
+  private async requireTier(tier: string): Promise<void> {
+    const { rowCount } = await this.pool.query('SELECT 1 FROM usage.tiers WHERE name = $1', [tier]);
+    if (rowCount === 0)
+      throw new AppError('VALIDATION_ERROR', `Unknown tier: ${tier}`, {
+        details: { fields: [{ field: 'tier', message: 'unknown tier' }] },
+      });
+  }
+}
+
+/** "0.003000" → "0.003", "0.000000" → "0.000" (at least 3 decimals, trailing zeros trimmed). */
+function normalizeRate(value: string): string {
+  const [int, frac = ''] = value.split('.');
+  return `${int}.${frac.replace(/0+$/, '').padEnd(3, '0')}`;
+}

@@ -1,0 +1,115 @@
+import { Redis } from 'ioredis';
+
+/**
+ * Today's counters in Redis, one key per account per UTC day:
+ *   <prefix>usage:{<account_id>}:<YYYY-MM-DD>
+ * The hash tag keeps an account's keys in one Cluster slot. One Lua call per
+ * request decides and counts atomically; a batch is one pipeline (one round trip).
+ */
+const AUTHORIZE_LUA = `
+local c = redis.call('GET', KEYS[1])
+if not c then return {0, 0} end
+c = tonumber(c)
+if ARGV[2] == '1' and c >= tonumber(ARGV[1]) then return {2, c} end
+return {1, redis.call('INCR', KEYS[1])}
+`;
+
+export type CounterOutcome = { kind: 'needs_seed' } | { kind: 'counted'; count: number } | { kind: 'refused'; count: number };
+
+export interface CounterItem {
+  accountId: string;
+  day: string;
+  limit: number;
+  hard: boolean;
+}
+
+type RedisWithScript = Redis & {
+  fcdAuthorize(key: string, limit: number, hard: string): Promise<[number, number]>;
+};
+
+export class CounterStore {
+  private readonly redis: RedisWithScript;
+
+  constructor(
+    redis: Redis,
+    private readonly prefix: string,
+    /** Seconds a day's counter lives after it was seeded (covers the day plus late flushes). */
+    private readonly ttlSeconds = 3 * 86_400,
+  ) {
+    redis.defineCommand('fcdAuthorize', { numberOfKeys: 1, lua: AUTHORIZE_LUA });
+    this.redis = redis as RedisWithScript;
+  }
+
+  key(accountId: string, day: string): string {
+    return `${this.prefix}usage:{${accountId}}:${day}`;
+  }
+
+  parseKey(key: string): { accountId: string; day: string } | undefined {
+    const m = /usage:\{([^}]+)\}:(\d{4}-\d{2}-\d{2})$/.exec(key);
+    return m ? { accountId: m[1] as string, day: m[2] as string } : undefined;
+  }
+
+  /** One pipeline: decide-and-count every item. Throws when Redis is unreachable. */
+  async authorize(items: CounterItem[]): Promise<CounterOutcome[]> {
+    const pipeline = this.redis.pipeline() as unknown as {
+      fcdAuthorize(...a: unknown[]): void;
+      exec(): Promise<Array<[Error | null, unknown]> | null>;
+    };
+    for (const it of items) pipeline.fcdAuthorize(this.key(it.accountId, it.day), it.limit, it.hard ? '1' : '0');
+    const results = await pipeline.exec();
+    if (!results) throw new Error('redis pipeline aborted');
+    return results.map(([err, value]) => {
+      if (err) throw err;
+      const [status, count] = value as [number, number];
+      if (status === 0) return { kind: 'needs_seed' };
+      return status === 1 ? { kind: 'counted', count } : { kind: 'refused', count };
+    });
+  }
+
+  /** Seeds counters that are missing (after a new day, or a Redis flush/restart). Never lowers a counter. */
+  async seed(entries: Array<{ accountId: string; day: string; count: number }>): Promise<void> {
+    const pipeline = this.redis.pipeline();
+    for (const e of entries) pipeline.set(this.key(e.accountId, e.day), e.count, 'EX', this.ttlSeconds, 'NX');
+    const results = await pipeline.exec();
+    for (const [err] of results ?? []) if (err) throw err;
+  }
+
+  async get(accountId: string, day: string): Promise<number | undefined> {
+    const v = await this.redis.get(this.key(accountId, day));
+    return v === null ? undefined : Number(v);
+  }
+
+  /** Every counter of this prefix (for reconciliation into Postgres). */
+  async scanAll(): Promise<Array<{ accountId: string; day: string; count: number }>> {
+    const out: Array<{ accountId: string; day: string; count: number }> = [];
+    let cursor = '0';
+    do {
+      const [next, keys] = await this.redis.scan(cursor, 'MATCH', `${this.prefix}usage:{*}:*`, 'COUNT', 500);
+      cursor = next;
+      if (keys.length > 0) {
+        const values = await this.redis.mget(...keys);
+        keys.forEach((k, i) => {
+          const parsed = this.parseKey(k);
+          const v = values[i];
+          if (parsed && v !== null && v !== undefined) out.push({ ...parsed, count: Number(v) });
+        });
+      }
+    } while (cursor !== '0');
+    return out;
+  }
+
+  async ping(): Promise<void> {
+    await this.redis.ping();
+  }
+}
+
+export function createRedis(url: string): Redis {
+  return new Redis(url, {
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 1,
+    connectTimeout: 2000,
+    commandTimeout: 2000,
+    lazyConnect: false,
+    retryStrategy: (times) => Math.min(times * 100, 1000),
+  });
+}

@@ -1,0 +1,52 @@
+import type { Migration } from '@fcd/service-kit';
+
+export const USAGE_SCHEMA = 'usage';
+
+export const migrations: Migration[] = [
+  {
+    id: '0001_accounts_keys_usage',
+    sql: `
+      CREATE TABLE tiers (
+        name text PRIMARY KEY,
+        daily_limit integer NOT NULL CHECK (daily_limit > 0),
+        hard_limit boolean NOT NULL,
+        overage_rate_usd numeric(12, 6) NOT NULL DEFAULT 0,
+        rank integer NOT NULL UNIQUE
+      );
+      INSERT INTO tiers (name, daily_limit, hard_limit, overage_rate_usd, rank) VALUES
+        ('free', 100, true, 0, 0),
+        ('pro', 25000, false, 0.003, 1),
+        ('enterprise', 250000, false, 0.002, 2);
+
+      CREATE TABLE accounts (
+        id text PRIMARY KEY,
+        name text NOT NULL,
+        tier text NOT NULL REFERENCES tiers (name),
+        daily_limit_override integer CHECK (daily_limit_override > 0),
+        created_at timestamptz NOT NULL DEFAULT now(),
+        updated_at timestamptz NOT NULL DEFAULT now()
+      );
+
+      CREATE TABLE api_keys (
+        id text PRIMARY KEY,
+        account_id text NOT NULL REFERENCES accounts (id) ON DELETE CASCADE,
+        digest text NOT NULL UNIQUE,
+        last4 text NOT NULL,
+        created_at timestamptz NOT NULL DEFAULT now(),
+        revoked_at timestamptz
+      );
+      CREATE INDEX api_keys_account_idx ON api_keys (account_id);
+
+      -- Requests per account per UTC day. Written by the usage service's
+      -- batched flusher with GREATEST(), so writes are idempotent and any
+      -- number of replicas may flush the same counter.
+      CREATE TABLE daily_usage (
+        account_id text NOT NULL REFERENCES accounts (id) ON DELETE CASCADE,
+        day date NOT NULL,
+        request_count bigint NOT NULL CHECK (request_count >= 0),
+        updated_at timestamptz NOT NULL DEFAULT now(),
+        PRIMARY KEY (account_id, day)
+      );
+    `,
+  },
+];
