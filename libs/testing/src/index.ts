@@ -1,2 +1,3 @@
 export * from './process';
 export * from './services';
+export * from './stack';

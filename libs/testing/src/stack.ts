@@ -1,0 +1,113 @@
+import { execFile } from 'node:child_process';
+import { resolve } from 'node:path';
+import { promisify } from 'node:util';
+import { freePort, repoRoot, type ServiceProcess, startService } from './process';
+import { createTestDatabase, type TestDatabase, testUrls, uniqueName } from './services';
+
+const run = promisify(execFile);
+
+export const TEST_INTERNAL_AUTH_SECRET = 'test-internal-auth-secret-0123456789abcdef';
+
+export interface StackOptions {
+  label: string;
+  gateways?: number;
+  redisUrl?: string;
+  usageEnv?: Record<string, string>;
+  gatewayEnv?: Record<string, string>;
+  /** Base URLs of domain services the gateway routes to (default: closed ports). */
+  facilityUrl?: string;
+  webhookUrl?: string;
+  /** Reuse an existing database instead of creating one. */
+  database?: TestDatabase;
+}
+
+export interface TestAccount {
+  accountId: string;
+  apiKey: string;
+  keyId: string;
+}
+
+export interface Stack {
+  db: TestDatabase;
+  redisPrefix: string;
+  usage: ServiceProcess;
+  usageEnv: Record<string, string>;
+  gateways: ServiceProcess[];
+  gatewayUrls: string[];
+  /** Runs the usage admin CLI against the stack's database and returns its JSON output. */
+  cli(args: string[]): Promise<unknown>;
+  createAccount(tier: 'free' | 'pro' | 'enterprise'): Promise<TestAccount>;
+  restartUsage(signal?: NodeJS.Signals): Promise<ServiceProcess>;
+  stop(): Promise<void>;
+}
+
+/** Starts a usage service and N gateways on a fresh database and Redis key prefix. */
+export async function startStack(options: StackOptions): Promise<Stack> {
+  const db = options.database ?? (await createTestDatabase(options.label));
+  const redisPrefix = `${uniqueName(options.label)}:`;
+  const grpcPort = await freePort();
+  const usageEnv: Record<string, string> = {
+    DATABASE_URL: db.url,
+    REDIS_URL: options.redisUrl ?? testUrls.redis,
+    REDIS_KEY_PREFIX: redisPrefix,
+    GRPC_PORT: String(grpcPort),
+    PORT: '0',
+    METRICS_PORT: '0',
+    HOST: '127.0.0.1',
+    USAGE_FLUSH_INTERVAL_MS: '200',
+    KEY_CACHE_TTL_MS: '200',
+    KEY_CACHE_NEGATIVE_TTL_MS: '200',
+    ...options.usageEnv,
+  };
+  let usage = await startService('usage', usageEnv);
+  const gateways: ServiceProcess[] = [];
+  for (let i = 0; i < (options.gateways ?? 1); i++) {
+    gateways.push(
+      await startService('gateway', {
+        USAGE_GRPC_ADDRESS: `127.0.0.1:${grpcPort}`,
+        PORT: '0',
+        METRICS_PORT: '0',
+        HOST: '127.0.0.1',
+        INTERNAL_AUTH_SECRET: TEST_INTERNAL_AUTH_SECRET,
+        FACILITY_URL: options.facilityUrl ?? `http://127.0.0.1:${await freePort()}`,
+        WEBHOOK_URL: options.webhookUrl ?? `http://127.0.0.1:${await freePort()}`,
+        ...options.gatewayEnv,
+      }),
+    );
+  }
+  const gatewayUrls = await Promise.all(
+    gateways.map(async (g) => `http://127.0.0.1:${(await g.waitForLog((l) => l.msg === 'ready')).port as number}`),
+  );
+  const cli = async (args: string[]) => {
+    const { stdout } = await run(process.execPath, [resolve(repoRoot, 'services/usage/dist/cli.js'), ...args, '--json'], {
+      env: { PATH: process.env.PATH ?? '', DATABASE_URL: db.url },
+    });
+    return JSON.parse(stdout) as unknown;
+  };
+  return {
+    db,
+    redisPrefix,
+    get usage() {
+      return usage;
+    },
+    usageEnv,
+    gateways,
+    gatewayUrls,
+    cli,
+    async createAccount(tier) {
+      const account = (await cli(['accounts', 'create', '--name', `test ${tier}`, '--tier', tier])) as { id: string };
+      const key = (await cli(['keys', 'create', '--account', account.id])) as { id: string; apiKey: string };
+      return { accountId: account.id, apiKey: key.apiKey, keyId: key.id };
+    },
+    async restartUsage(signal = 'SIGTERM') {
+      await usage.stop(signal);
+      usage = await startService('usage', usageEnv);
+      return usage;
+    },
+    async stop() {
+      await Promise.all(gateways.map((g) => g.stop()));
+      await usage.stop();
+      if (!options.database) await db.drop();
+    },
+  };
+}
