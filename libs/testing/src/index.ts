@@ -1,3 +1,5 @@
+export * from './eventually';
 export * from './process';
+export * from './redis-server';
 export * from './services';
 export * from './stack';

@@ -1,6 +1,7 @@
 import { execFile } from 'node:child_process';
 import { resolve } from 'node:path';
 import { promisify } from 'node:util';
+import pg from 'pg';
 import { freePort, repoRoot, type ServiceProcess, startService } from './process';
 import { createTestDatabase, type TestDatabase, testUrls, uniqueName } from './services';
 
@@ -37,6 +38,8 @@ export interface Stack {
   /** Runs the usage admin CLI against the stack's database and returns its JSON output. */
   cli(args: string[]): Promise<unknown>;
   createAccount(tier: 'free' | 'pro' | 'enterprise'): Promise<TestAccount>;
+  /** Requests of an account persisted in Postgres (all days). */
+  storedCount(accountId: string): Promise<number>;
   restartUsage(signal?: NodeJS.Signals): Promise<ServiceProcess>;
   stop(): Promise<void>;
 }
@@ -98,6 +101,19 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       const account = (await cli(['accounts', 'create', '--name', `test ${tier}`, '--tier', tier])) as { id: string };
       const key = (await cli(['keys', 'create', '--account', account.id])) as { id: string; apiKey: string };
       return { accountId: account.id, apiKey: key.apiKey, keyId: key.id };
+    },
+    async storedCount(accountId) {
+      const client = new pg.Client({ connectionString: db.url });
+      await client.connect();
+      try {
+        const { rows } = await client.query<{ n: number }>(
+          'SELECT COALESCE(SUM(request_count), 0)::int AS n FROM usage.daily_usage WHERE account_id = $1',
+          [accountId],
+        );
+        return rows[0]?.n ?? 0;
+      } finally {
+        await client.end();
+      }
     },
     async restartUsage(signal = 'SIGTERM') {
       await usage.stop(signal);

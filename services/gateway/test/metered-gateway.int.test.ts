@@ -1,5 +1,4 @@
-import { type Stack, startStack, type TestAccount } from '@fcd/testing';
-import pg from 'pg';
+import { eventually, type Stack, startStack, type TestAccount } from '@fcd/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 let stack: Stack;
@@ -24,28 +23,13 @@ function nextMidnight(): string {
   return new Date(Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), d.getUTCDate() + 1)).toISOString();
 }
 
-async function storedCount(accountId: string): Promise<number> {
-  const client = new pg.Client({ connectionString: stack.db.url });
-  await client.connect();
-  try {
-    const { rows } = await client.query('SELECT COALESCE(SUM(request_count), 0)::int AS n FROM usage.daily_usage WHERE account_id = $1', [accountId]);
-    return rows[0].n as number;
-  } finally {
-    await client.end();
-  }
-}
-
-async function eventually<T>(fn: () => Promise<T>, ok: (v: T) => boolean, timeoutMs = 10_000): Promise<T> {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (ok(v) || Date.now() > until) return v;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
 beforeAll(async () => {
-  stack = await startStack({ label: 'gateway_metering', gateways: 2, usageEnv: { LOG_LEVEL: 'debug' }, gatewayEnv: { LOG_LEVEL: 'debug' } });
+  stack = await startStack({
+    label: 'gateway_metering',
+    gateways: 2,
+    usageEnv: { LOG_LEVEL: 'debug' },
+    gatewayEnv: { LOG_LEVEL: 'debug' },
+  });
 });
 
 afterAll(async () => {
@@ -65,7 +49,9 @@ describe('metered gateway (two gateway processes, one usage service, real Postgr
     expect(limited).toHaveLength(200);
     const resetsAt = nextMidnight();
     // Headers are consistent with the count: each success saw a distinct remaining value 99..0.
-    expect(ok.map((r) => Number(r.headers.get('x-ratelimit-remaining'))).sort((x, y) => x - y)).toEqual(Array.from({ length: 100 }, (_, i) => i));
+    expect(ok.map((r) => Number(r.headers.get('x-ratelimit-remaining'))).sort((x, y) => x - y)).toEqual(
+      Array.from({ length: 100 }, (_, i) => i),
+    );
     for (const r of ok) {
       expect(r.headers.get('x-ratelimit-limit')).toBe('100');
       expect(r.headers.get('x-ratelimit-reset')).toBe(resetsAt);
@@ -89,7 +75,12 @@ describe('metered gateway (two gateway processes, one usage service, real Postgr
       expect(Math.abs(retryAfter - secondsToReset)).toBeLessThanOrEqual(5);
     }
     // Refused requests are not counted; the 100 counted ones reach Postgres.
-    expect(await eventually(() => storedCount(accountId), (n) => n === 100)).toBe(100);
+    expect(
+      await eventually(
+        () => stack.storedCount(accountId),
+        (n) => n === 100,
+      ),
+    ).toBe(100);
   });
 
   it('never refuses a Pro key and reports usage that includes the call itself', async () => {
@@ -127,7 +118,10 @@ describe('metered gateway (two gateway processes, one usage service, real Postgr
     expect((await call(url, { key: revoked.apiKey })).status).toBe(200);
     await stack.cli(['keys', 'revoke', '--key', revoked.keyId]);
     // Revocation takes effect within the key cache TTL (200 ms in this stack).
-    await eventually(() => call(url, { key: revoked.apiKey }), (r) => r.status === 401);
+    await eventually(
+      () => call(url, { key: revoked.apiKey }),
+      (r) => r.status === 401,
+    );
     const cases = [
       await call(url),
       await call(url, { key: 'not-a-key' }),
@@ -147,8 +141,18 @@ describe('metered gateway (two gateway processes, one usage service, real Postgr
     const { apiKey } = await account('pro');
     const base = stack.gatewayUrls[0];
     const json = { 'content-type': 'application/json' };
-    const big = await call(`${base}/v1/webhooks`, { key: apiKey, method: 'POST', headers: json, body: JSON.stringify({ url: 'x'.repeat(70_000) }) });
-    const text = await call(`${base}/v1/webhooks`, { key: apiKey, method: 'POST', headers: { 'content-type': 'text/plain' }, body: 'hello' });
+    const big = await call(`${base}/v1/webhooks`, {
+      key: apiKey,
+      method: 'POST',
+      headers: json,
+      body: JSON.stringify({ url: 'x'.repeat(70_000) }),
+    });
+    const text = await call(`${base}/v1/webhooks`, {
+      key: apiKey,
+      method: 'POST',
+      headers: { 'content-type': 'text/plain' },
+      body: 'hello',
+    });
     const broken = await call(`${base}/v1/webhooks`, { key: apiKey, method: 'POST', headers: json, body: '{"url": ' });
     const array = await call(`${base}/v1/webhooks`, { key: apiKey, method: 'POST', headers: json, body: '[1,2]' });
     const query = await call(`${base}/v1/account/usage?verbose=1&page=2`, { key: apiKey });
@@ -188,7 +192,11 @@ describe('metered gateway (two gateway processes, one usage service, real Postgr
     const health = await call(`${base}/healthz`);
     expect(health).toMatchObject({ status: 200, body: { data: { status: 'ok' } } });
     const ready = await call(`${base}/readyz`);
-    expect(ready.body?.error.details.checks).toMatchObject({ usage: { status: 'up' }, postgres: { status: 'up' }, redis: { status: 'up' } });
+    expect(ready.body?.error.details.checks).toMatchObject({
+      usage: { status: 'up' },
+      postgres: { status: 'up' },
+      redis: { status: 'up' },
+    });
     const echoed = await call(`${base}/v1/account/usage`, { key: apiKey, headers: { 'x-request-id': 'client-req-42' } });
     expect(echoed.headers.get('x-request-id')).toBe('client-req-42');
     expect(echoed.body?.data.today.request_count).toBe(1);

@@ -36,10 +36,10 @@ async function newKey(tier: string): Promise<{ accountId: string; apiKey: string
 }
 
 async function storedCount(accountId: string, day: string): Promise<number | undefined> {
-  const { rows } = await pool.query<{ request_count: number }>('SELECT request_count FROM usage.daily_usage WHERE account_id = $1 AND day = $2', [
-    accountId,
-    day,
-  ]);
+  const { rows } = await pool.query<{ request_count: number }>(
+    'SELECT request_count FROM usage.daily_usage WHERE account_id = $1 AND day = $2',
+    [accountId, day],
+  );
   return rows[0]?.request_count;
 }
 
