@@ -1,0 +1,94 @@
+import {
+  AppError,
+  baseFastifyOptions,
+  type Clock,
+  Counter,
+  type IdSource,
+  type InternalAuth,
+  installHttpConventions,
+  type Logger,
+  type Pool,
+  type ServiceMetrics,
+} from '@fcd/service-kit';
+import type { Resolver, SecretBox } from '@fcd/webhooks';
+import { SubscriptionStore } from '@fcd/webhooks';
+import Fastify, { type FastifyInstance } from 'fastify';
+import type { FacilityDirectory } from './clients/facility';
+import type { Config } from './config';
+import { WebhookService } from './domain/webhooks';
+import { healthRoutes } from './routes/health';
+import { webhookRoutes } from './routes/webhooks';
+
+export interface AppDeps {
+  config: Pick<Config, 'WEBHOOK_ALLOW_PRIVATE_URLS' | 'WEBHOOK_MAX_SUBSCRIPTIONS'>;
+  logger: Logger;
+  pool: Pool;
+  internalAuth: InternalAuth;
+  secretBox: SecretBox;
+  facilities: FacilityDirectory;
+  metrics?: ServiceMetrics;
+  /** Injected in tests; node:dns otherwise. */
+  resolver?: Resolver;
+  clock?: Clock;
+  ids?: IdSource;
+  isShuttingDown?: () => boolean;
+}
+
+function domainMetrics(metrics: ServiceMetrics | undefined) {
+  if (!metrics) return undefined;
+  const registers = [metrics.registry];
+  return {
+    urlRefused: new Counter({
+      name: 'fcd_webhook_url_refusals_total',
+      help: 'Webhook URLs refused at create/update, by reason.',
+      labelNames: ['reason'] as const,
+      registers,
+    }),
+    changes: new Counter({
+      name: 'fcd_webhook_subscription_changes_total',
+      help: 'Subscription writes by operation.',
+      labelNames: ['operation'] as const,
+      registers,
+    }),
+  };
+}
+
+/** The webhook service's HTTP app: conventions, health, and /v1/webhooks. */
+export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
+  const app = Fastify(baseFastifyOptions(deps.logger));
+  installHttpConventions(app, { metrics: deps.metrics });
+  const counters = domainMetrics(deps.metrics);
+
+  const service = new WebhookService({
+    store: new SubscriptionStore(deps.pool, deps.secretBox),
+    facilities: deps.facilities,
+    allowPrivateUrls: deps.config.WEBHOOK_ALLOW_PRIVATE_URLS,
+    maxSubscriptions: deps.config.WEBHOOK_MAX_SUBSCRIPTIONS,
+    resolver: deps.resolver,
+    clock: deps.clock,
+    ids: deps.ids,
+    onUrlRefused: (reason) => counters?.urlRefused.inc({ reason }),
+  });
+
+  if (counters) {
+    app.addHook('onResponse', async (request, reply) => {
+      if (reply.statusCode >= 300 || !request.url.startsWith('/v1/webhooks')) return;
+      const operation = { POST: 'create', PATCH: 'update', DELETE: 'delete' }[request.method];
+      if (operation) counters.changes.inc({ operation });
+    });
+  }
+
+  app.setNotFoundHandler(async () => {
+    throw new AppError('NOT_FOUND', 'No such route.');
+  });
+
+  await app.register(healthRoutes, {
+    checks: {
+      postgres: () => deps.pool.query('SELECT 1'),
+      facility: () => deps.facilities.ping(),
+    },
+    isShuttingDown: deps.isShuttingDown ?? (() => false),
+  });
+  await app.register(webhookRoutes, { service, internalAuth: deps.internalAuth });
+  return app;
+}

@@ -1,0 +1,29 @@
+import { Env, parseConfig } from '@fcd/service-kit';
+import { SECRET_KEY_PATTERN } from '@fcd/webhooks';
+import { type Static, Type } from '@sinclair/typebox';
+
+/** Every setting of the webhook service, parsed once from the environment (docs/webhooks.md). */
+export const ConfigSchema = Type.Object({
+  PORT: Env.port(8082),
+  METRICS_PORT: Env.port(9466),
+  DATABASE_URL: Env.url(),
+  /** Shared with the gateway: verifies the signed x-fcd-account header. */
+  INTERNAL_AUTH_SECRET: Env.secret(),
+  /** 32 bytes, base64: encrypts webhook signing secrets at rest (AES-256-GCM). */
+  WEBHOOK_SECRET_KEY: Type.String({ pattern: SECRET_KEY_PATTERN }),
+  /** Comma-separated previous keys, still accepted for decryption after a rotation. */
+  WEBHOOK_SECRET_KEY_PREVIOUS: Type.Optional(
+    Type.String({ pattern: `^(${SECRET_KEY_PATTERN.slice(1, -1)})(\\s*,\\s*${SECRET_KEY_PATTERN.slice(1, -1)})*$` }),
+  ),
+  FACILITY_URL: Env.url(),
+  /** Local development and tests only: allow http and private/loopback destinations. */
+  WEBHOOK_ALLOW_PRIVATE_URLS: Env.bool(false),
+  WEBHOOK_MAX_SUBSCRIPTIONS: Env.int(25, 1, 10_000),
+  LOG_LEVEL: Env.logLevel(),
+});
+
+export type Config = Static<typeof ConfigSchema>;
+
+export function loadConfig(env: Record<string, string | undefined> = process.env): Readonly<Config> {
+  return parseConfig(ConfigSchema, env);
+}

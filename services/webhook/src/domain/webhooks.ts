@@ -1,0 +1,191 @@
+import {
+  type AccountClaims,
+  type Clock,
+  type FieldProblem,
+  type IdSource,
+  notFound,
+  prefixedId,
+  serviceUnavailable,
+  systemClock,
+  uuidSource,
+  validationError,
+} from '@fcd/service-kit';
+import {
+  checkWebhookUrl,
+  generateSecret,
+  type Resolver,
+  type Subscription,
+  type SubscriptionPatch,
+  type SubscriptionStore,
+  type UrlCheck,
+} from '@fcd/webhooks';
+import type { FacilityDirectory } from '../clients/facility';
+import { decodeCursor, encodeCursor } from './cursor';
+import { emptyPatchProblems, eventProblems, facilityIdProblems, mergeProblems, unknownFacilityProblems } from './validation';
+
+/** The public form of a subscription (SPEC §7, seed 2.1). */
+export interface SubscriptionView {
+  id: string;
+  url: string;
+  events: string[];
+  facility_ids: string[] | null;
+  secret: string;
+  is_active: boolean;
+  created_at: string;
+  updated_at: string;
+  deactivated_at: string | null;
+  deactivation_reason: string | null;
+}
+
+export interface SubscriptionListView {
+  data: SubscriptionView[];
+  pagination: { limit: number; next_cursor: string | null; has_more: boolean };
+}
+
+export interface WebhookServiceOptions {
+  store: SubscriptionStore;
+  facilities: FacilityDirectory;
+  allowPrivateUrls: boolean;
+  maxSubscriptions: number;
+  resolver?: Resolver;
+  clock?: Clock;
+  ids?: IdSource;
+  secrets?: () => string;
+  /** Called with the reason of each refused URL (metrics). */
+  onUrlRefused?: (code: string) => void;
+}
+
+const WEBHOOK_ID = /^wh_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+export const DEFAULT_PAGE_SIZE = 25;
+
+function view(s: Subscription): SubscriptionView {
+  return {
+    id: s.id,
+    url: s.url,
+    events: s.events,
+    facility_ids: s.facility_ids,
+    secret: s.secret,
+    is_active: s.is_active,
+    created_at: s.created_at,
+    updated_at: s.updated_at,
+    deactivated_at: s.deactivated_at,
+    deactivation_reason: s.deactivation_reason,
+  };
+}
+
+const subscriptionNotFound = () => notFound('webhook subscription');
+
+/** Raw body fields as the schema saw them; the service checks content, not shape. */
+type RawBody = Record<string, unknown>;
+
+/**
+ * Subscription use cases: validation beyond the schema (URL safety with DNS,
+ * event types, facility existence), merged with the schema's problems into
+ * one VALIDATION_ERROR; then the store. Nothing is written unless everything
+ * checks out.
+ */
+export class WebhookService {
+  private readonly clock: Clock;
+  private readonly ids: IdSource;
+  private readonly secrets: () => string;
+
+  constructor(private readonly options: WebhookServiceOptions) {
+    this.clock = options.clock ?? systemClock;
+    this.ids = options.ids ?? uuidSource;
+    this.secrets = options.secrets ?? (() => generateSecret());
+  }
+
+  async create(account: AccountClaims, body: unknown, schemaProblems: FieldProblem[]): Promise<SubscriptionView> {
+    const raw = (typeof body === 'object' && body !== null ? body : {}) as RawBody;
+    await this.validate(account, raw, schemaProblems);
+    const secret = this.secrets();
+    const created = await this.options.store.create(
+      {
+        id: prefixedId('wh', this.ids),
+        account_id: account.account_id,
+        url: raw.url as string,
+        events: raw.events as string[],
+        facility_ids: normaliseFacilityIds(raw.facility_ids),
+        secret,
+        now: this.clock.now(),
+      },
+      this.options.maxSubscriptions,
+    );
+    // The one response that carries the secret in clear.
+    return { ...view(created), secret };
+  }
+
+  async list(account: AccountClaims, limit: number | undefined, cursor: string | undefined): Promise<SubscriptionListView> {
+    const size = limit ?? DEFAULT_PAGE_SIZE;
+    const after = cursor === undefined ? undefined : decodeCursor(cursor);
+    if (cursor !== undefined && after === undefined) throw validationError([{ field: 'cursor', message: 'is not a valid cursor' }]);
+    const page = await this.options.store.list(account.account_id, size, after);
+    const last = page.items[page.items.length - 1];
+    return {
+      data: page.items.map(view),
+      pagination: {
+        limit: size,
+        next_cursor: page.has_more && last ? encodeCursor({ created_at: last.created_at, id: last.id }) : null,
+        has_more: page.has_more,
+      },
+    };
+  }
+
+  async get(account: AccountClaims, id: string): Promise<SubscriptionView> {
+    if (!WEBHOOK_ID.test(id)) throw subscriptionNotFound();
+    const found = await this.options.store.get(account.account_id, id);
+    if (!found) throw subscriptionNotFound();
+    return view(found);
+  }
+
+  async update(account: AccountClaims, id: string, body: unknown, schemaProblems: FieldProblem[]): Promise<SubscriptionView> {
+    // An unknown or foreign id is a 404 whatever the body says.
+    if (!WEBHOOK_ID.test(id) || !(await this.options.store.get(account.account_id, id))) throw subscriptionNotFound();
+    const raw = (typeof body === 'object' && body !== null ? body : {}) as RawBody;
+    await this.validate(account, raw, [...schemaProblems, ...emptyPatchProblems(body)]);
+    const patch: SubscriptionPatch = {};
+    if ('url' in raw) patch.url = raw.url as string;
+    if ('events' in raw) patch.events = raw.events as string[];
+    if ('facility_ids' in raw) patch.facility_ids = normaliseFacilityIds(raw.facility_ids);
+    if ('is_active' in raw) patch.is_active = raw.is_active as boolean;
+    const updated = await this.options.store.update(account.account_id, id, patch, this.clock.now());
+    if (!updated) throw subscriptionNotFound();
+    return view(updated);
+  }
+
+  async delete(account: AccountClaims, id: string): Promise<void> {
+    if (!WEBHOOK_ID.test(id) || !(await this.options.store.delete(account.account_id, id))) throw subscriptionNotFound();
+  }
+
+  /**
+   * Content checks of whichever of url, events and facility_ids are present
+   * (URL resolution and facility existence run in parallel), merged with the
+   * schema's problems. A dependency that cannot answer (DNS, facility
+   * service) makes the whole request a 503: the list would be incomplete.
+   */
+  private async validate(account: AccountClaims, raw: RawBody, schemaProblems: FieldProblem[]): Promise<void> {
+    const facilities = facilityIdProblems(raw.facility_ids);
+    const [urlProblems, unknownFacilities] = await Promise.all([
+      typeof raw.url === 'string' ? this.urlProblems(raw.url) : Promise.resolve([]),
+      facilities.candidates.size > 0
+        ? this.options.facilities
+            .existing([...facilities.candidates.keys()], account)
+            .then((existing) => unknownFacilityProblems(facilities.candidates, existing))
+        : Promise.resolve([]),
+    ]);
+    const problems = mergeProblems(schemaProblems, urlProblems, eventProblems(raw.events), facilities.problems, unknownFacilities);
+    if (problems.length > 0) throw validationError(problems);
+  }
+
+  private async urlProblems(url: string): Promise<FieldProblem[]> {
+    const result: UrlCheck = await checkWebhookUrl(url, { allowPrivate: this.options.allowPrivateUrls, resolver: this.options.resolver });
+    if (result.ok) return [];
+    this.options.onUrlRefused?.(result.code);
+    if (result.retryable) throw serviceUnavailable('dns', 2);
+    return [{ field: 'url', message: result.message }];
+  }
+}
+
+function normaliseFacilityIds(value: unknown): string[] | null {
+  return Array.isArray(value) ? [...new Set((value as string[]).map((id) => id.toLowerCase()))] : null;
+}

@@ -1,0 +1,112 @@
+import { type AccountClaims, AppError, fieldProblems, INTERNAL_AUTH_HEADER, type InternalAuth, unauthorized } from '@fcd/service-kit';
+import type { Static } from '@sinclair/typebox';
+import { Ajv } from 'ajv';
+import type { FastifyInstance, FastifyRequest, FastifySchemaCompiler } from 'fastify';
+import type { WebhookService } from '../domain/webhooks';
+import { CreateBody, type IdParams, ListQuery, PatchBody, SubscriptionEnvelope, SubscriptionList } from './schemas';
+
+/** The verified caller of each request (a WeakMap rather than a request decoration: no global type augmentation). */
+const accounts = new WeakMap<FastifyRequest, AccountClaims>();
+
+export interface WebhookRoutesOptions {
+  service: WebhookService;
+  internalAuth: InternalAuth;
+}
+
+/** "Pro and above" (SPEC §3): tier_rank free 0 < pro 1 < enterprise 2. */
+const PRO_RANK = 1;
+
+/**
+ * Bodies are validated without type coercion (the shared Fastify options
+ * coerce, which suits query strings but would turn 123 into "123"), with every
+ * error collected and attached to the request, so the handler can merge them
+ * with the domain's checks into one VALIDATION_ERROR.
+ */
+const strictAjv = new Ajv({ allErrors: true, coerceTypes: false, useDefaults: false, removeAdditional: false, strict: false });
+const strictBodyCompiler: FastifySchemaCompiler<unknown> = ({ schema }) => strictAjv.compile(schema as object);
+
+function schemaProblems(request: FastifyRequest) {
+  const err = request.validationError as (Error & { validation?: unknown; validationContext?: string }) | undefined;
+  if (!err) return [];
+  if (!Array.isArray(err.validation)) throw err;
+  return fieldProblems(err.validation, err.validationContext ?? 'body');
+}
+
+function account(request: FastifyRequest): AccountClaims {
+  const claims = accounts.get(request);
+  if (!claims) throw unauthorized();
+  return claims;
+}
+
+const ALL_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;
+
+function methodNotAllowed(app: FastifyInstance, url: string, allowed: readonly string[]): void {
+  const allow = [...allowed, ...(allowed.includes('GET') ? ['HEAD'] : [])].join(', ');
+  app.route({
+    method: ALL_METHODS.filter((m) => !allowed.includes(m)),
+    url,
+    handler: async () => {
+      throw new AppError('METHOD_NOT_ALLOWED', `Method not allowed. Allowed: ${allow}.`, { headers: { allow } });
+    },
+  });
+}
+
+/** /v1/webhooks and /v1/webhooks/{id}: authenticated by the gateway's signed header, Pro and above. */
+export async function webhookRoutes(app: FastifyInstance, options: WebhookRoutesOptions): Promise<void> {
+  const { service, internalAuth } = options;
+
+  app.addHook('onRequest', async (request) => {
+    const claims = internalAuth.verify(request.headers[INTERNAL_AUTH_HEADER]);
+    if (!claims) throw unauthorized();
+    const rank = typeof claims.tier_rank === 'number' ? claims.tier_rank : 0;
+    if (rank < PRO_RANK) {
+      throw new AppError('FORBIDDEN', 'Webhooks are available on the Pro tier and above. Upgrade the account to use them.', {
+        details: { required_tier: 'pro', tier: claims.tier },
+      });
+    }
+    accounts.set(request, claims);
+  });
+
+  app.post<{ Body: Static<typeof CreateBody> }>(
+    '/v1/webhooks',
+    {
+      schema: { body: CreateBody, response: { 201: SubscriptionEnvelope } },
+      validatorCompiler: strictBodyCompiler,
+      attachValidation: true,
+    },
+    async (request, reply) => {
+      const created = await service.create(account(request), request.body, schemaProblems(request));
+      return reply.code(201).send({ data: created });
+    },
+  );
+
+  app.get<{ Querystring: Static<typeof ListQuery> }>(
+    '/v1/webhooks',
+    { schema: { querystring: ListQuery, response: { 200: SubscriptionList } } },
+    async (request) => service.list(account(request), request.query.limit, request.query.cursor),
+  );
+
+  app.get<{ Params: Static<typeof IdParams> }>(
+    '/v1/webhooks/:id',
+    { schema: { response: { 200: SubscriptionEnvelope } } },
+    async (request) => ({ data: await service.get(account(request), request.params.id) }),
+  );
+
+  app.patch<{ Params: Static<typeof IdParams>; Body: Static<typeof PatchBody> }>(
+    '/v1/webhooks/:id',
+    {
+      schema: { body: PatchBody, response: { 200: SubscriptionEnvelope } },
+      validatorCompiler: strictBodyCompiler,
+      attachValidation: true,
+    },
+    async (request) => ({ data: await service.update(account(request), request.params.id, request.body, schemaProblems(request)) }),
+  );
+
+  app.delete<{ Params: Static<typeof IdParams> }>('/v1/webhooks/:id', async (request, reply) => {
+    await service.delete(account(request), request.params.id);
+    return reply.code(204).send();
+  });
+
+  methodNotAllowed(app, '/v1/webhooks', ['GET', 'POST']);
+  methodNotAllowed(app, '/v1/webhooks/:id', ['GET', 'PATCH', 'DELETE']);
+}
