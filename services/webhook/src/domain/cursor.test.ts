@@ -1,0 +1,29 @@
+import { describe, expect, it } from 'vitest';
+import { decodeCursor, encodeCursor } from './cursor';
+
+describe('list cursor', () => {
+  const position = { created_at: '2026-11-22T08:15:30.123Z', id: 'wh_7b0d7a56-8a4c-4d77-9a0e-2f1f7f1b2c3d' };
+
+  it('round-trips an opaque base64url token', () => {
+    const cursor = encodeCursor(position);
+    expect(cursor).toMatch(/^[A-Za-z0-9_-]+$/);
+    expect(decodeCursor(cursor)).toEqual(position);
+  });
+
+  it('refuses anything it did not issue', () => {
+    const enc = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64url');
+    for (const bad of [
+      '',
+      'not base64!',
+      enc({ created_at: position.created_at, id: position.id }),
+      enc([position.created_at]),
+      enc(['2026-13-45T99:99:99.999Z', position.id]),
+      enc(['yesterday', position.id]),
+      enc([position.created_at, 'wh_x']),
+      enc([position.created_at, 42]),
+      'x'.repeat(500),
+    ]) {
+      expect(decodeCursor(bad)).toBeUndefined();
+    }
+  });
+});
