@@ -1,0 +1,107 @@
+import { execFileSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { createTestDatabase, repoRoot, type ServiceProcess, startService, type TestDatabase } from '@fcd/testing';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { asAccount, type FacilityStub, INTERNAL_SECRET, newAccount, SECRET_KEY, startFacilityStub } from './helpers';
+
+/** The built service as a process: config, migrations at start, ready line, health, metrics, HTTP, SIGTERM. */
+
+const F1 = '11111111-1111-4111-8111-111111111111';
+let db: TestDatabase;
+let stub: FacilityStub;
+let service: ServiceProcess;
+let base: string;
+let metricsBase: string;
+
+function env(extra: Record<string, string> = {}): Record<string, string> {
+  return {
+    PORT: '0',
+    METRICS_PORT: '0',
+    DATABASE_URL: db.url,
+    INTERNAL_AUTH_SECRET: INTERNAL_SECRET,
+    WEBHOOK_SECRET_KEY: SECRET_KEY.toString('base64'),
+    FACILITY_URL: stub.url,
+    ...extra,
+  };
+}
+
+beforeAll(async () => {
+  if (!existsSync(resolve(repoRoot, 'services/webhook/dist/main.js'))) {
+    execFileSync('npm', ['run', 'build', '-w', '@fcd/webhook'], { cwd: repoRoot, stdio: 'ignore' });
+  }
+  db = await createTestDatabase('webhook_process');
+  stub = await startFacilityStub([F1]);
+  service = await startService('webhook', env());
+  const ready = service.logs().find((l) => l.msg === 'ready');
+  base = `http://127.0.0.1:${ready?.port}`;
+  metricsBase = `http://127.0.0.1:${ready?.metricsPort}`;
+});
+
+afterAll(async () => {
+  await service?.stop();
+  await stub?.close();
+  await db?.drop();
+});
+
+describe('webhook service process', () => {
+  it('logs ready with the real port and metrics port once it listens', () => {
+    const ready = service.logs().find((l) => l.msg === 'ready');
+    expect(ready).toMatchObject({ msg: 'ready', port: expect.any(Number), metricsPort: expect.any(Number) });
+    expect(ready?.port).not.toBe(0);
+  });
+
+  it('serves /healthz and /readyz (Postgres and the facility service up)', async () => {
+    expect(await (await fetch(`${base}/healthz`)).json()).toEqual({ data: { status: 'ok' } });
+    const ready = await fetch(`${base}/readyz`);
+    expect(ready.status).toBe(200);
+  });
+
+  it('creates a subscription over HTTP and never writes the secret to its logs', async () => {
+    const account = newAccount();
+    const res = await fetch(`${base}/v1/webhooks`, {
+      method: 'POST',
+      headers: { ...asAccount(account), 'content-type': 'application/json', 'x-request-id': 'req-process-1' },
+      body: JSON.stringify({ url: 'https://93.184.215.14/hook', events: ['violation.new'], facility_ids: [F1] }),
+    });
+    expect(res.status).toBe(201);
+    expect(res.headers.get('x-request-id')).toBe('req-process-1');
+    const { data } = (await res.json()) as { data: { secret: string; id: string } };
+    expect(data.secret).toMatch(/^whsec_/);
+    const list = await fetch(`${base}/v1/webhooks`, { headers: asAccount(account) });
+    expect(((await list.json()) as { data: Array<{ secret: string }> }).data[0]?.secret).toBe(`whsec_********${data.secret.slice(-4)}`);
+    expect(service.output.join('\n')).not.toContain(data.secret.slice(6));
+  });
+
+  it('refuses a loopback destination by default (WEBHOOK_ALLOW_PRIVATE_URLS off)', async () => {
+    const res = await fetch(`${base}/v1/webhooks`, {
+      method: 'POST',
+      headers: { ...asAccount(newAccount()), 'content-type': 'application/json' },
+      body: JSON.stringify({ url: 'http://127.0.0.1:8080/hook', events: ['violation.new'] }),
+    });
+    expect(res.status).toBe(400);
+    expect(((await res.json()) as { error: { details: { fields: Array<{ field: string }> } } }).error.details.fields).toEqual([
+      { field: 'url', message: 'must use https' },
+    ]);
+  });
+
+  it('exposes RED and domain metrics on the metrics port', async () => {
+    const text = await (await fetch(`${metricsBase}/metrics`)).text();
+    expect(text).toMatch(/fcd_requests_total\{[^}]*route="\/v1\/webhooks"[^}]*status="201"/);
+    expect(text).toMatch(/fcd_webhook_subscription_changes_total\{[^}]*operation="create"[^}]*\} 1/);
+    expect(text).toMatch(/fcd_webhook_url_refusals_total\{[^}]*reason="scheme"[^}]*\} 1/);
+  });
+
+  it('stops on a bad configuration with one line naming the variable', async () => {
+    const bad = await startService('webhook', env({ WEBHOOK_SECRET_KEY: 'too-short' }), { waitReady: false });
+    expect(await bad.exited).toBe(1);
+    expect(bad.output).toHaveLength(1);
+    expect(bad.output[0]).toMatch(/^webhook: invalid configuration: .*WEBHOOK_SECRET_KEY/);
+  });
+
+  it('shuts down gracefully on SIGTERM', async () => {
+    const second = await startService('webhook', env());
+    expect(await second.stop('SIGTERM')).toBe(0);
+    expect(second.logs().some((l) => l.msg === 'shutdown complete')).toBe(true);
+  });
+});
