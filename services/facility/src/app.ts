@@ -1,0 +1,83 @@
+import {
+  AppError,
+  baseFastifyOptions,
+  type Check,
+  type InternalAuth,
+  installHttpConventions,
+  type Logger,
+  notFound,
+  sendError,
+} from '@fcd/service-kit';
+import Fastify, { type FastifyInstance, type HTTPMethods } from 'fastify';
+import type { Ingestion } from './ingestion';
+import type { FacilityMetrics } from './metrics';
+import { requireBearerToken, requireGatewayAccount } from './routes/auth';
+import { healthRoutes } from './routes/health';
+import { ingestRoutes } from './routes/ingest';
+import { internalRoutes } from './routes/internal';
+import { publicRoutes } from './routes/public';
+import type { Queryable } from './store/queries';
+
+export interface AppDeps {
+  logger: Logger;
+  metrics?: FacilityMetrics;
+  /** Read access to Postgres (outages become 503). */
+  db: Queryable;
+  ingestion: Ingestion;
+  auth: InternalAuth;
+  ingestToken: string;
+  ingestMaxBodyBytes: number;
+  readiness: Record<string, Check>;
+  shuttingDown?: () => boolean;
+}
+
+const METHODS: HTTPMethods[] = ['DELETE', 'GET', 'PATCH', 'POST', 'PUT'];
+
+/**
+ * The facility service's HTTP app: health, the public read API (gateway-signed
+ * account header required), the internal facility-id check (same header) and
+ * the ingestion API (bearer token). Unknown paths are 404 NOT_FOUND; a known
+ * path with another method is 405 METHOD_NOT_ALLOWED with Allow.
+ */
+export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
+  const app = Fastify(baseFastifyOptions(deps.logger));
+  installHttpConventions(app, deps.metrics ? { metrics: deps.metrics } : {});
+
+  const methodsByUrl = new Map<string, Set<string>>();
+  app.addHook('onRoute', (route) => {
+    const set = methodsByUrl.get(route.url) ?? new Set<string>();
+    for (const m of [route.method].flat()) set.add(m);
+    methodsByUrl.set(route.url, set);
+  });
+
+  await app.register(healthRoutes, { checks: deps.readiness, shuttingDown: deps.shuttingDown ?? (() => false) });
+
+  await app.register(async (scope) => {
+    scope.addHook('onRequest', requireGatewayAccount(deps.auth));
+    await scope.register(publicRoutes, { db: deps.db });
+    await scope.register(internalRoutes, { db: deps.db });
+  });
+
+  await app.register(async (scope) => {
+    scope.addHook('onRequest', requireBearerToken(deps.ingestToken));
+    await scope.register(ingestRoutes, { ingestion: deps.ingestion, bodyLimit: deps.ingestMaxBodyBytes });
+  });
+
+  for (const [url, methods] of [...methodsByUrl]) {
+    const allowed = METHODS.filter((m) => methods.has(m));
+    const others = METHODS.filter((m) => !methods.has(m));
+    if (allowed.length === 0 || others.length === 0) continue;
+    const allow = [...allowed, ...(methods.has('GET') ? ['HEAD'] : [])].join(', ');
+    app.route({
+      method: others,
+      url,
+      onRequest: async () => {
+        throw new AppError('METHOD_NOT_ALLOWED', `This path does not support that method. Allowed: ${allow}.`, { headers: { allow } });
+      },
+      handler: async () => undefined,
+    });
+  }
+
+  app.setNotFoundHandler((_request, reply) => sendError(reply, notFound('route')));
+  return app;
+}

@@ -1,0 +1,263 @@
+import { createReadStream, existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import {
+  ConfigError,
+  createLogger,
+  createPool,
+  type Logger,
+  migrate,
+  type Pool,
+  parseConfig,
+  systemClock,
+  uuidSource,
+} from '@fcd/service-kit';
+import { CliConfigSchema } from './config';
+import { DEFAULT_AS_OF, generateDemoData } from './domain/demo-data';
+import { FIELDS, isCalendarDate, RECORD_KINDS, type RecordKind } from './domain/records';
+import { formatOfPath, rowsOf, type SourceRow } from './domain/row-source';
+import { emptyReport, Ingestion, type IngestReport } from './ingestion';
+import { runSimulation } from './simulate';
+import { SCHEMA, schemaConnectionString } from './store/db';
+import { migrations } from './store/migrations';
+
+const USAGE = `usage: node dist/cli.js <command> [options]
+
+  migrate                                   apply the facility schema migrations
+  import <file.ndjson|file.csv> --kind facilities|violations|cases [--json]
+                                            import a file (idempotent on natural keys);
+                                            exit 0 all rows good, 2 some rows rejected, 1 failure
+  seed --facilities N --seed S [--as-of YYYY-MM-DD] [--out DIR [--format ndjson|csv]] [--json]
+                                            deterministic demo data: into the database, or
+                                            written as import files to DIR
+  simulate --rate R[/s] [--duration SECONDS] [--seed S] [--json]
+                                            keep producing violations and case/status changes
+
+environment: DATABASE_URL (required except for seed --out), LOG_LEVEL (default warn)`;
+
+class UsageError extends Error {}
+
+interface Args {
+  positional: string[];
+  flags: Map<string, string | true>;
+}
+
+function parseArgs(argv: string[]): Args {
+  const positional: string[] = [];
+  const flags = new Map<string, string | true>();
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i] as string;
+    if (a.startsWith('--')) {
+      const [name, inline] = a.slice(2).split('=', 2) as [string, string | undefined];
+      const next = argv[i + 1];
+      if (inline !== undefined) flags.set(name, inline);
+      else if (next !== undefined && !next.startsWith('--') && name !== 'json') {
+        flags.set(name, next);
+        i++;
+      } else flags.set(name, true);
+    } else positional.push(a);
+  }
+  return { positional, flags };
+}
+
+function flag(args: Args, name: string): string | undefined {
+  const v = args.flags.get(name);
+  if (v === true) throw new UsageError(`--${name} needs a value`);
+  return v;
+}
+
+function positiveInt(value: string | undefined, name: string): number {
+  const n = Number(value);
+  if (value === undefined || !Number.isInteger(n) || n < 1) throw new UsageError(`--${name} must be a positive integer`);
+  return n;
+}
+
+function kindOf(value: string | undefined): RecordKind {
+  if (!value || !RECORD_KINDS.includes(value as RecordKind)) throw new UsageError(`--kind must be one of ${RECORD_KINDS.join(', ')}`);
+  return value as RecordKind;
+}
+
+function context(): { pool: Pool; logger: Logger } {
+  const config = parseConfig(CliConfigSchema);
+  const logger = createLogger({ service: 'facility-cli', level: config.LOG_LEVEL, destination: process.stderr });
+  const pool = createPool({
+    connectionString: schemaConnectionString(config.DATABASE_URL),
+    max: 4,
+    applicationName: 'facility-cli',
+    logger,
+  });
+  return { pool, logger };
+}
+
+function ingestionFor(pool: Pool): Ingestion {
+  return new Ingestion({ pool, clock: systemClock, ids: uuidSource });
+}
+
+function printReport(report: IngestReport, json: boolean, extra: Record<string, unknown> = {}): void {
+  if (json) {
+    process.stdout.write(`${JSON.stringify({ ...extra, ...report })}\n`);
+    return;
+  }
+  for (const [k, v] of Object.entries(extra)) process.stdout.write(`${k}: ${typeof v === 'object' ? JSON.stringify(v) : v}\n`);
+  for (const kind of RECORD_KINDS) {
+    const c = report.counts[kind];
+    if (c.received === 0) continue;
+    process.stdout.write(
+      `${kind}: ${c.received} rows: ${c.inserted} inserted, ${c.updated} updated, ${c.unchanged} unchanged, ${c.rejected} rejected\n`,
+    );
+  }
+  const evts = Object.entries(report.events).filter(([, n]) => n > 0);
+  process.stdout.write(`events: ${evts.length === 0 ? 'none' : evts.map(([t, n]) => `${t} ${n}`).join(', ')}\n`);
+  for (const e of report.errors) {
+    const where = e.line !== undefined ? `line ${e.line}` : `row ${e.index}`;
+    process.stdout.write(`error: ${where}: ${e.field}: ${e.message}\n`);
+  }
+  if (report.errors_truncated) process.stdout.write('error: (more errors not shown)\n');
+}
+
+async function cmdMigrate(): Promise<number> {
+  const { pool, logger } = context();
+  try {
+    const applied = await migrate(pool, SCHEMA, migrations, logger);
+    process.stdout.write(`${JSON.stringify({ applied })}\n`);
+    return 0;
+  } finally {
+    await pool.end();
+  }
+}
+
+async function cmdImport(args: Args): Promise<number> {
+  const file = args.positional[1];
+  if (!file) throw new UsageError('import needs a file');
+  const kind = kindOf(flag(args, 'kind'));
+  const format = formatOfPath(file);
+  if (!format) throw new UsageError('the file must end in .ndjson, .jsonl or .csv');
+  if (!existsSync(file)) throw new UsageError(`no such file: ${file}`);
+  const { pool } = context();
+  try {
+    await migrate(pool, SCHEMA, migrations);
+    const started = performance.now();
+    const report = await ingestionFor(pool).ingestStream(kind, rowsOf(format, createReadStream(file), kind));
+    const seconds = Math.round(performance.now() - started) / 1000;
+    printReport(report, args.flags.has('json'), { file, kind, seconds });
+    return report.counts[kind].rejected > 0 ? 2 : 0;
+  } finally {
+    await pool.end();
+  }
+}
+
+async function* fromArray(rows: object[]): AsyncGenerator<SourceRow> {
+  let line = 0;
+  for (const raw of rows) yield { line: ++line, raw: { ...raw } };
+}
+
+function csvCell(v: unknown): string {
+  if (v === null || v === undefined) return '';
+  const s = Array.isArray(v) ? v.join(';') : String(v);
+  return /[",\n\r]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
+}
+
+async function cmdSeed(args: Args): Promise<number> {
+  const facilities = positiveInt(flag(args, 'facilities'), 'facilities');
+  const seed = flag(args, 'seed') ?? '1';
+  const asOf = flag(args, 'as-of') ?? DEFAULT_AS_OF;
+  if (!isCalendarDate(asOf)) throw new UsageError('--as-of must be a date YYYY-MM-DD');
+  const data = generateDemoData({ facilities, seed, asOf });
+  const out = flag(args, 'out');
+  if (out) {
+    const format = flag(args, 'format') ?? 'ndjson';
+    if (format !== 'ndjson' && format !== 'csv') throw new UsageError('--format must be ndjson or csv');
+    mkdirSync(out, { recursive: true });
+    const files: Record<string, string> = {};
+    for (const kind of RECORD_KINDS) {
+      const rows = data[kind] as object[];
+      const path = join(out, `${kind}.${format}`);
+      const text =
+        format === 'ndjson'
+          ? rows.map((r) => JSON.stringify(r)).join('\n')
+          : [
+              FIELDS[kind].join(','),
+              ...rows.map((r) => FIELDS[kind].map((f) => csvCell((r as Record<string, unknown>)[f])).join(',')),
+            ].join('\n');
+      writeFileSync(path, `${text}\n`);
+      files[kind] = path;
+    }
+    const summary = { seed, asOf, files, facilities: data.facilities.length, violations: data.violations.length, cases: data.cases.length };
+    process.stdout.write(`${JSON.stringify(summary)}\n`);
+    return 0;
+  }
+  const { pool } = context();
+  try {
+    await migrate(pool, SCHEMA, migrations);
+    const ingestion = ingestionFor(pool);
+    const report = emptyReport();
+    for (const kind of RECORD_KINDS) {
+      const r = await ingestion.ingestStream(kind, fromArray(data[kind] as object[]));
+      report.counts[kind] = r.counts[kind];
+      for (const [t, n] of Object.entries(r.events)) report.events[t as keyof IngestReport['events']] += n;
+      report.errors.push(...r.errors);
+    }
+    printReport(report, args.flags.has('json'), { seed, asOf });
+    return report.errors.length > 0 ? 2 : 0;
+  } finally {
+    await pool.end();
+  }
+}
+
+async function cmdSimulate(args: Args): Promise<number> {
+  const rateText = flag(args, 'rate');
+  const rate = Number(rateText?.replace(/\/s$/, ''));
+  if (!rateText || !Number.isFinite(rate) || rate <= 0 || rate > 10_000)
+    throw new UsageError('--rate must be a number of changes per second, e.g. 2/s');
+  const durationText = flag(args, 'duration');
+  const duration = durationText === undefined ? undefined : Number(durationText);
+  if (duration !== undefined && (!Number.isFinite(duration) || duration <= 0))
+    throw new UsageError('--duration must be a number of seconds');
+  const seed = flag(args, 'seed');
+  const { pool, logger } = context();
+  const abort = new AbortController();
+  for (const sig of ['SIGINT', 'SIGTERM'] as const) process.once(sig, () => abort.abort());
+  try {
+    await migrate(pool, SCHEMA, migrations);
+    const summary = await runSimulation({
+      pool,
+      ingestion: ingestionFor(pool),
+      clock: systemClock,
+      logger,
+      rate,
+      signal: abort.signal,
+      ...(duration !== undefined ? { durationMs: duration * 1000 } : {}),
+      ...(seed !== undefined ? { seed } : {}),
+    });
+    process.stdout.write(`${JSON.stringify(summary)}\n`);
+    return 0;
+  } finally {
+    await pool.end();
+  }
+}
+
+async function main(argv: string[]): Promise<number> {
+  const args = parseArgs(argv);
+  const command = args.positional[0];
+  switch (command) {
+    case 'migrate':
+      return cmdMigrate();
+    case 'import':
+      return cmdImport(args);
+    case 'seed':
+      return cmdSeed(args);
+    case 'simulate':
+      return cmdSimulate(args);
+    default:
+      throw new UsageError(command ? `unknown command: ${command}` : 'no command given');
+  }
+}
+
+main(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  (err: unknown) => {
+    if (err instanceof UsageError) process.stderr.write(`facility: ${err.message}\n\n${USAGE}\n`);
+    else if (err instanceof ConfigError) process.stderr.write(`facility: ${err.message}\n`);
+    else process.stderr.write(`facility: ${(err as Error).message}\n`);
+    process.exit(1);
+  },
+);

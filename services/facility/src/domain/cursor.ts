@@ -1,0 +1,51 @@
+import { UUID_PATTERN } from './codes';
+import { isCalendarDate } from './records';
+
+/**
+ * Opaque keyset cursors. A cursor names the list it belongs to and the sort key
+ * of the last row returned; the next page starts strictly after it, so rows
+ * inserted during a walk never shift the rows already listed (no duplicates,
+ * none skipped).
+ *
+ * - facilities: ordered by registry_id ascending (the immutable natural key)
+ * - violations: violation_date descending, then id descending
+ * - cases:      filed_date descending, then id descending
+ */
+export type CursorKind = 'facilities' | 'violations' | 'cases';
+
+export type FacilityKey = { registry_id: string };
+export type DatedKey = { date: string; id: string };
+
+export interface CursorKeys {
+  facilities: FacilityKey;
+  violations: DatedKey;
+  cases: DatedKey;
+}
+
+const TAG: Record<CursorKind, string> = { facilities: 'f1', violations: 'v1', cases: 'c1' };
+
+export function encodeCursor<K extends CursorKind>(kind: K, key: CursorKeys[K]): string {
+  const values = 'registry_id' in key ? [key.registry_id] : [key.date, key.id];
+  return Buffer.from(JSON.stringify([TAG[kind], ...values]), 'utf8').toString('base64url');
+}
+
+/** The key the cursor carries, or undefined when it is not a cursor of this list. */
+export function decodeCursor<K extends CursorKind>(kind: K, cursor: string): CursorKeys[K] | undefined {
+  if (!/^[A-Za-z0-9_-]{1,400}$/.test(cursor)) return undefined;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
+  } catch {
+    return undefined;
+  }
+  if (!Array.isArray(parsed) || parsed[0] !== TAG[kind]) return undefined;
+  if (kind === 'facilities') {
+    const [, registry_id] = parsed;
+    if (parsed.length !== 2 || typeof registry_id !== 'string' || registry_id.length === 0 || registry_id.length > 40) return undefined;
+    return { registry_id } as CursorKeys[K];
+  }
+  const [, date, id] = parsed;
+  if (parsed.length !== 3 || typeof date !== 'string' || typeof id !== 'string') return undefined;
+  if (!isCalendarDate(date) || !UUID_PATTERN.test(id)) return undefined;
+  return { date, id: id.toLowerCase() } as CursorKeys[K];
+}

@@ -1,0 +1,131 @@
+import type { Clock, Logger, Pool } from '@fcd/service-kit';
+import { isoTimestamp } from '@fcd/service-kit';
+import type { Counter } from 'prom-client';
+import type { EventBus } from './store/event-bus';
+import { claimBatch, deleteSentBefore, markSent } from './store/outbox';
+
+export interface RelaySettings {
+  pool: Pool;
+  bus: Pick<EventBus, 'publish' | 'connected'>;
+  clock: Clock;
+  logger: Logger;
+  batchSize: number;
+  pollMs: number;
+  retentionHours: number;
+  eventsPublished?: Pick<Counter<'type'>, 'inc'>;
+}
+
+/**
+ * The outbox relay: claims a batch of unsent rows (FOR UPDATE SKIP LOCKED),
+ * publishes them to JetStream, waits for the acks and marks the acknowledged
+ * rows sent in the same transaction. A crash between publish and commit leaves
+ * the rows unsent; they are published again with the same Nats-Msg-Id and
+ * JetStream drops the duplicates.
+ */
+export class OutboxRelay {
+  private running = false;
+  private loop: Promise<void> | undefined;
+  private wake: (() => void) | undefined;
+  private nudged = false;
+  private lastCleanup = 0;
+
+  constructor(private readonly s: RelaySettings) {}
+
+  start(): void {
+    if (this.running) return;
+    this.running = true;
+    this.loop = this.run();
+  }
+
+  /** New outbox rows were committed: publish without waiting for the next poll. */
+  nudge(): void {
+    this.nudged = true;
+    this.wake?.();
+  }
+
+  /** Stops after the current batch. */
+  async stop(): Promise<void> {
+    this.running = false;
+    this.wake?.();
+    await this.loop;
+  }
+
+  /**
+   * One claim–publish–mark cycle. Returns how many rows were marked sent, and
+   * whether the batch was full (more may be waiting).
+   */
+  async relayOnce(): Promise<{ sent: number; full: boolean; failed: number }> {
+    const client = await this.s.pool.connect();
+    try {
+      await client.query('BEGIN');
+      const rows = await claimBatch(client, this.s.batchSize);
+      if (rows.length === 0) {
+        await client.query('COMMIT');
+        return { sent: 0, full: false, failed: 0 };
+      }
+      const result = await this.s.bus.publish(rows);
+      await markSent(
+        client,
+        result.acked.map((r) => r.id),
+        isoTimestamp(this.s.clock.now()),
+      );
+      await client.query('COMMIT');
+      for (const r of result.acked) this.s.eventsPublished?.inc({ type: r.type });
+      if (result.failed > 0) this.s.logger.warn({ failed: result.failed, error: result.error }, 'outbox publish failed; will retry');
+      return { sent: result.acked.length, full: rows.length === this.s.batchSize && result.failed === 0, failed: result.failed };
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      throw err;
+    } finally {
+      client.release();
+    }
+  }
+
+  private async run(): Promise<void> {
+    let backoff = this.s.pollMs;
+    while (this.running) {
+      let wait = this.s.pollMs;
+      this.nudged = false;
+      if (this.s.bus.connected) {
+        try {
+          const r = await this.relayOnce();
+          if (r.full) wait = 0;
+          if (r.failed > 0) {
+            wait = backoff;
+            backoff = Math.min(backoff * 2, 5000);
+          } else backoff = this.s.pollMs;
+          await this.cleanup();
+        } catch (err) {
+          this.s.logger.warn({ err: { message: (err as Error).message } }, 'outbox relay batch failed; will retry');
+          wait = backoff;
+          backoff = Math.min(backoff * 2, 5000);
+        }
+      }
+      if (wait > 0 && this.running && !this.nudged) await this.sleep(wait);
+    }
+  }
+
+  private sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(done, ms);
+      function done() {
+        clearTimeout(timer);
+        resolve();
+      }
+      this.wake = () => {
+        this.wake = undefined;
+        done();
+      };
+    });
+  }
+
+  private async cleanup(): Promise<void> {
+    if (this.s.retentionHours <= 0) return;
+    const now = this.s.clock.now();
+    if (now - this.lastCleanup < 60_000) return;
+    this.lastCleanup = now;
+    const before = isoTimestamp(now - this.s.retentionHours * 3_600_000);
+    const deleted = await deleteSentBefore(this.s.pool, before);
+    if (deleted > 0) this.s.logger.info({ deleted }, 'deleted old sent outbox rows');
+  }
+}

@@ -1,0 +1,194 @@
+import { notFound, validationError } from '@fcd/service-kit';
+import type { Static } from '@sinclair/typebox';
+import type { FastifyInstance, preValidationAsyncHookHandler } from 'fastify';
+import type { CaseStatus, CaseType, ComplianceStatus, Program, Severity } from '../domain/codes';
+import { UUID_PATTERN } from '../domain/codes';
+import { type CursorKeys, type CursorKind, decodeCursor } from '../domain/cursor';
+import {
+  facilityExists,
+  getCase,
+  getFacility,
+  listCases,
+  listFacilities,
+  listViolations,
+  type Page,
+  type Queryable,
+} from '../store/queries';
+import {
+  CaseListQuerySchema,
+  CaseSchema,
+  dataOf,
+  FacilityCasesQuerySchema,
+  FacilityListQuerySchema,
+  FacilitySchema,
+  FacilityViolationsQuerySchema,
+  IdParams,
+  listOf,
+  ViolationListQuerySchema,
+  ViolationSchema,
+} from './schemas';
+import { rejectInvalid } from './validation';
+
+/**
+ * The public read API (/v1), reached through the gateway. Thin: schema in,
+ * query, schema out. A path id that is not a UUID is 404 NOT_FOUND, exactly
+ * like an unknown one.
+ */
+export interface PublicRoutesOptions {
+  db: Queryable;
+}
+
+/** state and program are matched case-insensitively. */
+const normalizeCodes: preValidationAsyncHookHandler = async (request) => {
+  const q = request.query as Record<string, unknown>;
+  if (typeof q.state === 'string') q.state = q.state.trim().toUpperCase();
+  if (typeof q.program === 'string') q.program = q.program.trim().toUpperCase();
+};
+
+function afterCursor<K extends CursorKind>(kind: K, cursor: string | undefined): CursorKeys[K] | undefined {
+  if (cursor === undefined) return undefined;
+  const key = decodeCursor(kind, cursor);
+  if (!key) throw validationError([{ field: 'cursor', message: 'is not a valid cursor for this list' }]);
+  return key;
+}
+
+function pathId(id: string, what: string): string {
+  if (!UUID_PATTERN.test(id)) throw notFound(what);
+  return id.toLowerCase();
+}
+
+function queryUuid(id: string | undefined): string | undefined {
+  return id?.replace(/^urn:uuid:/i, '').toLowerCase();
+}
+
+function listBody<T>(p: Page<T>, limit: number) {
+  return { data: p.items, pagination: { limit, next_cursor: p.next_cursor, has_more: p.has_more } };
+}
+
+export async function publicRoutes(app: FastifyInstance, opts: PublicRoutesOptions): Promise<void> {
+  const { db } = opts;
+  // Schema errors are attached, then reported by rejectInvalid with clearer messages.
+  app.addHook('onRoute', (route) => {
+    route.attachValidation = true;
+  });
+  app.addHook('preHandler', rejectInvalid);
+
+  app.get<{ Querystring: Static<typeof FacilityListQuerySchema> }>(
+    '/v1/facilities',
+    { preValidation: normalizeCodes, schema: { querystring: FacilityListQuerySchema, response: { 200: listOf(FacilitySchema) } } },
+    async (request) => {
+      const q = request.query;
+      const limit = q.limit ?? 25;
+      const page = await listFacilities(db, {
+        limit,
+        ...(q.state ? { state: q.state } : {}),
+        ...(q.program ? { program: q.program as Program } : {}),
+        ...(q.compliance_status ? { compliance_status: q.compliance_status as ComplianceStatus } : {}),
+        ...(q.q ? { q: q.q } : {}),
+        ...(q.cursor ? { after: afterCursor('facilities', q.cursor) } : {}),
+      });
+      return listBody(page, limit);
+    },
+  );
+
+  app.get<{ Params: Static<typeof IdParams> }>(
+    '/v1/facilities/:id',
+    { schema: { params: IdParams, response: { 200: dataOf(FacilitySchema) } } },
+    async (request) => {
+      const facility = await getFacility(db, pathId(request.params.id, 'facility'));
+      if (!facility) throw notFound('facility');
+      return { data: facility };
+    },
+  );
+
+  app.get<{ Params: Static<typeof IdParams>; Querystring: Static<typeof FacilityViolationsQuerySchema> }>(
+    '/v1/facilities/:id/violations',
+    {
+      preValidation: normalizeCodes,
+      schema: { params: IdParams, querystring: FacilityViolationsQuerySchema, response: { 200: listOf(ViolationSchema) } },
+    },
+    async (request) => {
+      const id = pathId(request.params.id, 'facility');
+      const q = request.query;
+      const limit = q.limit ?? 25;
+      const page = await listViolations(db, {
+        facility_id: id,
+        limit,
+        ...(q.program ? { program: q.program as Program } : {}),
+        ...(q.severity ? { severity: q.severity as Severity } : {}),
+        ...(q.since ? { since: q.since } : {}),
+        ...(q.cursor ? { after: afterCursor('violations', q.cursor) } : {}),
+      });
+      if (page.items.length === 0 && !(await facilityExists(db, id))) throw notFound('facility');
+      return listBody(page, limit);
+    },
+  );
+
+  app.get<{ Params: Static<typeof IdParams>; Querystring: Static<typeof FacilityCasesQuerySchema> }>(
+    '/v1/facilities/:id/cases',
+    { schema: { params: IdParams, querystring: FacilityCasesQuerySchema, response: { 200: listOf(CaseSchema) } } },
+    async (request) => {
+      const id = pathId(request.params.id, 'facility');
+      const q = request.query;
+      const limit = q.limit ?? 25;
+      const page = await listCases(db, {
+        facility_id: id,
+        limit,
+        ...(q.status ? { status: q.status as CaseStatus } : {}),
+        ...(q.case_type ? { case_type: q.case_type as CaseType } : {}),
+        ...(q.since ? { since: q.since } : {}),
+        ...(q.cursor ? { after: afterCursor('cases', q.cursor) } : {}),
+      });
+      if (page.items.length === 0 && !(await facilityExists(db, id))) throw notFound('facility');
+      return listBody(page, limit);
+    },
+  );
+
+  app.get<{ Querystring: Static<typeof ViolationListQuerySchema> }>(
+    '/v1/violations',
+    { preValidation: normalizeCodes, schema: { querystring: ViolationListQuerySchema, response: { 200: listOf(ViolationSchema) } } },
+    async (request) => {
+      const q = request.query;
+      const limit = q.limit ?? 25;
+      const facilityId = queryUuid(q.facility_id);
+      const page = await listViolations(db, {
+        limit,
+        ...(facilityId ? { facility_id: facilityId } : {}),
+        ...(q.program ? { program: q.program as Program } : {}),
+        ...(q.severity ? { severity: q.severity as Severity } : {}),
+        ...(q.since ? { since: q.since } : {}),
+        ...(q.cursor ? { after: afterCursor('violations', q.cursor) } : {}),
+      });
+      return listBody(page, limit);
+    },
+  );
+
+  app.get<{ Querystring: Static<typeof CaseListQuerySchema> }>(
+    '/v1/cases',
+    { schema: { querystring: CaseListQuerySchema, response: { 200: listOf(CaseSchema) } } },
+    async (request) => {
+      const q = request.query;
+      const limit = q.limit ?? 25;
+      const facilityId = queryUuid(q.facility_id);
+      const page = await listCases(db, {
+        limit,
+        ...(facilityId ? { facility_id: facilityId } : {}),
+        ...(q.status ? { status: q.status as CaseStatus } : {}),
+        ...(q.case_type ? { case_type: q.case_type as CaseType } : {}),
+        ...(q.since ? { since: q.since } : {}),
+        ...(q.cursor ? { after: afterCursor('cases', q.cursor) } : {}),
+      });
+      return listBody(page, limit);
+    },
+  );
+
+  app.get<{ Params: Static<typeof IdParams> }>(
+    '/v1/cases/:id',
+    { schema: { params: IdParams, response: { 200: dataOf(CaseSchema) } } },
+    async (request) => {
+      const found = await getCase(db, pathId(request.params.id, 'case'));
+      if (!found) throw notFound('case');
+      return { data: found };
+    },
+  );
+}

@@ -1,0 +1,167 @@
+import { type TSchema, Type } from '@sinclair/typebox';
+import { CASE_STATUSES, CASE_TYPES, COMPLIANCE_STATUSES, EVENT_TYPES, PROGRAMS, SEVERITIES, STATE_CODES } from '../domain/codes';
+import { FIELDS } from '../domain/records';
+
+/**
+ * Request and response schemas. Responses are serialised by these schemas
+ * (fast-json-stringify), so fields that are not declared never leave the service.
+ */
+const Nullable = <T extends TSchema>(t: T) => Type.Union([t, Type.Null()]);
+const StringEnum = <T extends readonly string[]>(values: T, options: Record<string, unknown> = {}) =>
+  Type.Unsafe<T[number]>({ type: 'string', enum: [...values], ...options });
+
+const Uuid = Type.String({ format: 'uuid' });
+const DateString = Type.String({ format: 'date', description: 'YYYY-MM-DD' });
+const Timestamp = Type.String({ format: 'date-time' });
+
+export const FacilitySchema = Type.Object({
+  id: Uuid,
+  registry_id: Type.String(),
+  name: Type.String(),
+  street: Nullable(Type.String()),
+  city: Nullable(Type.String()),
+  state: Type.String(),
+  zip: Nullable(Type.String()),
+  county: Nullable(Type.String()),
+  latitude: Nullable(Type.Number()),
+  longitude: Nullable(Type.Number()),
+  naics_codes: Type.Array(Type.String()),
+  programs: Type.Array(StringEnum(PROGRAMS)),
+  compliance_status: StringEnum(COMPLIANCE_STATUSES),
+  last_inspection_date: Nullable(DateString),
+  updated_at: Timestamp,
+});
+
+export const ViolationSchema = Type.Object({
+  id: Uuid,
+  facility_id: Uuid,
+  facility_name: Type.String(),
+  program: StringEnum(PROGRAMS),
+  violation_type: Type.String(),
+  violation_date: DateString,
+  severity: StringEnum(SEVERITIES),
+  description: Nullable(Type.String()),
+  resolved_date: Nullable(DateString),
+});
+
+export const CaseSchema = Type.Object({
+  id: Uuid,
+  case_number: Type.String(),
+  case_type: StringEnum(CASE_TYPES),
+  status: StringEnum(CASE_STATUSES),
+  lead_agency: Type.String(),
+  filed_date: DateString,
+  settled_date: Nullable(DateString),
+  penalty_amount_usd: Nullable(Type.String({ description: 'Decimal string, e.g. "12500.00"' })),
+  facility_ids: Type.Array(Uuid),
+  updated_at: Timestamp,
+});
+
+export const Pagination = Type.Object({
+  limit: Type.Integer(),
+  next_cursor: Nullable(Type.String()),
+  has_more: Type.Boolean(),
+});
+
+export const dataOf = <T extends TSchema>(t: T) => Type.Object({ data: t });
+export const listOf = <T extends TSchema>(t: T) => Type.Object({ data: Type.Array(t), pagination: Pagination });
+
+// ---- query strings (unknown parameters are a VALIDATION_ERROR) ----
+
+const Limit = Type.Integer({ minimum: 1, maximum: 100, default: 25 });
+const Cursor = Type.String({ minLength: 1, maxLength: 400 });
+const Since = Type.String({ format: 'date' });
+
+const optionalObject = <P extends Record<string, TSchema>>(props: P) => Type.Partial(Type.Object(props), { additionalProperties: false });
+
+export const FacilityListQuerySchema = optionalObject({
+  state: StringEnum(STATE_CODES),
+  program: StringEnum(PROGRAMS),
+  compliance_status: StringEnum(COMPLIANCE_STATUSES),
+  q: Type.String({ minLength: 1, maxLength: 200 }),
+  limit: Limit,
+  cursor: Cursor,
+});
+
+export const ViolationListQuerySchema = optionalObject({
+  facility_id: Uuid,
+  program: StringEnum(PROGRAMS),
+  severity: StringEnum(SEVERITIES),
+  since: Since,
+  limit: Limit,
+  cursor: Cursor,
+});
+
+export const FacilityViolationsQuerySchema = optionalObject({
+  program: StringEnum(PROGRAMS),
+  severity: StringEnum(SEVERITIES),
+  since: Since,
+  limit: Limit,
+  cursor: Cursor,
+});
+
+export const CaseListQuerySchema = optionalObject({
+  facility_id: Uuid,
+  status: StringEnum(CASE_STATUSES),
+  case_type: StringEnum(CASE_TYPES),
+  since: Since,
+  limit: Limit,
+  cursor: Cursor,
+});
+
+export const FacilityCasesQuerySchema = optionalObject({
+  status: StringEnum(CASE_STATUSES),
+  case_type: StringEnum(CASE_TYPES),
+  since: Since,
+  limit: Limit,
+  cursor: Cursor,
+});
+
+/** Path ids are checked by the handler: a malformed id is 404 NOT_FOUND like an unknown one. */
+export const IdParams = Type.Object({ id: Type.String() });
+
+// ---- internal endpoints ----
+
+export const ExistingBody = Type.Object({ ids: Type.Array(Uuid, { maxItems: 1000 }) }, { additionalProperties: false });
+export const ExistingResponse = dataOf(Type.Object({ existing: Type.Array(Uuid) }));
+
+const RawRows = Type.Array(Type.Object({}, { additionalProperties: true }));
+export const IngestJsonBody = Type.Object(
+  {
+    facilities: Type.Optional(RawRows),
+    violations: Type.Optional(RawRows),
+    cases: Type.Optional(RawRows),
+  },
+  { additionalProperties: false },
+);
+
+const KindCounts = Type.Object({
+  received: Type.Integer(),
+  inserted: Type.Integer(),
+  updated: Type.Integer(),
+  unchanged: Type.Integer(),
+  rejected: Type.Integer(),
+});
+
+export const IngestResponse = dataOf(
+  Type.Object({
+    counts: Type.Object({ facilities: KindCounts, violations: KindCounts, cases: KindCounts }),
+    events: Type.Object(Object.fromEntries(EVENT_TYPES.map((t) => [t, Type.Integer()]))),
+    errors: Type.Array(
+      Type.Object({
+        kind: Type.String(),
+        line: Type.Optional(Type.Integer()),
+        index: Type.Optional(Type.Integer()),
+        field: Type.String(),
+        message: Type.String(),
+      }),
+    ),
+    errors_truncated: Type.Boolean(),
+  }),
+);
+
+export const IngestQuery = optionalObject({
+  kind: StringEnum(Object.keys(FIELDS) as ['facilities', 'violations', 'cases']),
+});
+
+export const HealthResponse = dataOf(Type.Object({ status: Type.String() }));

@@ -1,0 +1,106 @@
+import type { Migration } from '@fcd/service-kit';
+
+/**
+ * Schema `facility`, applied by migrate(pool, 'facility', migrations) at
+ * start-up and by `node dist/cli.js migrate`. Never edit an applied migration;
+ * add a new one.
+ */
+export const migrations: Migration[] = [
+  {
+    id: '0001_facilities_violations_cases',
+    sql: `
+CREATE TABLE facilities (
+  id uuid PRIMARY KEY,
+  registry_id text COLLATE "C" NOT NULL UNIQUE,
+  name text NOT NULL,
+  street text,
+  city text,
+  state text NOT NULL,
+  zip text,
+  county text,
+  latitude double precision,
+  longitude double precision,
+  naics_codes text[] NOT NULL DEFAULT '{}',
+  programs text[] NOT NULL DEFAULT '{}',
+  compliance_status text NOT NULL CHECK (compliance_status IN ('no_violation', 'violation', 'significant_violation')),
+  last_inspection_date date,
+  created_at timestamptz NOT NULL DEFAULT now(),
+  updated_at timestamptz NOT NULL
+);
+-- Listing order is registry_id (its UNIQUE index); one index per filter.
+CREATE INDEX facilities_state_idx ON facilities (state, registry_id);
+CREATE INDEX facilities_compliance_status_idx ON facilities (compliance_status, registry_id);
+CREATE INDEX facilities_programs_idx ON facilities USING gin (programs);
+
+CREATE TABLE violations (
+  id uuid PRIMARY KEY,
+  source_id text NOT NULL UNIQUE,
+  facility_id uuid NOT NULL REFERENCES facilities (id),
+  program text NOT NULL CHECK (program IN ('CAA', 'CWA', 'RCRA', 'SDWA')),
+  violation_type text NOT NULL,
+  violation_date date NOT NULL,
+  severity text NOT NULL CHECK (severity IN ('minor', 'moderate', 'significant')),
+  description text,
+  resolved_date date,
+  created_at timestamptz NOT NULL DEFAULT now(),
+  updated_at timestamptz NOT NULL
+);
+-- Listing order is (violation_date, id) descending; "since" uses the first index.
+CREATE INDEX violations_date_idx ON violations (violation_date, id);
+CREATE INDEX violations_facility_idx ON violations (facility_id, violation_date, id);
+CREATE INDEX violations_program_idx ON violations (program, violation_date, id);
+CREATE INDEX violations_severity_idx ON violations (severity, violation_date, id);
+
+CREATE TABLE cases (
+  id uuid PRIMARY KEY,
+  case_number text NOT NULL UNIQUE,
+  case_type text NOT NULL CHECK (case_type IN ('administrative_informal', 'administrative_formal', 'judicial')),
+  status text NOT NULL CHECK (status IN ('filed', 'active', 'settled', 'closed')),
+  lead_agency text NOT NULL,
+  filed_date date NOT NULL,
+  settled_date date,
+  penalty_amount_usd numeric(14, 2) CHECK (penalty_amount_usd >= 0),
+  -- Sorted; every element is a facilities.id (resolved from registry ids at ingestion).
+  facility_ids uuid[] NOT NULL CHECK (cardinality(facility_ids) >= 1),
+  created_at timestamptz NOT NULL DEFAULT now(),
+  updated_at timestamptz NOT NULL
+);
+-- Listing order is (filed_date, id) descending.
+CREATE INDEX cases_date_idx ON cases (filed_date, id);
+CREATE INDEX cases_status_idx ON cases (status, filed_date, id);
+CREATE INDEX cases_case_type_idx ON cases (case_type, filed_date, id);
+CREATE INDEX cases_facility_ids_idx ON cases USING gin (facility_ids);
+
+-- Transactional outbox: written in the same transaction as the change it
+-- announces; the relay publishes in seq order and sets sent_at after the
+-- JetStream ack. payload is the exact JSON envelope that is published.
+CREATE TABLE outbox (
+  id uuid PRIMARY KEY,
+  seq bigint GENERATED ALWAYS AS IDENTITY,
+  type text NOT NULL,
+  payload text NOT NULL,
+  created_at timestamptz NOT NULL,
+  sent_at timestamptz
+);
+CREATE INDEX outbox_pending_idx ON outbox (seq) WHERE sent_at IS NULL;
+CREATE INDEX outbox_sent_idx ON outbox (sent_at) WHERE sent_at IS NOT NULL;
+`,
+  },
+  {
+    id: '0002_facility_name_trigram',
+    // "q" (name contains) is served by a trigram index. pg_trgm is a trusted
+    // extension; it may already be installed in any schema of the database, so
+    // the operator class is qualified with wherever it lives.
+    sql: `
+CREATE EXTENSION IF NOT EXISTS pg_trgm;
+DO $$
+DECLARE ext_schema text;
+BEGIN
+  SELECT n.nspname INTO ext_schema
+    FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace
+   WHERE e.extname = 'pg_trgm';
+  EXECUTE format('CREATE INDEX facilities_name_trgm_idx ON facilities USING gin (name %I.gin_trgm_ops)', ext_schema);
+END $$;
+`,
+  },
+];

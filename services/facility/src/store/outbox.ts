@@ -1,0 +1,48 @@
+import type { EventType } from '../domain/codes';
+import type { OutboxStats } from '../metrics';
+import type { Queryable } from './queries';
+
+export interface OutboxRow {
+  id: string;
+  type: EventType;
+  payload: string;
+}
+
+/**
+ * Claims the oldest unsent rows. FOR UPDATE SKIP LOCKED lets several relay
+ * replicas work side by side: each claims a disjoint batch, and a batch held by
+ * a replica that dies is released with its connection.
+ */
+export async function claimBatch(client: Queryable, limit: number): Promise<OutboxRow[]> {
+  const { rows } = await client.query<OutboxRow>(
+    'SELECT id, type, payload FROM outbox WHERE sent_at IS NULL ORDER BY seq LIMIT $1 FOR UPDATE SKIP LOCKED',
+    [limit],
+  );
+  return rows;
+}
+
+export async function markSent(client: Queryable, ids: string[], sentAt: string): Promise<void> {
+  if (ids.length === 0) return;
+  await client.query('UPDATE outbox SET sent_at = $2::timestamptz WHERE id = ANY($1::uuid[])', [ids, sentAt]);
+}
+
+export async function outboxStats(db: Queryable, now: string): Promise<OutboxStats> {
+  const { rows } = await db.query<{ pending: number; oldest_age_seconds: number | null }>(
+    `SELECT count(*)::int AS pending,
+            EXTRACT(EPOCH FROM ($1::timestamptz - min(created_at)))::float8 AS oldest_age_seconds
+       FROM outbox WHERE sent_at IS NULL`,
+    [now],
+  );
+  const r = rows[0];
+  return { pending: r?.pending ?? 0, oldest_age_seconds: Math.max(0, r?.oldest_age_seconds ?? 0) };
+}
+
+/** Deletes up to `limit` rows sent before `before`; returns how many. */
+export async function deleteSentBefore(db: Queryable, before: string, limit = 5000): Promise<number> {
+  const { rowCount } = await db.query(
+    `DELETE FROM outbox WHERE id IN (
+       SELECT id FROM outbox WHERE sent_at IS NOT NULL AND sent_at < $1::timestamptz LIMIT $2)`,
+    [before, limit],
+  );
+  return rowCount ?? 0;
+}

@@ -1,0 +1,150 @@
+import type { CaseStatus, CaseType, ComplianceStatus, Program, Severity } from '../domain/codes';
+import { type DatedKey, encodeCursor, type FacilityKey } from '../domain/cursor';
+import type { EnforcementCase, Facility, Violation } from '../domain/model';
+import { CASE_COLUMNS, type CaseRow, FACILITY_COLUMNS, type FacilityRow, toCase, toFacility, toViolation, type ViolationRow } from './rows';
+
+/** Anything that runs a query: a pg.Pool or a client inside a transaction. */
+export interface Queryable {
+  query<R extends object = Record<string, unknown>>(text: string, values?: unknown[]): Promise<{ rows: R[]; rowCount: number | null }>;
+}
+
+export interface Page<T> {
+  items: T[];
+  next_cursor: string | null;
+  has_more: boolean;
+}
+
+/** Builds a parameterised WHERE clause. */
+class Where {
+  readonly params: unknown[] = [];
+  private readonly parts: string[] = [];
+
+  add(sqlWithPlaceholders: (...refs: string[]) => string, ...values: unknown[]): void {
+    const refs = values.map((v) => {
+      this.params.push(v);
+      return `$${this.params.length}`;
+    });
+    this.parts.push(sqlWithPlaceholders(...refs));
+  }
+
+  param(value: unknown): string {
+    this.params.push(value);
+    return `$${this.params.length}`;
+  }
+
+  toString(): string {
+    return this.parts.length === 0 ? '' : `WHERE ${this.parts.join(' AND ')}`;
+  }
+}
+
+/** Escapes LIKE wildcards so q is matched literally. */
+function likeContains(q: string): string {
+  return `%${q.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+}
+
+function page<R, T>(rows: R[], limit: number, map: (r: R) => T, cursorOf: (last: R) => string): Page<T> {
+  const hasMore = rows.length > limit;
+  const shown = hasMore ? rows.slice(0, limit) : rows;
+  const last = shown[shown.length - 1];
+  return { items: shown.map(map), has_more: hasMore, next_cursor: hasMore && last !== undefined ? cursorOf(last) : null };
+}
+
+export interface FacilityFilter {
+  state?: string;
+  program?: Program;
+  compliance_status?: ComplianceStatus;
+  q?: string;
+  after?: FacilityKey;
+  limit: number;
+}
+
+export async function listFacilities(db: Queryable, f: FacilityFilter): Promise<Page<Facility>> {
+  const w = new Where();
+  if (f.state) w.add((p) => `state = ${p}`, f.state);
+  if (f.program) w.add((p) => `programs @> ARRAY[${p}]::text[]`, f.program);
+  if (f.compliance_status) w.add((p) => `compliance_status = ${p}`, f.compliance_status);
+  if (f.q) w.add((p) => `name ILIKE ${p}`, likeContains(f.q));
+  if (f.after) w.add((p) => `registry_id > ${p}`, f.after.registry_id);
+  const limitRef = w.param(f.limit + 1);
+  const { rows } = await db.query<FacilityRow>(
+    `SELECT ${FACILITY_COLUMNS} FROM facilities ${w} ORDER BY registry_id LIMIT ${limitRef}`,
+    w.params,
+  );
+  return page(rows, f.limit, toFacility, (last) => encodeCursor('facilities', { registry_id: last.registry_id }));
+}
+
+export async function getFacility(db: Queryable, id: string): Promise<Facility | undefined> {
+  const { rows } = await db.query<FacilityRow>(`SELECT ${FACILITY_COLUMNS} FROM facilities WHERE id = $1`, [id]);
+  return rows[0] ? toFacility(rows[0]) : undefined;
+}
+
+export async function facilityExists(db: Queryable, id: string): Promise<boolean> {
+  const { rows } = await db.query('SELECT 1 FROM facilities WHERE id = $1', [id]);
+  return rows.length > 0;
+}
+
+/** The subset of ids that name existing facilities (ids must be well-formed UUIDs). */
+export async function existingFacilityIds(db: Queryable, ids: string[]): Promise<string[]> {
+  if (ids.length === 0) return [];
+  const { rows } = await db.query<{ id: string }>('SELECT id FROM facilities WHERE id = ANY($1::uuid[])', [ids]);
+  const found = new Set(rows.map((r) => r.id));
+  return [...new Set(ids.map((i) => i.toLowerCase()))].filter((i) => found.has(i));
+}
+
+export interface ViolationFilter {
+  facility_id?: string;
+  program?: Program;
+  severity?: Severity;
+  since?: string;
+  after?: DatedKey;
+  limit: number;
+}
+
+export async function listViolations(db: Queryable, f: ViolationFilter): Promise<Page<Violation>> {
+  const w = new Where();
+  if (f.facility_id) w.add((p) => `v.facility_id = ${p}`, f.facility_id);
+  if (f.program) w.add((p) => `v.program = ${p}`, f.program);
+  if (f.severity) w.add((p) => `v.severity = ${p}`, f.severity);
+  if (f.since) w.add((p) => `v.violation_date >= ${p}::date`, f.since);
+  if (f.after) w.add((d, i) => `(v.violation_date, v.id) < (${d}::date, ${i}::uuid)`, f.after.date, f.after.id);
+  const limitRef = w.param(f.limit + 1);
+  const { rows } = await db.query<ViolationRow>(
+    `SELECT v.id, v.facility_id, f.name AS facility_name, v.program, v.violation_type, v.violation_date, v.severity,
+            v.description, v.resolved_date
+       FROM violations v JOIN facilities f ON f.id = v.facility_id
+       ${w}
+      ORDER BY v.violation_date DESC, v.id DESC
+      LIMIT ${limitRef}`,
+    w.params,
+  );
+  return page(rows, f.limit, toViolation, (last) => encodeCursor('violations', { date: last.violation_date, id: last.id }));
+}
+
+export interface CaseFilter {
+  facility_id?: string;
+  status?: CaseStatus;
+  case_type?: CaseType;
+  since?: string;
+  after?: DatedKey;
+  limit: number;
+}
+
+export async function listCases(db: Queryable, f: CaseFilter): Promise<Page<EnforcementCase>> {
+  const w = new Where();
+  if (f.facility_id) w.add((p) => `facility_ids @> ARRAY[${p}]::uuid[]`, f.facility_id);
+  if (f.status) w.add((p) => `status = ${p}`, f.status);
+  if (f.case_type) w.add((p) => `case_type = ${p}`, f.case_type);
+  if (f.since) w.add((p) => `filed_date >= ${p}::date`, f.since);
+  if (f.after) w.add((d, i) => `(filed_date, id) < (${d}::date, ${i}::uuid)`, f.after.date, f.after.id);
+  const limitRef = w.param(f.limit + 1);
+  const { rows } = await db.query<CaseRow>(
+    `SELECT ${CASE_COLUMNS} FROM cases ${w} ORDER BY filed_date DESC, id DESC LIMIT ${limitRef}`,
+    w.params,
+  );
+  return page(rows, f.limit, toCase, (last) => encodeCursor('cases', { date: last.filed_date, id: last.id }));
+}
+
+export async function getCase(db: Queryable, id: string): Promise<EnforcementCase | undefined> {
+  const { rows } = await db.query<CaseRow>(`SELECT ${CASE_COLUMNS} FROM cases WHERE id = $1`, [id]);
+  return rows[0] ? toCase(rows[0]) : undefined;
+}
