@@ -30,7 +30,6 @@ async function call(path: string, key: string, init: { method?: string; body?: u
     body: init.body === undefined ? undefined : JSON.stringify(init.body),
   });
   const text = await res.text();
-  // biome-ignore lint/suspicious/noExplicitAny: response bodies are asserted field by field
   return { status: res.status, headers: res.headers, text, body: text ? (JSON.parse(text) as any) : undefined };
 }
 
