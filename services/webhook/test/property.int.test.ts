@@ -72,7 +72,16 @@ const facilityIdsArb = fc.oneof(
 );
 const extraArb = fc.dictionary(fc.string({ maxLength: 12 }), fc.jsonValue({ maxDepth: 2 }), { maxKeys: 2 });
 
+const validCreateArb = fc.record(
+  {
+    url: fc.constantFrom('https://hooks.example.com/fcd', 'https://93.184.215.14/x'),
+    events: fc.subarray([...EVENT_TYPES], { minLength: 1 }),
+    facility_ids: fc.oneof(fc.constant(null), fc.subarray(KNOWN, { minLength: 1 })),
+  },
+  { requiredKeys: ['url', 'events'] },
+);
 const createBodyArb = fc.oneof(
+  { weight: 2, arbitrary: validCreateArb },
   {
     weight: 4,
     arbitrary: fc.record({ url: urlArb, events: eventsArb, facility_ids: facilityIdsArb }, { requiredKeys: ['url', 'events'] }),
