@@ -238,7 +238,7 @@ describe('ingestion API', () => {
     });
     // What the API serves is what the event carried.
     const api = await t.app.inject({ method: 'GET', url: `/v1/facilities/${plantId}`, headers: { 'x-fcd-account': accountHeader() } });
-    expect(api.json().data).toEqual((status?.data as { facility: unknown }).facility);
+    expect(api.json().data).toEqual((status as DomainEvent & { data: { facility: unknown } }).data.facility);
   });
 
   it('is idempotent: the same rows again change nothing and write no event', async () => {
