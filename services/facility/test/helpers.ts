@@ -172,6 +172,7 @@ export class PrivateNats {
   }
 
   async start(): Promise<void> {
+    if (this.proc && this.proc.exitCode === null) return;
     this.proc = spawn('/usr/sbin/nats-server', ['-js', '-a', '127.0.0.1', '-p', String(this.port), '-sd', this.dir], { stdio: 'ignore' });
     await waitFor(async () => ((await portOpen(this.port)) ? true : undefined), 10_000, 'private nats-server');
   }

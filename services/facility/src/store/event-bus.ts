@@ -87,7 +87,7 @@ export class EventBus {
         if (!warned) this.s.logger.warn({ err: { message: (err as Error).message } }, 'nats unavailable; retrying in the background');
         warned = true;
         await new Promise((r) => setTimeout(r, delay));
-        delay = Math.min(delay * 2, 5000);
+        delay = Math.min(delay * 2, 2000);
       }
     }
   }
