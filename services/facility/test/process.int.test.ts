@@ -30,6 +30,8 @@ let nats: PrivateNats;
 let privateConn: { nc: NatsConnection; jsm: JetStreamManager } | undefined;
 const running: ServiceProcess[] = [];
 const tmp = mkdtempSync(join(tmpdir(), 'facility-proc-'));
+/** The one stream this file creates on the machine's shared NATS (deleted in afterAll). */
+const sharedStream = uniqueName('FAC_PROC').toUpperCase();
 
 function env(natsUrl: string, stream: string, extra: Record<string, string> = {}): Record<string, string> {
   return {
@@ -91,6 +93,9 @@ beforeAll(async () => {
 
 afterAll(async () => {
   for (const s of running) await s.stop('SIGKILL');
+  const shared = await natsManager(testUrls.nats).catch(() => undefined);
+  await shared?.jsm.streams.delete(sharedStream).catch(() => undefined);
+  await shared?.nc.close();
   await privateConn?.nc.close().catch(() => undefined);
   await nats?.destroy();
   rmSync(tmp, { recursive: true, force: true });
@@ -104,8 +109,7 @@ beforeEach(async () => {
 
 describe('facility service process', () => {
   it('logs ready with its ports, refuses requests without the gateway header, and serves health and metrics', async () => {
-    const stream = uniqueName('FAC_PROC').toUpperCase();
-    const { svc, base, metrics } = await start(env(testUrls.nats, stream));
+    const { svc, base, metrics } = await start(env(testUrls.nats, sharedStream));
     const ready = svc.logs().find((l) => l.msg === 'ready');
     expect(ready).toMatchObject({ port: expect.any(Number), metricsPort: expect.any(Number) });
 
@@ -130,9 +134,6 @@ describe('facility service process', () => {
 
     expect(await svc.stop('SIGTERM')).toBe(0);
     expect(svc.logs().some((l) => l.msg === 'shutdown complete')).toBe(true);
-    const { jsm, nc } = await natsManager(testUrls.nats);
-    await jsm.streams.delete(stream).catch(() => undefined);
-    await nc.close();
   });
 
   it('stops with one clear line when the configuration is bad', async () => {
