@@ -1,6 +1,6 @@
 import { create } from '@bufbuild/protobuf';
 import { fromGrpcError, type TypedClient } from '@fcd/grpc';
-import { type AuthorizeResult, Decision, GetUsageRequestSchema, type UsageService } from '@fcd/proto';
+import { type AuthorizeResult, Decision, GetUsageRequestSchema, type GetUsageResponse, type UsageService } from '@fcd/proto';
 import {
   AppError,
   baseFastifyOptions,
@@ -40,9 +40,12 @@ export interface AuthenticatedAccount {
 declare module 'fastify' {
   interface FastifyRequest {
     account?: AuthenticatedAccount;
+    /** The usage report computed with the authorization (GET /v1/account/usage). */
+    usageReport?: GetUsageResponse;
   }
 }
 
+const USAGE_PATH = '/v1/account/usage';
 const TIER_RANK: Record<string, number> = { free: 0, pro: 1, enterprise: 2 };
 
 function setRateLimitHeaders(reply: FastifyReply, r: AuthorizeResult): void {
@@ -81,11 +84,13 @@ export function buildGatewayApp(deps: GatewayDeps): FastifyInstance {
     const header = request.headers['x-api-key'];
     const apiKey = typeof header === 'string' ? header : '';
     if (apiKey === '') throw new AppError('UNAUTHORIZED', UNAUTHORIZED_MESSAGE);
-    const result = await deps.batcher.authorize(apiKey, request.method, request.url.split('?')[0] as string);
+    const path = request.url.split('?')[0] as string;
+    const result = await deps.batcher.authorize(apiKey, request.method, path, path === USAGE_PATH && request.method === 'GET');
     switch (result.decision) {
       case Decision.ALLOWED:
         setRateLimitHeaders(reply, result);
         request.account = { accountId: result.accountId, tier: result.tier, tierRank: TIER_RANK[result.tier] ?? 0 };
+        request.usageReport = result.usage;
         return;
       case Decision.RATE_LIMITED:
         setRateLimitHeaders(reply, result);
@@ -121,13 +126,15 @@ export function buildGatewayApp(deps: GatewayDeps): FastifyInstance {
     });
   }
 
-  app.get('/v1/account/usage', { schema: { querystring: NoQuery, response: { 200: UsageResponseSchema } } }, async (request) => {
+  app.get(USAGE_PATH, { schema: { querystring: NoQuery, response: { 200: UsageResponseSchema } } }, async (request) => {
     const account = requireAccount(request);
-    let u: Awaited<ReturnType<typeof deps.usage.unary.getUsage>>;
-    try {
-      u = await deps.usage.unary.getUsage(create(GetUsageRequestSchema, { accountId: account.accountId }));
-    } catch (err) {
-      throw fromGrpcError(err, 'usage');
+    let u = request.usageReport;
+    if (!u) {
+      try {
+        u = await deps.usage.unary.getUsage(create(GetUsageRequestSchema, { accountId: account.accountId }));
+      } catch (err) {
+        throw fromGrpcError(err, 'usage');
+      }
     }
     const b = u.billingPeriod;
     return {

@@ -17,6 +17,8 @@ export const UsageConfigSchema = Type.Object({
   USAGE_FLUSH_INTERVAL_MS: Env.int(1000, 50, 60_000),
   /** Copies all Redis counters into Postgres at this interval (and at start-up). */
   USAGE_RECONCILE_INTERVAL_MS: Env.int(60_000, 1000, 3_600_000),
+  /** Reuse of earlier days' persisted counts in usage reports (late flushes show up within this time). */
+  USAGE_REPORT_CACHE_TTL_MS: Env.int(5000, 0, 300_000),
   /** Operator opt-in: with Redis down, count in Postgres instead of refusing with 503. */
   USAGE_FAIL_OPEN: Env.bool(false),
   /** Bearer token of the internal admin API (disabled when unset). */

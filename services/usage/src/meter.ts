@@ -1,7 +1,7 @@
 import { type Clock, isoTimestamp, nextUtcMidnight, utcDay } from '@fcd/service-kit';
 import type { Logger } from 'pino';
 import { digestApiKey, isWellFormedKey } from './domain/api-key';
-import { type BillingFigures, computeBilling, monthBounds } from './domain/billing';
+import { type BillingFigures, computeBilling, type DayCount, monthBounds } from './domain/billing';
 import type { KeyCache } from './domain/key-cache';
 import type { KeyPrincipal } from './domain/tiers';
 import type { UsageMetrics } from './metrics';
@@ -17,6 +17,13 @@ export interface MeterResult {
   remaining: number;
   resetsAt: string;
   retryAfterSeconds: number;
+  /** For allowed requests that asked for it: the usage report, this request included. */
+  usage?: UsageReport;
+}
+
+export interface MeterRequest {
+  apiKey: string;
+  includeUsage?: boolean;
 }
 
 export interface UsageReport {
@@ -35,6 +42,8 @@ export interface MeterDeps {
   metrics: UsageMetrics;
   /** Operator opt-in: when Redis is down, count in Postgres instead of refusing with 503. */
   failOpen: boolean;
+  /** How long the persisted counts of earlier days of the month are reused for usage reports. */
+  reportCacheTtlMs?: number;
 }
 
 type Settled = Exclude<CounterOutcome, { kind: 'needs_seed' }>;
@@ -49,10 +58,14 @@ const pairKey = (accountId: string, day: string) => `${accountId}|${day}`;
 export class UsageMeter {
   /** Highest count seen per (account, day) since the last flush. */
   private pending = new Map<string, { accountId: string; day: string; count: number }>();
+  /** Persisted counts of the month's earlier days, per account (they change only by late flushes). */
+  private readonly earlierDays = new Map<string, { month: string; today: string; days: DayCount[]; expires: number }>();
 
   constructor(private readonly deps: MeterDeps) {}
 
-  async authorize(apiKeys: string[]): Promise<MeterResult[]> {
+  async authorize(requests: Array<string | MeterRequest>): Promise<MeterResult[]> {
+    const items = requests.map((r) => (typeof r === 'string' ? { apiKey: r } : r));
+    const apiKeys = items.map((i) => i.apiKey);
     const { clock, metrics } = this.deps;
     const now = clock.now();
     const day = utcDay(now);
@@ -103,6 +116,17 @@ export class UsageMeter {
         }
       });
     }
+
+    await Promise.all(
+      results.map(async (r, i) => {
+        if (r.decision !== 'allowed' || !items[i]?.includeUsage || !r.principal) return;
+        try {
+          r.usage = await this.report(r.principal, r.count, now);
+        } catch (err) {
+          this.deps.logger.warn({ err: { message: (err as Error).message } }, 'usage report failed');
+        }
+      }),
+    );
 
     metrics.batchSize.observe(apiKeys.length);
     results.forEach((r) => {
@@ -224,38 +248,61 @@ export class UsageMeter {
     return all.length;
   }
 
+  /** Usage report of an account given today's count (taken from the counting itself). */
+  private async report(p: KeyPrincipal, todayCount: number, now: number): Promise<UsageReport> {
+    const today = utcDay(now);
+    const { start, end } = monthBounds(now);
+    const earlier = await this.earlierDaysOf(p.accountId, start, today);
+    const days = new Map(earlier.map((d) => [d.day, d.count]));
+    for (const q of this.pending.values()) {
+      if (q.accountId === p.accountId && q.day >= start && q.day < today) days.set(q.day, Math.max(days.get(q.day) ?? 0, q.count));
+    }
+    days.set(today, todayCount);
+    return {
+      tier: p.tier,
+      dailyLimit: p.dailyLimit,
+      today: { requestCount: todayCount, remaining: Math.max(0, p.dailyLimit - todayCount), resetsAt: isoTimestamp(nextUtcMidnight(now)) },
+      billing: computeBilling({
+        nowMs: now,
+        dailyLimit: p.dailyLimit,
+        overageAllowed: !p.hardLimit,
+        overageRateUsd: p.overageRateUsd,
+        days: [...days].map(([day, count]) => ({ day, count })),
+      }),
+    };
+  }
+
+  private async earlierDaysOf(accountId: string, monthStart: string, today: string): Promise<DayCount[]> {
+    const now = this.deps.clock.now();
+    const cached = this.earlierDays.get(accountId);
+    if (cached && cached.month === monthStart && cached.today === today && cached.expires > now) return cached.days;
+    const days =
+      today > monthStart ? await this.deps.accounts.countsBetween(accountId, monthStart, utcDay(Date.parse(`${today}T00:00:00Z`) - 1)) : [];
+    if (this.earlierDays.size > 100_000) this.earlierDays.clear();
+    this.earlierDays.set(accountId, { month: monthStart, today, days, expires: now + (this.deps.reportCacheTtlMs ?? 5000) });
+    return days;
+  }
+
+  /** Usage of an account without counting a request (unary GetUsage). */
   async usage(accountId: string): Promise<UsageReport | undefined> {
     const { accounts, counters, clock } = this.deps;
     const found = await accounts.accountWithTier(accountId);
     if (!found) return undefined;
-    const { account, tier } = found;
     const now = clock.now();
     const today = utcDay(now);
-    const { start, end } = monthBounds(now);
-    const stored = await accounts.countsBetween(accountId, start, end);
-    const byDay = new Map(stored.map((d) => [d.day, d.count]));
-    for (const p of this.pending.values()) {
-      if (p.accountId === accountId && p.day >= start && p.day <= end) byDay.set(p.day, Math.max(byDay.get(p.day) ?? 0, p.count));
-    }
     const live = await counters.get(accountId, today);
-    const todayCount = Math.max(live ?? 0, byDay.get(today) ?? 0);
-    byDay.set(today, todayCount);
-    const billing = computeBilling({
-      nowMs: now,
-      dailyLimit: account.dailyLimit,
-      overageAllowed: !tier.hardLimit,
-      overageRateUsd: tier.overageRateUsd,
-      days: [...byDay].map(([day, count]) => ({ day, count })),
-    });
-    return {
-      tier: account.tier,
-      dailyLimit: account.dailyLimit,
-      today: {
-        requestCount: todayCount,
-        remaining: Math.max(0, account.dailyLimit - todayCount),
-        resetsAt: isoTimestamp(nextUtcMidnight(now)),
-      },
-      billing,
+    const stored = (await accounts.dailyCounts([{ accountId, day: today }])).get(`${accountId}|${today}`) ?? 0;
+    const pending = this.pending.get(pairKey(accountId, today))?.count ?? 0;
+    const principal: KeyPrincipal = {
+      keyId: '',
+      accountId,
+      tier: found.account.tier,
+      tierRank: found.tier.rank,
+      dailyLimit: found.account.dailyLimit,
+      hardLimit: found.tier.hardLimit,
+      overageRateUsd: found.tier.overageRateUsd,
+      revoked: false,
     };
+    return this.report(principal, Math.max(live ?? 0, stored, pending), now);
   }
 }

@@ -39,7 +39,16 @@ export async function startUsageService(config: UsageConfig, options: { clock?: 
   const accounts = new AccountStore(pool);
   const counters = new CounterStore(redis, config.REDIS_KEY_PREFIX);
   const cache = new KeyCache(clock, config.KEY_CACHE_TTL_MS, config.KEY_CACHE_NEGATIVE_TTL_MS);
-  const meter = new UsageMeter({ accounts, counters, cache, clock, logger, metrics, failOpen: config.USAGE_FAIL_OPEN });
+  const meter = new UsageMeter({
+    accounts,
+    counters,
+    cache,
+    clock,
+    logger,
+    metrics,
+    failOpen: config.USAGE_FAIL_OPEN,
+    reportCacheTtlMs: config.USAGE_REPORT_CACHE_TTL_MS,
+  });
   if (config.USAGE_FAIL_OPEN) logger.warn('fail-open is enabled: with Redis down, requests are counted in Postgres');
 
   const checks = {

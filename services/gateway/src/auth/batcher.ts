@@ -45,10 +45,10 @@ export class AuthorizationBatcher {
     private readonly options: { deadlineMs: number; maxBatch: number; onBatch?: (size: number) => void },
   ) {}
 
-  authorize(apiKey: string, method: string, path: string): Promise<AuthorizeResult> {
+  authorize(apiKey: string, method: string, path: string, includeUsage = false): Promise<AuthorizeResult> {
     if (this.closed) return Promise.resolve(UNAVAILABLE());
     return new Promise((resolve) => {
-      this.queue.push({ item: create(AuthorizeItemSchema, { apiKey, method, path }), resolve });
+      this.queue.push({ item: create(AuthorizeItemSchema, { apiKey, method, path, includeUsage }), resolve });
       if (!this.scheduled) {
         this.scheduled = true;
         setImmediate(() => this.flush());

@@ -10,6 +10,7 @@ const principal = (accountId: string): KeyPrincipal => ({
   tierRank: 0,
   dailyLimit: 100,
   hardLimit: true,
+  overageRateUsd: '0.000',
   revoked: false,
 });
 

@@ -19,5 +19,6 @@ export interface KeyPrincipal {
   tierRank: number;
   dailyLimit: number;
   hardLimit: boolean;
+  overageRateUsd: string;
   revoked: boolean;
 }

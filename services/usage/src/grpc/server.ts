@@ -13,7 +13,7 @@ import {
 import { AppError } from '@fcd/service-kit';
 import { HealthImplementation } from 'grpc-health-check';
 import type { Logger } from 'pino';
-import type { Decision as MeterDecision, MeterResult, UsageMeter } from '../meter';
+import type { Decision as MeterDecision, MeterResult, UsageMeter, UsageReport } from '../meter';
 import type { UsageMetrics } from '../metrics';
 
 const DECISION: Record<MeterDecision, Decision> = {
@@ -23,8 +23,26 @@ const DECISION: Record<MeterDecision, Decision> = {
   unavailable: Decision.UNAVAILABLE,
 };
 
+function toUsage(report: UsageReport) {
+  return create(GetUsageResponseSchema, {
+    tier: report.tier,
+    dailyLimit: report.dailyLimit,
+    today: { requestCount: report.today.requestCount, remaining: report.today.remaining, resetsAt: report.today.resetsAt },
+    billingPeriod: {
+      start: report.billing.start,
+      end: report.billing.end,
+      totalRequests: BigInt(report.billing.totalRequests),
+      includedRequests: BigInt(report.billing.includedRequests),
+      overageRequests: BigInt(report.billing.overageRequests),
+      overageRateUsd: report.billing.overageRateUsd,
+      estimatedOverageUsd: report.billing.estimatedOverageUsd,
+    },
+  });
+}
+
 function toResult(r: MeterResult): AuthorizeResult {
   return create(AuthorizeResultSchema, {
+    usage: r.usage ? toUsage(r.usage) : undefined,
     decision: DECISION[r.decision],
     accountId: r.principal?.accountId ?? '',
     tier: r.principal?.tier ?? '',
@@ -37,7 +55,7 @@ function toResult(r: MeterResult): AuthorizeResult {
 }
 
 async function decide(meter: UsageMeter, items: AuthorizeItem[]): Promise<AuthorizeResult[]> {
-  return (await meter.authorize(items.map((i) => i.apiKey))).map(toResult);
+  return (await meter.authorize(items.map((i) => ({ apiKey: i.apiKey, includeUsage: i.includeUsage })))).map(toResult);
 }
 
 export const HEALTH_SERVICE_NAME = UsageService.typeName;
@@ -86,20 +104,7 @@ export function createGrpcServer(
       async getUsage(request) {
         const report = await meter.usage(request.accountId);
         if (!report) throw new AppError('NOT_FOUND', 'No such account.');
-        return create(GetUsageResponseSchema, {
-          tier: report.tier,
-          dailyLimit: report.dailyLimit,
-          today: { requestCount: report.today.requestCount, remaining: report.today.remaining, resetsAt: report.today.resetsAt },
-          billingPeriod: {
-            start: report.billing.start,
-            end: report.billing.end,
-            totalRequests: BigInt(report.billing.totalRequests),
-            includedRequests: BigInt(report.billing.includedRequests),
-            overageRequests: BigInt(report.billing.overageRequests),
-            overageRateUsd: report.billing.overageRateUsd,
-            estimatedOverageUsd: report.billing.estimatedOverageUsd,
-          },
-        });
+        return toUsage(report);
       },
     },
     {

@@ -32,10 +32,11 @@ export class AccountStore {
       rank: number;
       daily_limit: number;
       hard_limit: boolean;
+      overage_rate_usd: string;
       revoked: boolean;
     }>(
       `SELECT k.digest, k.id AS key_id, a.id AS account_id, t.name AS tier, t.rank,
-              COALESCE(a.daily_limit_override, t.daily_limit) AS daily_limit, t.hard_limit,
+              COALESCE(a.daily_limit_override, t.daily_limit) AS daily_limit, t.hard_limit, t.overage_rate_usd::text,
               k.revoked_at IS NOT NULL AS revoked
          FROM usage.api_keys k
          JOIN usage.accounts a ON a.id = k.account_id
@@ -53,6 +54,7 @@ export class AccountStore {
           tierRank: r.rank,
           dailyLimit: r.daily_limit,
           hardLimit: r.hard_limit,
+          overageRateUsd: normalizeRate(r.overage_rate_usd),
           revoked: r.revoked,
         },
       ]),

@@ -1,0 +1,153 @@
+#!/usr/bin/env node
+// npm run bench — throughput of the metered hot path against the machine's ceiling.
+//
+// 1. A bare Fastify process answering GET /v1/account/usage with a JSON body of
+//    the same size as the real one (the ceiling of this machine).
+// 2. The real path: gateway → usage (gRPC batch stream) → Redis, with 100 Pro keys
+//    used round-robin, GET /v1/account/usage.
+// Both measured with autocannon in the same run (50 connections by default);
+// prints requests/s, p50/p99 latency and the ratio, and writes bench-results/usage-<date>.json.
+import { execFileSync, spawn } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import autocannon from 'autocannon';
+import pg from 'pg';
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
+const DURATION = Number(process.env.BENCH_DURATION ?? 10);
+const KEYS = Number(process.env.BENCH_KEYS ?? 100);
+const DB_URL = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+const ADMIN_TOKEN = 'bench-admin-token-0123456789abcdef0123';
+const children = [];
+
+function start(script, env) {
+  return new Promise((resolvePort, reject) => {
+    const child = spawn(process.execPath, [script], {
+      env: { PATH: process.env.PATH, LOG_LEVEL: 'info', ...env },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    children.push(child);
+    let buf = '';
+    child.stdout.on('data', (d) => {
+      buf += d;
+      for (const line of buf.split('\n')) {
+        try {
+          const l = JSON.parse(line);
+          if (l.msg === 'ready') resolvePort(l);
+        } catch {}
+      }
+    });
+    child.once('exit', (code) => reject(new Error(`${script} exited with ${code}`)));
+  });
+}
+
+function measure(url, headersFor) {
+  return new Promise((res, rej) => {
+    let i = 0;
+    const inst = autocannon(
+      {
+        url,
+        connections: CONNECTIONS,
+        duration: DURATION,
+        requests: [{ method: 'GET', setupRequest: (req) => ({ ...req, headers: { ...req.headers, ...headersFor(i++) } }) }],
+      },
+      (err, result) => (err ? rej(err) : res(result)),
+    );
+    process.once('SIGINT', () => inst.stop());
+  });
+}
+
+const summary = (name, r) => ({
+  name,
+  requestsPerSecond: Math.round(r.requests.average),
+  latencyP50Ms: r.latency.p50,
+  latencyP99Ms: r.latency.p99,
+  non2xx: r.non2xx,
+  errors: r.errors,
+  timeouts: r.timeouts,
+});
+
+async function main() {
+  execFileSync('bash', [resolve(root, 'scripts/services.sh')], { stdio: 'inherit' });
+  execFileSync('npm', ['run', 'build', '--silent'], { cwd: root, stdio: 'inherit' });
+
+  const dbName = `bench_${Date.now()}`;
+  const admin = new pg.Client({ connectionString: DB_URL });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${dbName}`);
+  const dbUrl = new URL(DB_URL);
+  dbUrl.pathname = `/${dbName}`;
+
+  try {
+    const usage = await start(resolve(root, 'services/usage/dist/main.js'), {
+      DATABASE_URL: dbUrl.toString(),
+      REDIS_URL,
+      REDIS_KEY_PREFIX: `${dbName}:`,
+      GRPC_PORT: '0',
+      PORT: '0',
+      METRICS_PORT: '0',
+      HOST: '127.0.0.1',
+      ADMIN_TOKEN,
+    });
+    const gateway = await start(resolve(root, 'services/gateway/dist/main.js'), {
+      USAGE_GRPC_ADDRESS: `127.0.0.1:${usage.grpcPort}`,
+      PORT: '0',
+      METRICS_PORT: '0',
+      HOST: '127.0.0.1',
+      INTERNAL_AUTH_SECRET: 'bench-internal-secret-0123456789abcdef',
+    });
+    const adminUrl = `http://127.0.0.1:${usage.port}/admin/v1`;
+    const auth = { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' };
+    const keys = [];
+    for (let i = 0; i < KEYS; i++) {
+      const acct = await (
+        await fetch(`${adminUrl}/accounts`, { method: 'POST', headers: auth, body: JSON.stringify({ name: `bench ${i}`, tier: 'pro' }) })
+      ).json();
+      const key = await (
+        await fetch(`${adminUrl}/accounts/${acct.data.id}/keys`, { method: 'POST', headers: { authorization: auth.authorization } })
+      ).json();
+      keys.push(key.data.api_key);
+    }
+    const gatewayUrl = `http://127.0.0.1:${gateway.port}/v1/account/usage`;
+    const sample = await fetch(gatewayUrl, { headers: { 'x-api-key': keys[0] } });
+    const bodySize = (await sample.text()).length;
+    const bare = await start(resolve(root, 'scripts/bench/bare-server.mjs'), { BODY_SIZE: String(bodySize) });
+    const bareUrl = `http://127.0.0.1:${bare.port}/v1/account/usage`;
+
+    console.log(`warming up (${CONNECTIONS} connections)…`);
+    await measure(bareUrl, () => ({}));
+    const baseline = summary('bare fastify (ceiling)', await measure(bareUrl, () => ({})));
+    await measure(gatewayUrl, (i) => ({ 'x-api-key': keys[i % keys.length] }));
+    const metered = summary('gateway → usage → redis', await measure(gatewayUrl, (i) => ({ 'x-api-key': keys[i % keys.length] })));
+    const ratio = Number((metered.requestsPerSecond / baseline.requestsPerSecond).toFixed(3));
+    const result = {
+      date: new Date().toISOString(),
+      machine: { cpus: (await import('node:os')).cpus().length, model: (await import('node:os')).cpus()[0]?.model, node: process.version },
+      connections: CONNECTIONS,
+      durationSeconds: DURATION,
+      keys: KEYS,
+      bodyBytes: bodySize,
+      baseline,
+      metered,
+      ratio,
+    };
+    console.table([baseline, metered]);
+    console.log(`ratio metered/baseline: ${ratio} (target ≥ 0.4)`);
+    mkdirSync(resolve(root, 'bench-results'), { recursive: true });
+    writeFileSync(resolve(root, `bench-results/usage-${result.date.slice(0, 10)}.json`), `${JSON.stringify(result, null, 2)}\n`);
+  } finally {
+    for (const c of children) c.kill('SIGTERM');
+    await new Promise((r) => setTimeout(r, 500));
+    await admin.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
+    await admin.end();
+  }
+}
+
+main().catch((err) => {
+  console.error(err);
+  for (const c of children) c.kill('SIGKILL');
+  process.exit(1);
+});
