@@ -172,7 +172,7 @@ export class PrivateNats {
   }
 
   async start(): Promise<void> {
-    if (this.proc && this.proc.exitCode === null) return;
+    if (this.proc && this.proc.exitCode === null && this.proc.signalCode === null) return;
     this.proc = spawn('/usr/sbin/nats-server', ['-js', '-a', '127.0.0.1', '-p', String(this.port), '-sd', this.dir], { stdio: 'ignore' });
     await waitFor(async () => ((await portOpen(this.port)) ? true : undefined), 10_000, 'private nats-server');
   }
@@ -180,7 +180,7 @@ export class PrivateNats {
   async stop(): Promise<void> {
     const p = this.proc;
     this.proc = undefined;
-    if (!p || p.exitCode !== null) return;
+    if (!p || p.exitCode !== null || p.signalCode !== null) return;
     const exited = new Promise((r) => p.once('exit', r));
     p.kill('SIGTERM');
     await exited;
