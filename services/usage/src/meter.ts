@@ -251,7 +251,7 @@ export class UsageMeter {
   /** Usage report of an account given today's count (taken from the counting itself). */
   private async report(p: KeyPrincipal, todayCount: number, now: number): Promise<UsageReport> {
     const today = utcDay(now);
-    const { start, end } = monthBounds(now);
+    const { start } = monthBounds(now);
     const earlier = await this.earlierDaysOf(p.accountId, start, today);
     const days = new Map(earlier.map((d) => [d.day, d.count]));
     for (const q of this.pending.values()) {
