@@ -2,11 +2,12 @@
 // Bundles one service (run from its folder) into dist/: workspace libraries
 // (@fcd/*, TypeScript sources) are inlined, npm dependencies stay external and
 // are resolved from node_modules at run time.
-import { existsSync, rmSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { build } from 'esbuild';
 
 const entries = ['src/main.ts', 'src/cli.ts', 'src/telemetry.ts'].filter((f) => existsSync(f));
-rmSync('dist', { recursive: true, force: true });
+// dist/ is overwritten in place (not removed first), so a process started from it
+// by a concurrent test run never finds it missing.
 await build({
   entryPoints: entries,
   outdir: 'dist',
