@@ -1,0 +1,104 @@
+import { create } from '@bufbuild/protobuf';
+import { addService, createClient, grpc } from '@fcd/grpc';
+import { AuthorizeResultSchema, AuthorizeStreamResponseSchema, Decision, UsageService } from '@fcd/proto';
+import { createLogger } from '@fcd/service-kit';
+import { afterEach, describe, expect, it } from 'vitest';
+import { AuthorizationBatcher } from '../src/auth/batcher';
+
+const logger = createLogger({ service: 'batcher-test', level: 'silent' });
+const servers: grpc.Server[] = [];
+
+/** A fake usage service: answers each batch (after `delayMs`) and records batch sizes. */
+async function fakeUsage(options: { delayMs?: number; port?: number } = {}) {
+  const batches: number[][] = [];
+  const server = new grpc.Server();
+  addService(server, UsageService, {
+    authorizeStream(call) {
+      call.on('data', (req) => {
+        batches.push(req.items.map((i) => Number(i.apiKey.slice(4))));
+        setTimeout(() => {
+          if (call.writableEnded) return;
+          call.write(
+            create(AuthorizeStreamResponseSchema, {
+              batchId: req.batchId,
+              results: req.items.map((i) =>
+                create(AuthorizeResultSchema, { decision: Decision.ALLOWED, accountId: `acct_${i.apiKey}`, tier: 'pro', count: 1 }),
+              ),
+            }),
+          );
+        }, options.delayMs ?? 0);
+      });
+      call.on('end', () => call.end());
+    },
+    async authorize() {
+      throw new Error('unused');
+    },
+    async getUsage() {
+      throw new Error('unused');
+    },
+  });
+  const port = await new Promise<number>((res, rej) =>
+    server.bindAsync(`127.0.0.1:${options.port ?? 0}`, grpc.ServerCredentials.createInsecure(), (e, p) => (e ? rej(e) : res(p))),
+  );
+  servers.push(server);
+  return { server, port, batches };
+}
+
+afterEach(() => {
+  for (const s of servers.splice(0)) s.forceShutdown();
+});
+
+describe('AuthorizationBatcher', () => {
+  it('coalesces the authorizations of one event-loop turn into one stream message, answering each caller', async () => {
+    const usage = await fakeUsage();
+    const client = createClient(UsageService, `127.0.0.1:${usage.port}`);
+    const batcher = new AuthorizationBatcher(client, logger, { deadlineMs: 2000, maxBatch: 1000 });
+    const results = await Promise.all(Array.from({ length: 50 }, (_, i) => batcher.authorize(`key_${i}`, 'GET', '/v1/x')));
+    expect(usage.batches).toEqual([Array.from({ length: 50 }, (_, i) => i)]);
+    expect(results.map((r) => r.accountId)).toEqual(Array.from({ length: 50 }, (_, i) => `acct_key_${i}`));
+    await batcher.close();
+    client.close();
+  });
+
+  it('splits a turn larger than maxBatch into several messages', async () => {
+    const usage = await fakeUsage();
+    const client = createClient(UsageService, `127.0.0.1:${usage.port}`);
+    const batcher = new AuthorizationBatcher(client, logger, { deadlineMs: 2000, maxBatch: 20 });
+    await Promise.all(Array.from({ length: 45 }, (_, i) => batcher.authorize(`key_${i}`, 'GET', '/v1/x')));
+    expect(usage.batches.map((b) => b.length)).toEqual([20, 20, 5]);
+    await batcher.close();
+    client.close();
+  });
+
+  it('answers UNAVAILABLE when a batch misses its deadline', async () => {
+    const usage = await fakeUsage({ delayMs: 500 });
+    const client = createClient(UsageService, `127.0.0.1:${usage.port}`);
+    const batcher = new AuthorizationBatcher(client, logger, { deadlineMs: 100, maxBatch: 1000 });
+    const r = await batcher.authorize('key_1', 'GET', '/v1/x');
+    expect(r.decision).toBe(Decision.UNAVAILABLE);
+    expect(r.retryAfterSeconds).toBe(1);
+    await batcher.close();
+    client.close();
+  });
+
+  it('fails pending batches when the usage service goes away and reconnects on a later batch', async () => {
+    const first = await fakeUsage({ delayMs: 10_000 });
+    const client = createClient(UsageService, `127.0.0.1:${first.port}`);
+    const batcher = new AuthorizationBatcher(client, logger, { deadlineMs: 5000, maxBatch: 1000 });
+    const pending = batcher.authorize('key_1', 'GET', '/v1/x');
+    while (first.batches.length === 0) await new Promise((r) => setImmediate(r));
+    first.server.forceShutdown();
+    expect((await pending).decision).toBe(Decision.UNAVAILABLE);
+
+    await fakeUsage({ port: first.port });
+    let r = await batcher.authorize('key_2', 'GET', '/v1/x');
+    const deadline = Date.now() + 10_000;
+    while (r.decision !== Decision.ALLOWED && Date.now() < deadline) {
+      await new Promise((res) => setTimeout(res, 100));
+      r = await batcher.authorize('key_2', 'GET', '/v1/x');
+    }
+    expect(r).toMatchObject({ decision: Decision.ALLOWED, accountId: 'acct_key_2' });
+    await batcher.close();
+    client.close();
+  });
+});
