@@ -1,6 +1,6 @@
 import { create } from '@bufbuild/protobuf';
 import { addService, createClient, grpc } from '@fcd/grpc';
-import { AuthorizeResultSchema, AuthorizeStreamResponseSchema, Decision, UsageService } from '@fcd/proto';
+import { AuthorizeResultSchema, type AuthorizeStreamRequest, AuthorizeStreamResponseSchema, Decision, UsageService } from '@fcd/proto';
 import { createLogger } from '@fcd/service-kit';
 import { afterEach, describe, expect, it } from 'vitest';
 import { AuthorizationBatcher } from '../src/auth/batcher';
@@ -14,7 +14,7 @@ async function fakeUsage(options: { delayMs?: number; port?: number } = {}) {
   const server = new grpc.Server();
   addService(server, UsageService, {
     authorizeStream(call) {
-      call.on('data', (req) => {
+      call.on('data', (req: AuthorizeStreamRequest) => {
         batches.push(req.items.map((i) => Number(i.apiKey.slice(4))));
         setTimeout(() => {
           if (call.writableEnded) return;
