@@ -204,6 +204,31 @@ describe('metered gateway (two gateway processes, one usage service, real Postgr
     expect(replaced.headers.get('x-request-id')).toMatch(/^req_[0-9a-f-]{36}$/);
   });
 
+  it('exposes RED metrics and rate-limit decisions by tier and outcome on the metrics ports', async () => {
+    const metricsOf = async (p: { waitForLog: (f: (l: { msg?: string }) => boolean) => Promise<Record<string, unknown>> }) => {
+      const ready = await p.waitForLog((l) => l.msg === 'ready');
+      return (await fetch(`http://127.0.0.1:${ready.metricsPort as number}/metrics`)).text();
+    };
+    const value = (text: string, series: string) => {
+      const line = text.split('\n').find((l) => l.startsWith(`${series} `));
+      return line === undefined ? undefined : Number(line.split(' ')[1]);
+    };
+    const usage = await metricsOf(stack.usage);
+    // The first test refused exactly 200 Free requests; others may have added more allowed ones.
+    expect(value(usage, 'fcd_rate_limit_decisions_total{tier="free",outcome="rate_limited",service="usage"}')).toBe(200);
+    expect(value(usage, 'fcd_rate_limit_decisions_total{tier="free",outcome="allowed",service="usage"}')).toBeGreaterThanOrEqual(100);
+    expect(value(usage, 'fcd_rate_limit_decisions_total{tier="none",outcome="unauthenticated",service="usage"}')).toBeGreaterThanOrEqual(3);
+    const gateways = await Promise.all(stack.gateways.map(metricsOf));
+    const served = gateways.map(
+      (g) => value(g, 'fcd_requests_total{route="/v1/account/usage",method="GET",status="200",service="gateway"}') ?? 0,
+    );
+    expect(served.reduce((a, b) => a + b, 0)).toBeGreaterThanOrEqual(100);
+    expect(gateways[0]).toContain(
+      'fcd_request_duration_seconds_count{service="gateway",route="/v1/account/usage",method="GET",status="200"}',
+    );
+    expect(gateways[0]).toContain('process_cpu_user_seconds_total{service="gateway"}');
+  });
+
   it('never writes an API key into any log line (debug logs of every process captured)', async () => {
     expect(usedKeys.length).toBeGreaterThanOrEqual(6);
     const lines = [...stack.usage.output, ...stack.gateways.flatMap((g) => g.output)];
