@@ -9,6 +9,7 @@ cd "$(dirname "$0")/.."
 export NPM_CONFIG_UPDATE_NOTIFIER=false
 
 bash scripts/services.sh || { echo "0 passed, 1 failed"; exit 1; }
+bash scripts/browser.sh || echo "warning: chromium unavailable; the /docs screenshot test will fail" >&2
 export DATABASE_URL="${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test}"
 export REDIS_URL="${REDIS_URL:-redis://127.0.0.1:6379}"
 export NATS_URL="${NATS_URL:-nats://127.0.0.1:4222}"
