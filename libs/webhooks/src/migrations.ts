@@ -75,4 +75,16 @@ export const webhookMigrations: Migration[] = [
       );
     `,
   },
+  {
+    id: '0003_dispatch',
+    sql: `
+      -- The envelope exactly as it was published: signed and sent byte for byte on every attempt
+      -- (payload jsonb reorders keys). NULL for rows written before this migration.
+      ALTER TABLE deliveries ADD COLUMN body text;
+      -- A test event or a manual retry: one attempt, no automatic retries, never deactivates.
+      ALTER TABLE deliveries ADD COLUMN manual boolean NOT NULL DEFAULT false;
+      -- Cancelling the pending work of a deactivated subscription.
+      CREATE INDEX deliveries_pending_subscription ON deliveries (subscription_id) WHERE status = 'pending';
+    `,
+  },
 ];

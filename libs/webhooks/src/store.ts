@@ -206,9 +206,33 @@ export class SubscriptionStore {
         `deactivation_reason = CASE WHEN is_active THEN ${param(MANUAL_DEACTIVATION)} ELSE deactivation_reason END`,
       );
     }
+    const sql = `UPDATE webhook.subscriptions SET ${sets.join(', ')} WHERE id = $1 AND account_id = $2 RETURNING ${COLUMNS}`;
+    if (patch.is_active !== false) {
+      const { rows } = await this.pool.query<Row>(sql, params);
+      return rows[0] ? toSubscription(rows[0]) : undefined;
+    }
+    // Deactivation stops pending retries: they are cancelled with it.
+    return withTransaction(this.pool, async (client) => {
+      const { rows } = await client.query<Row>(sql, params);
+      if (!rows[0]) return undefined;
+      await client.query(
+        `UPDATE webhook.deliveries SET status = 'cancelled', next_attempt_at = NULL, updated_at = $2
+          WHERE subscription_id = $1 AND status = 'pending'`,
+        [id, new Date(now)],
+      );
+      return toSubscription(rows[0]);
+    });
+  }
+
+  /**
+   * Replaces the signing secret (the clear one is returned once, by the
+   * caller); every attempt from now on is signed with the new secret only.
+   */
+  async rotateSecret(accountId: string, id: string, secret: string, now: number): Promise<Subscription | undefined> {
     const { rows } = await this.pool.query<Row>(
-      `UPDATE webhook.subscriptions SET ${sets.join(', ')} WHERE id = $1 AND account_id = $2 RETURNING ${COLUMNS}`,
-      params,
+      `UPDATE webhook.subscriptions SET secret_ciphertext = $3, secret_last4 = $4, updated_at = $5
+        WHERE id = $1 AND account_id = $2 RETURNING ${COLUMNS}`,
+      [id, accountId, this.secrets.encrypt(secret, id), secretLast4(secret), new Date(now)],
     );
     return rows[0] ? toSubscription(rows[0]) : undefined;
   }

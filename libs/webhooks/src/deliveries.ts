@@ -1,0 +1,408 @@
+import { type Pool, withTransaction } from '@fcd/service-kit';
+import type { SecretBox } from './secrets';
+
+/**
+ * All SQL for deliveries and their attempts (schema `webhook`): the
+ * dispatcher's fan-out, claim and bookkeeping, and the delivery log the
+ * webhook API shows. Times are epoch ms from the caller's injected clock.
+ */
+
+export const DEACTIVATION_CONSECUTIVE_FAILURES = 'consecutive_failures';
+export const TEST_EVENT_TYPE = 'webhook.test';
+
+export type DeliveryStatus = 'pending' | 'succeeded' | 'failed' | 'cancelled';
+
+/** An event as the fan-out needs it. */
+export interface FanOutEvent {
+  id: string;
+  type: string;
+  /** The envelope exactly as published (signed and sent byte for byte). */
+  body: string;
+  /** The facilities the event concerns (lower-case UUIDs). */
+  facilityIds: readonly string[];
+}
+
+/** A delivery claimed for one attempt (leased until `leaseUntil`). */
+export interface ClaimedDelivery {
+  id: string;
+  subscriptionId: string;
+  eventId: string;
+  eventType: string;
+  body: string;
+  /** The number of this attempt (1 = first). */
+  attempt: number;
+  manual: boolean;
+  firstAttemptAt: number;
+  createdAt: number;
+  url: string;
+  /** The clear signing secret, decrypted at claim time. */
+  secret: string;
+}
+
+export interface AttemptResult {
+  startedAt: number;
+  finishedAt: number;
+  durationMs: number;
+  responseStatus: number | null;
+  error: string | null;
+  success: boolean;
+}
+
+/** What happens to a delivery after an attempt (decided by the dispatcher's pure schedule). */
+export type AttemptDecision =
+  | { status: 'succeeded' }
+  | { status: 'pending'; nextAttemptAt: number }
+  | { status: 'failed'; deactivate: boolean };
+
+export interface DecisionInput {
+  attempt: number;
+  success: boolean;
+  manual: boolean;
+  finishedAt: number;
+  firstAttemptAt: number;
+  /** The subscription's last success (any delivery), before this attempt; null if none. */
+  lastSuccessAt: number | null;
+}
+
+export interface RecordOutcome {
+  decision: AttemptDecision;
+  /** False when the delivery was taken over meanwhile (lease expired) or is gone: nothing but the attempt row was written. */
+  applied: boolean;
+  deactivated: boolean;
+  cancelled: number;
+}
+
+export interface AttemptView {
+  attempt: number;
+  started_at: string;
+  latency_ms: number | null;
+  response_status: number | null;
+  error: string | null;
+  outcome: 'success' | 'failure';
+}
+
+export interface DeliveryView {
+  id: string;
+  event_id: string;
+  event_type: string;
+  status: DeliveryStatus;
+  attempt_count: number;
+  next_attempt_at: string | null;
+  created_at: string;
+  updated_at: string;
+  attempts: AttemptView[];
+}
+
+export interface DeliveryPosition {
+  created_at: string;
+  id: string;
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+const iso = (d: Date | null) => (d === null ? null : d.toISOString());
+
+interface DeliveryRow {
+  id: string;
+  event_id: string;
+  event_type: string;
+  status: DeliveryStatus;
+  attempt_count: number;
+  next_attempt_at: Date | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+interface AttemptRow {
+  delivery_id: string;
+  attempt: number;
+  started_at: Date;
+  duration_ms: number | null;
+  response_status: number | null;
+  error: string | null;
+  outcome: 'success' | 'failure';
+}
+
+const DELIVERY_COLUMNS = 'id, event_id, event_type, status, attempt_count, next_attempt_at, created_at, updated_at';
+
+function toView(row: DeliveryRow, attempts: AttemptRow[]): DeliveryView {
+  return {
+    id: row.id,
+    event_id: row.event_id,
+    event_type: row.event_type,
+    status: row.status,
+    attempt_count: row.attempt_count,
+    next_attempt_at: row.status === 'pending' ? iso(row.next_attempt_at) : null,
+    created_at: row.created_at.toISOString(),
+    updated_at: row.updated_at.toISOString(),
+    attempts: attempts.map((a) => ({
+      attempt: a.attempt,
+      started_at: a.started_at.toISOString(),
+      latency_ms: a.duration_ms,
+      response_status: a.response_status,
+      error: a.error,
+      outcome: a.outcome,
+    })),
+  };
+}
+
+export class DeliveryStore {
+  constructor(
+    private readonly pool: Pool,
+    private readonly secrets?: SecretBox,
+  ) {}
+
+  // -------------------------------------------------------------------------
+  // Dispatcher
+
+  /**
+   * One delivery per matching active subscription, in one statement:
+   * idempotent, so a redelivered event creates nothing new. Returns the ids
+   * of the deliveries created now.
+   */
+  async fanOut(event: FanOutEvent, now: number): Promise<string[]> {
+    const facilityIds = event.facilityIds.map((f) => f.toLowerCase()).filter((f) => UUID.test(f));
+    const at = new Date(now);
+    const { rows } = await this.pool.query<{ id: string }>(
+      `INSERT INTO webhook.deliveries (id, subscription_id, event_id, event_type, payload, body, status, attempt_count, next_attempt_at, created_at, updated_at)
+       SELECT 'dlv_' || gen_random_uuid(), s.id, $1, $2, $3::jsonb, $3, 'pending', 0, $5, $5, $5
+         FROM webhook.subscriptions s
+        WHERE s.is_active AND s.events @> ARRAY[$2]::text[]
+          AND (s.facility_ids IS NULL OR s.facility_ids && $4::uuid[])
+       ON CONFLICT (subscription_id, event_id) DO NOTHING
+       RETURNING id`,
+      [event.id, event.type, event.body, facilityIds, at],
+    );
+    return rows.map((r) => r.id);
+  }
+
+  /**
+   * Claims up to `limit` due deliveries of active subscriptions (FOR UPDATE
+   * SKIP LOCKED: replicas claim disjoint sets) and leases them until
+   * `leaseUntil` by moving next_attempt_at: a dispatcher that dies mid-send
+   * releases them when the lease ends. The attempt number is taken now.
+   */
+  async claimDue(now: number, limit: number, leaseUntil: number): Promise<ClaimedDelivery[]> {
+    if (!this.secrets) throw new Error('DeliveryStore needs a SecretBox to claim deliveries');
+    const { rows } = await this.pool.query<{
+      id: string;
+      subscription_id: string;
+      event_id: string;
+      event_type: string;
+      body: string;
+      attempt_count: number;
+      manual: boolean;
+      first_attempt_at: Date;
+      created_at: Date;
+      url: string;
+      secret_ciphertext: string;
+    }>(
+      `WITH due AS (
+         SELECT d.id FROM webhook.deliveries d JOIN webhook.subscriptions s ON s.id = d.subscription_id
+          WHERE d.status = 'pending' AND d.next_attempt_at <= $1 AND s.is_active
+          ORDER BY d.next_attempt_at
+          LIMIT $2
+          FOR UPDATE OF d SKIP LOCKED)
+       UPDATE webhook.deliveries d
+          SET attempt_count = d.attempt_count + 1, next_attempt_at = $3, updated_at = $1,
+              first_attempt_at = COALESCE(d.first_attempt_at, $1), last_attempt_at = $1
+         FROM due, webhook.subscriptions s
+        WHERE d.id = due.id AND s.id = d.subscription_id
+       RETURNING d.id, d.subscription_id, d.event_id, d.event_type, COALESCE(d.body, d.payload::text) AS body, d.attempt_count,
+                 d.manual, d.first_attempt_at, d.created_at, s.url, s.secret_ciphertext`,
+      [new Date(now), limit, new Date(leaseUntil)],
+    );
+    const secrets = this.secrets;
+    return rows.map((r) => ({
+      id: r.id,
+      subscriptionId: r.subscription_id,
+      eventId: r.event_id,
+      eventType: r.event_type,
+      body: r.body,
+      attempt: r.attempt_count,
+      manual: r.manual,
+      firstAttemptAt: r.first_attempt_at.getTime(),
+      createdAt: r.created_at.getTime(),
+      url: r.url,
+      secret: secrets.decrypt(r.secret_ciphertext, r.subscription_id),
+    }));
+  }
+
+  /**
+   * Cancels due pending deliveries of inactive subscriptions (pending retries
+   * stop when a subscription is deactivated). Returns how many.
+   */
+  async cancelInactiveDue(now: number): Promise<number> {
+    const { rowCount } = await this.pool.query(
+      `UPDATE webhook.deliveries d SET status = 'cancelled', next_attempt_at = NULL, updated_at = $1
+         FROM webhook.subscriptions s
+        WHERE s.id = d.subscription_id AND d.status = 'pending' AND d.next_attempt_at <= $1 AND NOT s.is_active`,
+      [new Date(now)],
+    );
+    return rowCount ?? 0;
+  }
+
+  /** The earliest next_attempt_at of pending work (the worker sleeps until then); null when none. */
+  async nextDueAt(): Promise<number | null> {
+    const { rows } = await this.pool.query<{ at: Date | null }>(
+      `SELECT min(next_attempt_at) AS at FROM webhook.deliveries WHERE status = 'pending'`,
+    );
+    return rows[0]?.at ? rows[0].at.getTime() : null;
+  }
+
+  /**
+   * Records an attempt and applies the decision in one transaction: the
+   * attempt row, the delivery's status and next time, the subscription's
+   * failure bookkeeping, and — when the decision says so — the deactivation
+   * of the subscription with its pending deliveries cancelled.
+   */
+  async recordAttempt(
+    claimed: ClaimedDelivery,
+    result: AttemptResult,
+    decide: (input: DecisionInput) => AttemptDecision,
+  ): Promise<RecordOutcome> {
+    return withTransaction(this.pool, async (client) => {
+      const started = new Date(result.startedAt);
+      const finished = new Date(result.finishedAt);
+      await client.query(
+        `INSERT INTO webhook.delivery_attempts (delivery_id, attempt, started_at, duration_ms, response_status, error, outcome)
+         SELECT $1, $2, $3, $4, $5, $6, $7 WHERE EXISTS (SELECT 1 FROM webhook.deliveries WHERE id = $1)
+         ON CONFLICT (delivery_id, attempt) DO NOTHING`,
+        [
+          claimed.id,
+          claimed.attempt,
+          started,
+          Math.round(result.durationMs),
+          result.responseStatus,
+          result.error?.slice(0, 500) ?? null,
+          result.success ? 'success' : 'failure',
+        ],
+      );
+      const sub = await client.query<{ last_success_at: Date | null; is_active: boolean }>(
+        'SELECT last_success_at, is_active FROM webhook.subscriptions WHERE id = $1 FOR UPDATE',
+        [claimed.subscriptionId],
+      );
+      const delivery = await client.query<{ status: string; attempt_count: number }>(
+        'SELECT status, attempt_count FROM webhook.deliveries WHERE id = $1 FOR UPDATE',
+        [claimed.id],
+      );
+      const decision = decide({
+        attempt: claimed.attempt,
+        success: result.success,
+        manual: claimed.manual,
+        finishedAt: result.finishedAt,
+        firstAttemptAt: claimed.firstAttemptAt,
+        lastSuccessAt: sub.rows[0]?.last_success_at?.getTime() ?? null,
+      });
+      const row = delivery.rows[0];
+      if (!sub.rows[0] || !row || row.status !== 'pending' || row.attempt_count !== claimed.attempt) {
+        return { decision, applied: false, deactivated: false, cancelled: 0 };
+      }
+      const next = decision.status === 'pending' ? new Date(decision.nextAttemptAt) : null;
+      await client.query('UPDATE webhook.deliveries SET status = $2, next_attempt_at = $3, manual = false, updated_at = $4 WHERE id = $1', [
+        claimed.id,
+        decision.status,
+        next,
+        finished,
+      ]);
+      if (result.success) {
+        await client.query(
+          'UPDATE webhook.subscriptions SET consecutive_failures = 0, last_success_at = GREATEST(last_success_at, $2) WHERE id = $1',
+          [claimed.subscriptionId, started],
+        );
+      } else {
+        await client.query(
+          'UPDATE webhook.subscriptions SET consecutive_failures = consecutive_failures + 1, last_failure_at = $2 WHERE id = $1',
+          [claimed.subscriptionId, finished],
+        );
+      }
+      let deactivated = false;
+      let cancelled = 0;
+      if (decision.status === 'failed' && decision.deactivate && sub.rows[0].is_active) {
+        await client.query(
+          `UPDATE webhook.subscriptions SET is_active = false, deactivated_at = $2, deactivation_reason = $3, updated_at = $2
+            WHERE id = $1 AND is_active`,
+          [claimed.subscriptionId, finished, DEACTIVATION_CONSECUTIVE_FAILURES],
+        );
+        deactivated = true;
+        const c = await client.query(
+          `UPDATE webhook.deliveries SET status = 'cancelled', next_attempt_at = NULL, updated_at = $2
+            WHERE subscription_id = $1 AND status = 'pending'`,
+          [claimed.subscriptionId, finished],
+        );
+        cancelled = c.rowCount ?? 0;
+      }
+      return { decision, applied: true, deactivated, cancelled };
+    });
+  }
+
+  // -------------------------------------------------------------------------
+  // Webhook API (the caller has checked that the subscription belongs to the account)
+
+  /** Newest first, each with every attempt; `after` continues after the last row of the previous page. */
+  async list(subscriptionId: string, limit: number, after?: DeliveryPosition): Promise<{ items: DeliveryView[]; has_more: boolean }> {
+    const params: unknown[] = [subscriptionId, limit + 1];
+    let where = 'subscription_id = $1';
+    if (after) {
+      params.push(new Date(after.created_at), after.id);
+      where += ' AND (created_at, id) < ($3, $4)';
+    }
+    const { rows } = await this.pool.query<DeliveryRow>(
+      `SELECT ${DELIVERY_COLUMNS} FROM webhook.deliveries WHERE ${where} ORDER BY created_at DESC, id DESC LIMIT $2`,
+      params,
+    );
+    const page = rows.slice(0, limit);
+    const attempts = await this.attemptsOf(page.map((r) => r.id));
+    return { items: page.map((r) => toView(r, attempts.get(r.id) ?? [])), has_more: rows.length > limit };
+  }
+
+  async get(subscriptionId: string, deliveryId: string): Promise<DeliveryView | undefined> {
+    const { rows } = await this.pool.query<DeliveryRow>(
+      `SELECT ${DELIVERY_COLUMNS} FROM webhook.deliveries WHERE id = $1 AND subscription_id = $2`,
+      [deliveryId, subscriptionId],
+    );
+    const row = rows[0];
+    if (!row) return undefined;
+    return toView(row, (await this.attemptsOf([row.id])).get(row.id) ?? []);
+  }
+
+  /**
+   * Schedules one manual attempt now for a finished delivery (succeeded,
+   * failed or cancelled); a pending one is already scheduled and stays as it
+   * is. undefined when there is no such delivery.
+   */
+  async retry(subscriptionId: string, deliveryId: string, now: number): Promise<DeliveryView | undefined> {
+    await this.pool.query(
+      `UPDATE webhook.deliveries SET status = 'pending', manual = true, next_attempt_at = $3, updated_at = $3
+        WHERE id = $1 AND subscription_id = $2 AND status <> 'pending'`,
+      [deliveryId, subscriptionId, new Date(now)],
+    );
+    return this.get(subscriptionId, deliveryId);
+  }
+
+  /** A manual delivery of a given event (the `webhook.test` event), due now. */
+  async createManual(input: { id: string; subscriptionId: string; eventId: string; eventType: string; body: string; now: number }) {
+    const at = new Date(input.now);
+    await this.pool.query(
+      `INSERT INTO webhook.deliveries (id, subscription_id, event_id, event_type, payload, body, status, manual, attempt_count, next_attempt_at, created_at, updated_at)
+       VALUES ($1, $2, $3, $4, $5::jsonb, $5, 'pending', true, 0, $6, $6, $6)`,
+      [input.id, input.subscriptionId, input.eventId, input.eventType, input.body, at],
+    );
+    return this.get(input.subscriptionId, input.id) as Promise<DeliveryView>;
+  }
+
+  private async attemptsOf(ids: string[]): Promise<Map<string, AttemptRow[]>> {
+    const out = new Map<string, AttemptRow[]>();
+    if (ids.length === 0) return out;
+    const { rows } = await this.pool.query<AttemptRow>(
+      `SELECT delivery_id, attempt, started_at, duration_ms, response_status, error, outcome
+         FROM webhook.delivery_attempts WHERE delivery_id = ANY($1::text[]) ORDER BY delivery_id, attempt`,
+      [ids],
+    );
+    for (const r of rows) {
+      const list = out.get(r.delivery_id) ?? [];
+      list.push(r);
+      out.set(r.delivery_id, list);
+    }
+    return out;
+  }
+}

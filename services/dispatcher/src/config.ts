@@ -1,0 +1,46 @@
+import { Env, parseConfig } from '@fcd/service-kit';
+import { SECRET_KEY_PATTERN } from '@fcd/webhooks';
+import { type Static, Type } from '@sinclair/typebox';
+import { RETRY_SCHEDULE_PATTERN } from './domain/retry';
+
+/** Every setting of the dispatcher, parsed once from the environment (docs/dispatcher.md). */
+export const ConfigSchema = Type.Object({
+  PORT: Env.port(8083),
+  METRICS_PORT: Env.port(9467),
+  HOST: Type.String({ default: '0.0.0.0' }),
+  DATABASE_URL: Env.url(),
+  PG_POOL_MAX: Env.int(20, 2, 200),
+  NATS_URL: Env.url('nats://127.0.0.1:4222'),
+  /** Same names as the facility service, so tests isolate. */
+  EVENTS_STREAM: Type.String({ pattern: '^[A-Za-z0-9_-]{1,64}$', default: 'EVENTS' }),
+  EVENTS_SUBJECT_PREFIX: Type.String({ pattern: '^[A-Za-z0-9_-]+(\\.[A-Za-z0-9_-]+)*$', default: 'events' }),
+  /** Durable pull consumer name, shared by every replica. */
+  DISPATCHER_CONSUMER: Type.String({ pattern: '^[A-Za-z0-9_-]{1,64}$', default: 'dispatcher' }),
+  /** Where a newly created consumer starts: every stored event, or only new ones. */
+  DISPATCHER_DELIVER_POLICY: Type.Union([Type.Literal('all'), Type.Literal('new')], { default: 'all' }),
+  /** 32 bytes, base64: the key the webhook service encrypts secrets with (same value). */
+  WEBHOOK_SECRET_KEY: Type.String({ pattern: SECRET_KEY_PATTERN }),
+  WEBHOOK_SECRET_KEY_PREVIOUS: Type.Optional(
+    Type.String({ pattern: `^(${SECRET_KEY_PATTERN.slice(1, -1)})(\\s*,\\s*${SECRET_KEY_PATTERN.slice(1, -1)})*$` }),
+  ),
+  /** Delays after each failed attempt: ms numbers or with a unit (`200ms`, `1m`, `2h`), comma-separated. */
+  WEBHOOK_RETRY_SCHEDULE: Type.String({ pattern: RETRY_SCHEDULE_PATTERN, default: '1m,5m,30m,2h,12h' }),
+  WEBHOOK_CONNECT_TIMEOUT_MS: Env.int(5000, 10, 60_000),
+  WEBHOOK_TIMEOUT_MS: Env.int(10_000, 10, 120_000),
+  /** Development and tests only: http and private/loopback destinations (cloud metadata stays refused). */
+  WEBHOOK_ALLOW_PRIVATE_URLS: Env.bool(false),
+  /** Sends in flight per replica. */
+  DISPATCHER_CONCURRENCY: Env.int(64, 1, 1000),
+  /** Idle wait between polls for due deliveries (a new event wakes the worker at once). */
+  DISPATCHER_POLL_MS: Env.int(500, 10, 60_000),
+  /** Events fetched from JetStream per pull. */
+  DISPATCHER_FETCH_BATCH: Env.int(100, 1, 1000),
+  USER_AGENT: Type.String({ default: 'FacilityCompliance-Webhooks/1.0', minLength: 1 }),
+  LOG_LEVEL: Env.logLevel(),
+});
+
+export type Config = Readonly<Static<typeof ConfigSchema>>;
+
+export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
+  return parseConfig(ConfigSchema, env);
+}

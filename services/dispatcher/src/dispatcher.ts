@@ -1,0 +1,109 @@
+import { type Clock, type Logger, type Pool, systemClock } from '@fcd/service-kit';
+import { DeliveryStore, type Resolver, type SecretBox } from '@fcd/webhooks';
+import type { Config } from './config';
+import { parseEvent } from './domain/envelope';
+import { parseRetrySchedule } from './domain/retry';
+import type { DispatcherMetrics } from './metrics';
+import { Sender } from './sender';
+import { EventConsumer, type Verdict } from './store/event-consumer';
+import { DeliveryWorker } from './worker';
+
+export interface DispatcherDeps {
+  config: Config;
+  pool: Pool;
+  secretBox: SecretBox;
+  logger: Logger;
+  metrics?: DispatcherMetrics;
+  clock?: Clock;
+  /** node:dns unless injected (tests). */
+  resolver?: Resolver;
+  /** Extra TLS options for the sender (tests); processes use NODE_EXTRA_CA_CERTS. */
+  tls?: { ca?: string | Buffer };
+}
+
+/**
+ * The dispatcher's two halves: the event consumer (JetStream → one delivery
+ * per matching subscription, committed before the ack) and the delivery
+ * worker (due deliveries → signed POSTs → attempts, retries, deactivation).
+ */
+export class Dispatcher {
+  readonly consumer: EventConsumer;
+  readonly worker: DeliveryWorker;
+  readonly sender: Sender;
+  readonly deliveries: DeliveryStore;
+  private readonly clock: Clock;
+
+  constructor(private readonly deps: DispatcherDeps) {
+    const { config, logger, metrics } = deps;
+    this.clock = deps.clock ?? systemClock;
+    this.deliveries = new DeliveryStore(deps.pool, deps.secretBox);
+    this.sender = new Sender({
+      connectTimeoutMs: config.WEBHOOK_CONNECT_TIMEOUT_MS,
+      timeoutMs: config.WEBHOOK_TIMEOUT_MS,
+      allowPrivate: config.WEBHOOK_ALLOW_PRIVATE_URLS,
+      resolver: deps.resolver,
+      tls: deps.tls,
+    });
+    this.worker = new DeliveryWorker({
+      store: this.deliveries,
+      sender: this.sender,
+      clock: this.clock,
+      logger,
+      metrics,
+      schedule: parseRetrySchedule(config.WEBHOOK_RETRY_SCHEDULE),
+      concurrency: config.DISPATCHER_CONCURRENCY,
+      pollMs: config.DISPATCHER_POLL_MS,
+      leaseMs: config.WEBHOOK_CONNECT_TIMEOUT_MS + config.WEBHOOK_TIMEOUT_MS + 15_000,
+      userAgent: config.USER_AGENT,
+    });
+    this.consumer = new EventConsumer({
+      url: config.NATS_URL,
+      stream: config.EVENTS_STREAM,
+      subjectPrefix: config.EVENTS_SUBJECT_PREFIX,
+      consumer: config.DISPATCHER_CONSUMER,
+      deliverPolicy: config.DISPATCHER_DELIVER_POLICY,
+      batch: config.DISPATCHER_FETCH_BATCH,
+      logger,
+      handle: (body) => this.handleEvent(body),
+      onPending: (n) => metrics?.consumerPending.set(n),
+    });
+  }
+
+  /** Fan-out of one event: invalid → term, Postgres failing → nak with a delay, else ack. */
+  async handleEvent(body: string): Promise<Verdict> {
+    const parsed = parseEvent(body);
+    if (!parsed.ok) {
+      this.deps.metrics?.events.inc({ result: 'invalid' });
+      return { term: parsed.reason };
+    }
+    let created: string[];
+    try {
+      created = await this.deliveries.fanOut(parsed.event, this.clock.now());
+    } catch (err) {
+      this.deps.metrics?.events.inc({ result: 'error' });
+      this.deps.logger.warn(
+        { event_id: parsed.event.id, err: { message: (err as Error).message } },
+        'fan-out failed; event will be redelivered',
+      );
+      return { ack: false, retryInMs: 2000 };
+    }
+    this.deps.metrics?.events.inc({ result: created.length > 0 ? 'matched' : 'unmatched' });
+    if (created.length > 0) {
+      this.deps.metrics?.deliveriesCreated.inc(created.length);
+      this.worker.nudge();
+    }
+    return { ack: true };
+  }
+
+  start(): void {
+    this.worker.start();
+    this.consumer.start();
+  }
+
+  /** Stop consuming, finish the sends in flight, close the HTTP pool. */
+  async stop(): Promise<void> {
+    await this.consumer.stop();
+    await this.worker.stop();
+    await this.sender.close();
+  }
+}

@@ -1,0 +1,30 @@
+import { type EventEnvelope, eventFacilityIds, type FanOutEvent } from '@fcd/webhooks';
+
+export type ParsedEvent = { ok: true; event: FanOutEvent; createdAt: number } | { ok: false; reason: string };
+
+const EVENT_ID = /^evt_[A-Za-z0-9-]{1,100}$/;
+
+/**
+ * A JetStream message body → the event the fan-out needs. The body is kept
+ * byte for byte (it is what receivers get and what is signed); a body that is
+ * not an envelope is refused with a reason (the consumer terminates it).
+ */
+export function parseEvent(body: string): ParsedEvent {
+  let value: unknown;
+  try {
+    value = JSON.parse(body);
+  } catch {
+    return { ok: false, reason: 'not JSON' };
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return { ok: false, reason: 'not an object' };
+  const e = value as Partial<EventEnvelope>;
+  if (typeof e.id !== 'string' || !EVENT_ID.test(e.id)) return { ok: false, reason: 'missing or malformed id' };
+  if (typeof e.type !== 'string' || e.type.length === 0 || e.type.length > 100) return { ok: false, reason: 'missing type' };
+  if (typeof e.data !== 'object' || e.data === null) return { ok: false, reason: 'missing data' };
+  const createdAt = typeof e.created_at === 'string' ? Date.parse(e.created_at) : Number.NaN;
+  return {
+    ok: true,
+    event: { id: e.id, type: e.type, body, facilityIds: eventFacilityIds(e as EventEnvelope) },
+    createdAt: Number.isNaN(createdAt) ? 0 : createdAt,
+  };
+}

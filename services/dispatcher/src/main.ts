@@ -1,0 +1,52 @@
+import { createLogger, createPool, installShutdown, loadConfigOrExit, migrate, startMetricsServer } from '@fcd/service-kit';
+import { SecretBox, WEBHOOK_SCHEMA, webhookMigrations } from '@fcd/webhooks';
+import { buildApp } from './app';
+import { ConfigSchema } from './config';
+import { Dispatcher } from './dispatcher';
+import { createDispatcherMetrics } from './metrics';
+
+// config → build → listen → signals
+const config = loadConfigOrExit('dispatcher', ConfigSchema);
+const logger = createLogger({ service: 'dispatcher', level: config.LOG_LEVEL });
+if (config.WEBHOOK_ALLOW_PRIVATE_URLS) {
+  logger.warn('WEBHOOK_ALLOW_PRIVATE_URLS is on: http and private/loopback destinations are contacted (development only)');
+}
+const secretBox = SecretBox.fromEnv(config.WEBHOOK_SECRET_KEY, config.WEBHOOK_SECRET_KEY_PREVIOUS);
+const pool = createPool({ connectionString: config.DATABASE_URL, max: config.PG_POOL_MAX, applicationName: 'dispatcher', logger });
+const metrics = createDispatcherMetrics();
+
+try {
+  // The dispatcher shares the webhook schema; the same migrations under the same advisory lock.
+  await migrate(pool, WEBHOOK_SCHEMA, webhookMigrations, logger);
+} catch (err) {
+  logger.fatal({ err: { message: (err as Error).message } }, 'migration failed');
+  await pool.end().catch(() => undefined);
+  process.exit(1);
+}
+
+const dispatcher = new Dispatcher({ config, pool, secretBox, logger, metrics });
+let shuttingDown = false;
+const app = await buildApp({
+  logger,
+  metrics,
+  checks: { postgres: () => pool.query('SELECT 1'), nats: () => dispatcher.consumer.check() },
+  isShuttingDown: () => shuttingDown,
+});
+
+await app.listen({ port: config.PORT, host: config.HOST });
+const metricsServer = await startMetricsServer(metrics.registry, config.METRICS_PORT, config.HOST);
+dispatcher.start();
+
+const address = app.server.address();
+const port = typeof address === 'object' && address ? address.port : config.PORT;
+const metricsAddress = metricsServer.address();
+const metricsPort = typeof metricsAddress === 'object' && metricsAddress ? metricsAddress.port : config.METRICS_PORT;
+logger.info({ port, metricsPort, consumer: config.DISPATCHER_CONSUMER, stream: config.EVENTS_STREAM }, 'ready');
+
+installShutdown(logger, [
+  { name: 'not ready', run: () => (shuttingDown = true) },
+  { name: 'stop consuming, finish in-flight sends', run: () => dispatcher.stop() },
+  { name: 'stop accepting', run: () => app.close() },
+  { name: 'close metrics server', run: () => new Promise((r) => metricsServer.close(() => r(undefined))) },
+  { name: 'close postgres pool', run: () => pool.end() },
+]);

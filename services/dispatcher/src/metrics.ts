@@ -1,0 +1,73 @@
+import { Counter, createMetrics, Gauge, Histogram, type ServiceMetrics } from '@fcd/service-kit';
+
+/** The dispatcher's domain metrics, on the service's registry (docs/dispatcher.md). */
+export interface DispatcherMetrics extends ServiceMetrics {
+  events: Counter<'result'>;
+  deliveriesCreated: Counter;
+  attempts: Counter<'result'>;
+  deliveries: Counter<'result'>;
+  attemptDuration: Histogram<'result'>;
+  retriesScheduled: Counter;
+  deactivations: Counter;
+  consumerPending: Gauge;
+  eventToFirstAttempt: Histogram;
+}
+
+export function createDispatcherMetrics(): DispatcherMetrics {
+  const base = createMetrics('dispatcher');
+  const registers = [base.registry];
+  return {
+    ...base,
+    events: new Counter({
+      name: 'fcd_dispatcher_events_total',
+      help: 'Events consumed from JetStream, by result (matched, unmatched, invalid, error).',
+      labelNames: ['result'] as const,
+      registers,
+    }),
+    deliveriesCreated: new Counter({
+      name: 'fcd_dispatcher_deliveries_created_total',
+      help: 'Deliveries created by the fan-out (one per event and matching subscription).',
+      registers,
+    }),
+    attempts: new Counter({
+      name: 'fcd_dispatcher_attempts_total',
+      help: 'Delivery attempts by result (success, http_status, timeout, connect_timeout, blocked, dns, tls, connection, invalid_url).',
+      labelNames: ['result'] as const,
+      registers,
+    }),
+    deliveries: new Counter({
+      name: 'fcd_dispatcher_deliveries_total',
+      help: 'Deliveries that reached a final state, by result (succeeded, failed).',
+      labelNames: ['result'] as const,
+      registers,
+    }),
+    attemptDuration: new Histogram({
+      name: 'fcd_dispatcher_attempt_duration_seconds',
+      help: 'Latency of delivery attempts (connect to end of the response), by result.',
+      labelNames: ['result'] as const,
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 15],
+      registers,
+    }),
+    retriesScheduled: new Counter({
+      name: 'fcd_dispatcher_retries_scheduled_total',
+      help: 'Retries scheduled after a failed attempt.',
+      registers,
+    }),
+    deactivations: new Counter({
+      name: 'fcd_dispatcher_deactivations_total',
+      help: 'Subscriptions deactivated after their last retry failed.',
+      registers,
+    }),
+    consumerPending: new Gauge({
+      name: 'fcd_dispatcher_consumer_pending',
+      help: 'Events in the stream not yet acknowledged by the dispatcher consumer (pending + ack pending).',
+      registers,
+    }),
+    eventToFirstAttempt: new Histogram({
+      name: 'fcd_dispatcher_event_to_first_attempt_seconds',
+      help: "From the event's created_at to the start of its first delivery attempt.",
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
+      registers,
+    }),
+  };
+}

@@ -1,0 +1,215 @@
+import type { Logger } from '@fcd/service-kit';
+import {
+  AckPolicy,
+  DeliverPolicy,
+  type JetStreamClient,
+  type JetStreamManager,
+  type JsMsg,
+  jetstream,
+  jetstreamManager,
+  RetentionPolicy,
+  StorageType,
+} from '@nats-io/jetstream';
+import { connect, type NatsConnection, nanos } from '@nats-io/transport-node';
+
+export type Verdict = { ack: true } | { ack: false; retryInMs: number } | { term: string };
+
+export interface EventConsumerSettings {
+  url: string;
+  stream: string;
+  subjectPrefix: string;
+  consumer: string;
+  deliverPolicy: 'all' | 'new';
+  batch: number;
+  logger: Logger;
+  /** Handles one event body; the verdict becomes ack, nak(delay) or term. */
+  handle: (body: string) => Promise<Verdict>;
+  /** Events not yet acknowledged by the consumer (metrics). */
+  onPending?: (pending: number) => void;
+}
+
+const MIN_DUPLICATE_WINDOW_MS = 120_000;
+const ACK_WAIT_MS = 30_000;
+
+/**
+ * The durable pull consumer of EVENTS, shared by every dispatcher replica
+ * (each message goes to one of them). Connects in the background and retries
+ * forever (the service starts and serves while NATS is down), creates the
+ * stream (same settings as the facility relay) and the consumer when missing,
+ * and handles up to `batch` messages at a time. A message is acknowledged
+ * only after its deliveries are committed, so a crash redelivers it (and the
+ * fan-out is idempotent).
+ */
+export class EventConsumer {
+  private nc: NatsConnection | undefined;
+  private js: JetStreamClient | undefined;
+  private jsm: JetStreamManager | undefined;
+  private ready = false;
+  private stopping = false;
+  private loop: Promise<void> | undefined;
+  private stopCurrent: (() => void) | undefined;
+  private pendingTimer: NodeJS.Timeout | undefined;
+  private readonly handling = new Set<Promise<void>>();
+
+  constructor(private readonly s: EventConsumerSettings) {}
+
+  start(): void {
+    this.loop ??= this.run();
+  }
+
+  private async connectOnce(): Promise<void> {
+    const nc = await connect({
+      servers: this.s.url,
+      name: `dispatcher-${this.s.consumer}`,
+      maxReconnectAttempts: -1,
+      reconnectTimeWait: 500,
+      timeout: 2000,
+      pingInterval: 5000,
+    });
+    this.nc = nc;
+    this.js = jetstream(nc, { timeout: 5000 });
+    this.jsm = await jetstreamManager(nc, { timeout: 5000, checkAPI: false });
+    this.s.logger.info('nats connected');
+    void (async () => {
+      for await (const st of nc.status()) {
+        if (st.type === 'disconnect') this.s.logger.warn('nats disconnected');
+        else if (st.type === 'reconnect') this.s.logger.info('nats reconnected');
+      }
+    })();
+  }
+
+  private async ensure(): Promise<void> {
+    const jsm = this.jsm;
+    if (!jsm) throw new Error('nats not connected');
+    try {
+      await jsm.streams.info(this.s.stream);
+    } catch {
+      try {
+        await jsm.streams.add({
+          name: this.s.stream,
+          subjects: [`${this.s.subjectPrefix}.>`],
+          retention: RetentionPolicy.Limits,
+          storage: StorageType.File,
+          duplicate_window: nanos(MIN_DUPLICATE_WINDOW_MS),
+        });
+        this.s.logger.info({ stream: this.s.stream }, 'stream created');
+      } catch (err) {
+        // Created meanwhile by the facility service or another replica: fine if it now exists.
+        await jsm.streams.info(this.s.stream).catch(() => {
+          throw err;
+        });
+      }
+    }
+    try {
+      await jsm.consumers.info(this.s.stream, this.s.consumer);
+    } catch {
+      await jsm.consumers.add(this.s.stream, {
+        durable_name: this.s.consumer,
+        ack_policy: AckPolicy.Explicit,
+        deliver_policy: this.s.deliverPolicy === 'new' ? DeliverPolicy.New : DeliverPolicy.All,
+        filter_subject: `${this.s.subjectPrefix}.>`,
+        ack_wait: nanos(ACK_WAIT_MS),
+        max_ack_pending: Math.max(1000, this.s.batch * 4),
+      });
+      this.s.logger.info({ stream: this.s.stream, consumer: this.s.consumer }, 'consumer created');
+    }
+  }
+
+  private async run(): Promise<void> {
+    let delay = 200;
+    let warned = false;
+    while (!this.stopping) {
+      try {
+        if (!this.nc || this.nc.isClosed()) await this.connectOnce();
+        await this.ensure();
+        this.ready = true;
+        delay = 200;
+        warned = false;
+        this.pollPending();
+        await this.consume();
+      } catch (err) {
+        this.ready = false;
+        if (!warned) this.s.logger.warn({ err: { message: (err as Error).message } }, 'event consumer unavailable; retrying');
+        warned = true;
+      }
+      if (this.stopping) break;
+      await new Promise((r) => setTimeout(r, delay));
+      delay = Math.min(delay * 2, 2000);
+    }
+  }
+
+  private async consume(): Promise<void> {
+    const js = this.js;
+    if (!js) throw new Error('nats not connected');
+    const consumer = await js.consumers.get(this.s.stream, this.s.consumer);
+    const messages = await consumer.consume({ max_messages: this.s.batch, expires: 5000, idle_heartbeat: 2000 });
+    this.stopCurrent = () => messages.stop();
+    void (async () => {
+      for await (const st of messages.status()) {
+        if (st.type === 'consumer_not_found' || st.type === 'consumer_deleted' || st.type === 'stream_not_found') {
+          this.s.logger.warn({ status: st.type }, 'consumer lost; re-creating');
+          this.ready = false;
+          messages.stop();
+        }
+      }
+    })().catch(() => undefined);
+    for await (const m of messages) {
+      if (this.handling.size >= this.s.batch) await Promise.race(this.handling);
+      const p: Promise<void> = this.handleOne(m).finally(() => this.handling.delete(p));
+      this.handling.add(p);
+      if (this.stopping) break;
+    }
+    await Promise.allSettled([...this.handling]);
+    if (!this.stopping) throw new Error('consume ended');
+  }
+
+  private async handleOne(m: JsMsg): Promise<void> {
+    let verdict: Verdict;
+    try {
+      verdict = await this.s.handle(m.string());
+    } catch (err) {
+      this.s.logger.error({ err: { message: (err as Error).message } }, 'event handler failed');
+      verdict = { ack: false, retryInMs: 2000 };
+    }
+    if ('term' in verdict) {
+      this.s.logger.warn({ seq: m.seq, subject: m.subject, reason: verdict.term }, 'event refused and terminated');
+      m.term(verdict.term);
+    } else if (verdict.ack) {
+      m.ack();
+    } else {
+      m.nak(verdict.retryInMs);
+    }
+  }
+
+  private pollPending(): void {
+    if (this.pendingTimer || !this.s.onPending) return;
+    const tick = async () => {
+      try {
+        const info = await this.jsm?.consumers.info(this.s.stream, this.s.consumer);
+        if (info) this.s.onPending?.(info.num_pending + info.num_ack_pending);
+      } catch {
+        // NATS away: keep the last value.
+      }
+    };
+    void tick();
+    this.pendingTimer = setInterval(() => void tick(), 2000);
+    this.pendingTimer.unref();
+  }
+
+  /** Readiness: connected, consumer in place, and the server answers a round trip. */
+  async check(): Promise<void> {
+    if (!this.nc || this.nc.isClosed() || !this.ready) throw new Error('not connected');
+    await this.nc.flush();
+  }
+
+  /** Stops fetching, finishes the messages in hand (acked), closes the connection. */
+  async stop(): Promise<void> {
+    this.stopping = true;
+    clearInterval(this.pendingTimer);
+    this.stopCurrent?.();
+    await Promise.allSettled([...this.handling]);
+    const nc = this.nc;
+    if (nc && !nc.isClosed()) await nc.drain().catch(() => nc.close());
+    await this.loop?.catch(() => undefined);
+  }
+}

@@ -1,0 +1,204 @@
+import type { Clock, Logger } from '@fcd/service-kit';
+import type { ClaimedDelivery, DeliveryStore } from '@fcd/webhooks';
+import { deliveryHeaders } from './domain/headers';
+import { decideAfterAttempt } from './domain/retry';
+import type { DispatcherMetrics } from './metrics';
+import type { Sender } from './sender';
+
+export interface WorkerOptions {
+  store: DeliveryStore;
+  sender: Sender;
+  clock: Clock;
+  logger: Logger;
+  metrics?: DispatcherMetrics;
+  schedule: readonly number[];
+  concurrency: number;
+  pollMs: number;
+  /** How long a claimed delivery stays leased (longer than one attempt can take). */
+  leaseMs: number;
+  userAgent: string;
+}
+
+function eventCreatedAt(body: string): number | undefined {
+  try {
+    const t = Date.parse((JSON.parse(body) as { created_at?: string }).created_at ?? '');
+    return Number.isNaN(t) ? undefined : t;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The sending loop: claims due deliveries (FOR UPDATE SKIP LOCKED, leased),
+ * sends each, records the attempt and the next step in one transaction, and
+ * sleeps until the next due time it knows of, a nudge (new deliveries), or the
+ * poll interval (work scheduled by other replicas).
+ */
+export class DeliveryWorker {
+  private readonly inFlight = new Set<Promise<void>>();
+  private stopping = false;
+  private loop: Promise<void> | undefined;
+  private wake: (() => void) | undefined;
+  private timer: NodeJS.Timeout | undefined;
+  private timerAt = Number.POSITIVE_INFINITY;
+  private lastSweep = 0;
+
+  constructor(private readonly o: WorkerOptions) {}
+
+  start(): void {
+    this.loop ??= this.run();
+  }
+
+  /** New work may be due now. */
+  nudge(): void {
+    this.wake?.();
+  }
+
+  /** Wakes the loop at `at` (epoch ms of the injected clock), unless an earlier wake is set. */
+  private wakeAt(at: number): void {
+    if (at >= this.timerAt) return;
+    clearTimeout(this.timer);
+    this.timerAt = at;
+    this.timer = setTimeout(
+      () => {
+        this.timerAt = Number.POSITIVE_INFINITY;
+        this.nudge();
+      },
+      Math.max(0, at - this.o.clock.now()),
+    );
+  }
+
+  private sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const t = setTimeout(done, ms);
+      function done() {
+        clearTimeout(t);
+        resolve();
+      }
+      this.wake = done;
+    });
+  }
+
+  private async run(): Promise<void> {
+    while (!this.stopping) {
+      const free = this.o.concurrency - this.inFlight.size;
+      let claimed: ClaimedDelivery[] = [];
+      if (free > 0) {
+        const now = this.o.clock.now();
+        try {
+          if (now - this.lastSweep >= this.o.pollMs) {
+            this.lastSweep = now;
+            const cancelled = await this.o.store.cancelInactiveDue(now);
+            if (cancelled > 0) this.o.logger.info({ cancelled }, 'pending deliveries of inactive subscriptions cancelled');
+          }
+          claimed = await this.o.store.claimDue(now, free, now + this.o.leaseMs);
+        } catch (err) {
+          this.o.logger.warn({ err: { message: (err as Error).message } }, 'claiming deliveries failed');
+        }
+        for (const d of claimed) {
+          const p: Promise<void> = this.attempt(d).finally(() => {
+            this.inFlight.delete(p);
+            this.nudge();
+          });
+          this.inFlight.add(p);
+        }
+      }
+      if (this.stopping) break;
+      // A full batch: there may be more due work right away (once a slot frees up).
+      if (claimed.length > 0 && claimed.length === free) {
+        if (this.inFlight.size >= this.o.concurrency) await Promise.race(this.inFlight);
+        continue;
+      }
+      if (claimed.length === 0) {
+        // Retries scheduled before a restart or by another replica: wake when the earliest is due.
+        const next = await this.o.store.nextDueAt().catch(() => null);
+        if (next !== null && next > this.o.clock.now()) this.wakeAt(next);
+      }
+      await this.sleep(this.o.pollMs);
+    }
+  }
+
+  private async attempt(d: ClaimedDelivery): Promise<void> {
+    const { clock, metrics, logger } = this.o;
+    const startedAt = clock.now();
+    if (d.attempt === 1 && !d.manual && metrics) {
+      const created = eventCreatedAt(d.body);
+      if (created !== undefined) metrics.eventToFirstAttempt.observe(Math.max(0, startedAt - created) / 1000);
+    }
+    const headers = deliveryHeaders({
+      secret: d.secret,
+      body: d.body,
+      eventId: d.eventId,
+      eventType: d.eventType,
+      deliveryId: d.id,
+      attempt: d.attempt,
+      userAgent: this.o.userAgent,
+    });
+    const result = await this.o.sender.send(d.url, d.body, headers);
+    const finishedAt = clock.now();
+    const label = result.kind ?? 'success';
+    metrics?.attempts.inc({ result: label });
+    metrics?.attemptDuration.observe({ result: label }, result.durationMs / 1000);
+    const log = {
+      delivery_id: d.id,
+      subscription_id: d.subscriptionId,
+      event_id: d.eventId,
+      attempt: d.attempt,
+      response_status: result.status,
+      duration_ms: Math.round(result.durationMs),
+      ...(result.error ? { error: result.error } : {}),
+    };
+    try {
+      const outcome = await this.o.store.recordAttempt(
+        d,
+        {
+          startedAt,
+          finishedAt,
+          durationMs: result.durationMs,
+          responseStatus: result.status,
+          error: result.error,
+          success: result.success,
+        },
+        (input) => decideAfterAttempt(input, this.o.schedule),
+      );
+      if (!outcome.applied) {
+        logger.warn(log, 'attempt recorded, but the delivery changed meanwhile');
+        return;
+      }
+      const decision = outcome.decision;
+      if (decision.status === 'pending') {
+        metrics?.retriesScheduled.inc();
+        this.wakeAt(decision.nextAttemptAt);
+        logger.info(
+          { ...log, next_attempt_at: new Date(decision.nextAttemptAt).toISOString() },
+          'delivery attempt failed; retry scheduled',
+        );
+      } else if (decision.status === 'succeeded') {
+        metrics?.deliveries.inc({ result: 'succeeded' });
+        logger.info(log, 'delivered');
+      } else {
+        metrics?.deliveries.inc({ result: 'failed' });
+        logger.warn(log, 'delivery failed; no retries left');
+      }
+      if (outcome.deactivated) {
+        metrics?.deactivations.inc();
+        logger.warn(
+          { subscription_id: d.subscriptionId, reason: 'consecutive_failures', cancelled: outcome.cancelled },
+          'subscription deactivated',
+        );
+      }
+    } catch (err) {
+      // The lease runs out and the delivery is attempted again (at least once).
+      logger.error({ ...log, err: { message: (err as Error).message } }, 'recording the attempt failed');
+    }
+  }
+
+  /** Stops claiming and waits for the sends in flight to finish and be recorded. */
+  async stop(): Promise<void> {
+    this.stopping = true;
+    clearTimeout(this.timer);
+    this.nudge();
+    await this.loop;
+    await Promise.allSettled([...this.inFlight]);
+  }
+}
