@@ -29,6 +29,7 @@ check() {
 check "lint (biome)" npx biome check .
 check "typecheck (tsc --noEmit)" npx tsc -p tsconfig.json --noEmit
 check "generated protobuf code is up to date" bash scripts/proto-gen.sh --check
+check "generated OpenAPI document is up to date" npx tsx scripts/openapi/generate.ts --check
 check "build" npm run build --silent
 
 echo "== tests (vitest)"

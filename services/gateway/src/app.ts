@@ -16,6 +16,7 @@ import {
 } from '@fcd/service-kit';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { AuthorizationBatcher } from './auth/batcher';
+import { registerApiReference } from './openapi';
 import { ALL_METHODS, PUBLIC_ROUTES, type Target } from './routes/table';
 import { NoQuery, UsageResponseSchema } from './routes/usage-schema';
 import type { Upstream } from './upstream/proxy';
@@ -77,6 +78,9 @@ export function buildGatewayApp(deps: GatewayDeps): FastifyInstance {
       .header('retry-after', '1')
       .send(errorBody('SERVICE_UNAVAILABLE', 'The API is not ready.', { checks: report.checks }));
   });
+
+  // API reference (OpenAPI document and its HTML page): outside /v1, so unauthenticated and never counted.
+  registerApiReference(app);
 
   // Authenticate and count every /v1 request (known route or not) before anything else.
   app.addHook('onRequest', async (request, reply) => {
