@@ -11,7 +11,7 @@ import {
   type ServiceMetrics,
 } from '@fcd/service-kit';
 import type { Resolver, SecretBox } from '@fcd/webhooks';
-import { SubscriptionStore } from '@fcd/webhooks';
+import { DeliveryStore, SubscriptionStore } from '@fcd/webhooks';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { FacilityDirectory } from './clients/facility';
 import type { Config } from './config';
@@ -61,6 +61,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
 
   const service = new WebhookService({
     store: new SubscriptionStore(deps.pool, deps.secretBox),
+    deliveries: new DeliveryStore(deps.pool),
     facilities: deps.facilities,
     allowPrivateUrls: deps.config.WEBHOOK_ALLOW_PRIVATE_URLS,
     maxSubscriptions: deps.config.WEBHOOK_MAX_SUBSCRIPTIONS,
@@ -73,6 +74,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   if (counters) {
     app.addHook('onResponse', async (request, reply) => {
       if (reply.statusCode >= 300 || !request.url.startsWith('/v1/webhooks')) return;
+      if (request.routeOptions.url !== '/v1/webhooks' && request.routeOptions.url !== '/v1/webhooks/:id') {
+        if (request.routeOptions.url === '/v1/webhooks/:id/rotate-secret') counters.changes.inc({ operation: 'rotate_secret' });
+        return;
+      }
       const operation = { POST: 'create', PATCH: 'update', DELETE: 'delete' }[request.method];
       if (operation) counters.changes.inc({ operation });
     });

@@ -12,14 +12,14 @@ export function encodeCursor(position: ListPosition): string {
 }
 
 /** undefined when the text is not a cursor this service issued. */
-export function decodeCursor(text: string): ListPosition | undefined {
+export function decodeCursor(text: string, idPattern: RegExp = ID): ListPosition | undefined {
   if (!/^[A-Za-z0-9_-]{1,400}$/.test(text)) return undefined;
   try {
     const value: unknown = JSON.parse(Buffer.from(text, 'base64url').toString('utf8'));
     if (!Array.isArray(value) || value.length !== 2) return undefined;
     const [createdAt, id] = value as unknown[];
     if (typeof createdAt !== 'string' || !ISO.test(createdAt) || Number.isNaN(Date.parse(createdAt))) return undefined;
-    if (typeof id !== 'string' || !ID.test(id)) return undefined;
+    if (typeof id !== 'string' || !idPattern.test(id)) return undefined;
     return { created_at: createdAt, id };
   } catch {
     return undefined;

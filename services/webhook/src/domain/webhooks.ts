@@ -12,11 +12,14 @@ import {
 } from '@fcd/service-kit';
 import {
   checkWebhookUrl,
+  type DeliveryStore,
+  type DeliveryView,
   generateSecret,
   type Resolver,
   type Subscription,
   type SubscriptionPatch,
   type SubscriptionStore,
+  TEST_EVENT_TYPE,
   type UrlCheck,
 } from '@fcd/webhooks';
 import type { FacilityDirectory } from '../clients/facility';
@@ -42,8 +45,14 @@ export interface SubscriptionListView {
   pagination: { limit: number; next_cursor: string | null; has_more: boolean };
 }
 
+export interface DeliveryListView {
+  data: DeliveryView[];
+  pagination: { limit: number; next_cursor: string | null; has_more: boolean };
+}
+
 export interface WebhookServiceOptions {
   store: SubscriptionStore;
+  deliveries: DeliveryStore;
   facilities: FacilityDirectory;
   allowPrivateUrls: boolean;
   maxSubscriptions: number;
@@ -55,6 +64,7 @@ export interface WebhookServiceOptions {
   onUrlRefused?: (code: string) => void;
 }
 
+const DELIVERY_ID = /^dlv_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const WEBHOOK_ID = /^wh_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 export const DEFAULT_PAGE_SIZE = 25;
 
@@ -74,6 +84,7 @@ function view(s: Subscription): SubscriptionView {
 }
 
 const subscriptionNotFound = () => notFound('webhook subscription');
+const deliveryNotFound = () => notFound('delivery');
 
 /** Raw body fields as the schema saw them; the service checks content, not shape. */
 type RawBody = Record<string, unknown>;
@@ -157,6 +168,74 @@ export class WebhookService {
     if (!WEBHOOK_ID.test(id) || !(await this.options.store.delete(account.account_id, id))) throw subscriptionNotFound();
   }
 
+  /** The delivery log of one subscription: newest first, each delivery with every attempt. */
+  async listDeliveries(
+    account: AccountClaims,
+    id: string,
+    limit: number | undefined,
+    cursor: string | undefined,
+  ): Promise<DeliveryListView> {
+    await this.get(account, id);
+    const size = limit ?? DEFAULT_PAGE_SIZE;
+    const after = cursor === undefined ? undefined : decodeCursor(cursor, DELIVERY_ID);
+    if (cursor !== undefined && after === undefined) throw validationError([{ field: 'cursor', message: 'is not a valid cursor' }]);
+    const page = await this.options.deliveries.list(id, size, after);
+    const last = page.items[page.items.length - 1];
+    return {
+      data: page.items,
+      pagination: {
+        limit: size,
+        next_cursor: page.has_more && last ? encodeCursor({ created_at: last.created_at, id: last.id }) : null,
+        has_more: page.has_more,
+      },
+    };
+  }
+
+  /**
+   * One more attempt of a finished delivery, now (the dispatcher sends it;
+   * no automatic retries follow and it never deactivates). A pending delivery
+   * is already scheduled and is returned as it is.
+   */
+  async retryDelivery(account: AccountClaims, id: string, deliveryId: string): Promise<DeliveryView> {
+    const subscription = await this.get(account, id);
+    if (!DELIVERY_ID.test(deliveryId)) throw deliveryNotFound();
+    if (!subscription.is_active) throw inactiveProblem();
+    const delivery = await this.options.deliveries.retry(id, deliveryId, this.clock.now());
+    if (!delivery) throw deliveryNotFound();
+    return delivery;
+  }
+
+  /** Queues a signed `webhook.test` event for the subscription (one attempt, sent by the dispatcher). */
+  async sendTest(account: AccountClaims, id: string): Promise<DeliveryView> {
+    const subscription = await this.get(account, id);
+    if (!subscription.is_active) throw inactiveProblem();
+    const now = this.clock.now();
+    const eventId = prefixedId('evt', this.ids);
+    const body = JSON.stringify({
+      id: eventId,
+      type: TEST_EVENT_TYPE,
+      created_at: new Date(now).toISOString(),
+      data: { webhook_id: id, message: 'This is a test event sent from the webhook settings.' },
+    });
+    return this.options.deliveries.createManual({
+      id: prefixedId('dlv', this.ids),
+      subscriptionId: id,
+      eventId,
+      eventType: TEST_EVENT_TYPE,
+      body,
+      now,
+    });
+  }
+
+  /** A new signing secret, effective for every attempt from now on; returned in clear this once. */
+  async rotateSecret(account: AccountClaims, id: string): Promise<SubscriptionView> {
+    if (!WEBHOOK_ID.test(id)) throw subscriptionNotFound();
+    const secret = this.secrets();
+    const updated = await this.options.store.rotateSecret(account.account_id, id, secret, this.clock.now());
+    if (!updated) throw subscriptionNotFound();
+    return { ...view(updated), secret };
+  }
+
   /**
    * Content checks of whichever of url, events and facility_ids are present
    * (URL resolution and facility existence run in parallel), merged with the
@@ -184,6 +263,13 @@ export class WebhookService {
     if (result.retryable) throw serviceUnavailable('dns', 2);
     return [{ field: 'url', message: result.message }];
   }
+}
+
+function inactiveProblem() {
+  return validationError(
+    [{ field: 'is_active', message: 'the subscription is inactive; reactivate it with PATCH {"is_active": true} first' }],
+    'The subscription is inactive. Reactivate it before sending deliveries to it.',
+  );
 }
 
 function normaliseFacilityIds(value: unknown): string[] | null {

@@ -62,3 +62,37 @@ export const SubscriptionList = Type.Object({
     has_more: Type.Boolean(),
   }),
 });
+
+export const DeliveryParams = Type.Object({ id: Type.String(), delivery_id: Type.String() });
+
+export const AttemptSchema = Type.Object({
+  attempt: Type.Integer(),
+  started_at: Timestamp,
+  latency_ms: Type.Union([Type.Integer(), Type.Null()]),
+  response_status: Type.Union([Type.Integer(), Type.Null()]),
+  error: Type.Union([Type.String(), Type.Null()]),
+  outcome: Type.String(),
+});
+
+export const DeliverySchema = Type.Object({
+  id: Type.String(),
+  event_id: Type.String(),
+  event_type: Type.String(),
+  status: Type.String(),
+  attempt_count: Type.Integer(),
+  next_attempt_at: Type.Union([Timestamp, Type.Null()]),
+  created_at: Timestamp,
+  updated_at: Timestamp,
+  attempts: Type.Array(AttemptSchema),
+});
+
+export const DeliveryEnvelope = Type.Object({ data: DeliverySchema });
+
+export const DeliveryList = Type.Object({
+  data: Type.Array(DeliverySchema),
+  pagination: Type.Object({
+    limit: Type.Integer(),
+    next_cursor: Type.Union([Type.String(), Type.Null()]),
+    has_more: Type.Boolean(),
+  }),
+});

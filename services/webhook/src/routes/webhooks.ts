@@ -3,7 +3,17 @@ import type { Static } from '@sinclair/typebox';
 import { Ajv } from 'ajv';
 import type { FastifyInstance, FastifyRequest, FastifySchemaCompiler } from 'fastify';
 import type { WebhookService } from '../domain/webhooks';
-import { CreateBody, type IdParams, ListQuery, PatchBody, SubscriptionEnvelope, SubscriptionList } from './schemas';
+import {
+  CreateBody,
+  DeliveryEnvelope,
+  DeliveryList,
+  type DeliveryParams,
+  type IdParams,
+  ListQuery,
+  PatchBody,
+  SubscriptionEnvelope,
+  SubscriptionList,
+} from './schemas';
 
 /** The verified caller of each request (a WeakMap rather than a request decoration: no global type augmentation). */
 const accounts = new WeakMap<FastifyRequest, AccountClaims>();
@@ -107,6 +117,37 @@ export async function webhookRoutes(app: FastifyInstance, options: WebhookRoutes
     return reply.code(204).send();
   });
 
+  app.get<{ Params: Static<typeof IdParams>; Querystring: Static<typeof ListQuery> }>(
+    '/v1/webhooks/:id/deliveries',
+    { schema: { querystring: ListQuery, response: { 200: DeliveryList } } },
+    async (request) => service.listDeliveries(account(request), request.params.id, request.query.limit, request.query.cursor),
+  );
+
+  app.post<{ Params: Static<typeof DeliveryParams> }>(
+    '/v1/webhooks/:id/deliveries/:delivery_id/retry',
+    { schema: { response: { 202: DeliveryEnvelope } } },
+    async (request, reply) => {
+      const delivery = await service.retryDelivery(account(request), request.params.id, request.params.delivery_id);
+      return reply.code(202).send({ data: delivery });
+    },
+  );
+
+  app.post<{ Params: Static<typeof IdParams> }>(
+    '/v1/webhooks/:id/test',
+    { schema: { response: { 202: DeliveryEnvelope } } },
+    async (request, reply) => reply.code(202).send({ data: await service.sendTest(account(request), request.params.id) }),
+  );
+
+  app.post<{ Params: Static<typeof IdParams> }>(
+    '/v1/webhooks/:id/rotate-secret',
+    { schema: { response: { 200: SubscriptionEnvelope } } },
+    async (request) => ({ data: await service.rotateSecret(account(request), request.params.id) }),
+  );
+
   methodNotAllowed(app, '/v1/webhooks', ['GET', 'POST']);
+  methodNotAllowed(app, '/v1/webhooks/:id/deliveries', ['GET']);
+  methodNotAllowed(app, '/v1/webhooks/:id/deliveries/:delivery_id/retry', ['POST']);
+  methodNotAllowed(app, '/v1/webhooks/:id/test', ['POST']);
+  methodNotAllowed(app, '/v1/webhooks/:id/rotate-secret', ['POST']);
   methodNotAllowed(app, '/v1/webhooks/:id', ['GET', 'PATCH', 'DELETE']);
 }
