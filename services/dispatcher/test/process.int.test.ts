@@ -1,0 +1,252 @@
+import { execFileSync } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { rmSync } from 'node:fs';
+import { eventually, freePort, type LogLine, repoRoot, type ServiceProcess, startService, uniqueName } from '@fcd/testing';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  attemptsOf,
+  type Bus,
+  deliveriesOf,
+  openBus,
+  PrivateNats,
+  Receiver,
+  SECRET_KEY,
+  setupDb,
+  sleep,
+  subscribe,
+  type TestDb,
+  teardownDb,
+  testCertificate,
+  violationEvent,
+} from './helpers';
+
+/**
+ * The built dispatcher as a process (built here with `npm run build -w
+ * @fcd/dispatcher`), against a private nats-server that the tests restart,
+ * delivering over HTTPS to a receiver whose self-signed certificate the
+ * process trusts through NODE_EXTRA_CA_CERTS.
+ */
+let db: TestDb;
+let nats: PrivateNats;
+let receiver: Receiver;
+let cert: ReturnType<typeof testCertificate>;
+const running: ServiceProcess[] = [];
+const buses: Bus[] = [];
+
+beforeAll(async () => {
+  execFileSync('npm', ['run', 'build', '-w', '@fcd/dispatcher'], { cwd: repoRoot, stdio: 'ignore' });
+  cert = testCertificate();
+  db = await setupDb('dispatcher_proc');
+  nats = new PrivateNats(await freePort());
+  await nats.start();
+  receiver = new Receiver(cert);
+  await receiver.start();
+}, 120_000);
+
+afterAll(async () => {
+  for (const p of running) await p.stop('SIGKILL');
+  for (const b of buses) await b.nc.close().catch(() => undefined);
+  await receiver?.close();
+  await nats?.stop();
+  if (nats) rmSync(nats.dir, { recursive: true, force: true });
+  await teardownDb(db);
+});
+
+function env(stream: string, extra: Record<string, string> = {}): Record<string, string> {
+  return {
+    PORT: '0',
+    METRICS_PORT: '0',
+    HOST: '127.0.0.1',
+    DATABASE_URL: db.database.url,
+    NATS_URL: nats.url,
+    EVENTS_STREAM: stream,
+    EVENTS_SUBJECT_PREFIX: stream.toLowerCase(),
+    DISPATCHER_CONSUMER: `c_${stream}`,
+    WEBHOOK_SECRET_KEY: SECRET_KEY,
+    WEBHOOK_ALLOW_PRIVATE_URLS: 'true',
+    WEBHOOK_RETRY_SCHEDULE: '300ms,300ms,300ms,300ms,300ms',
+    DISPATCHER_POLL_MS: '100',
+    NODE_EXTRA_CA_CERTS: cert.certFile,
+    ...extra,
+  };
+}
+
+async function start(e: Record<string, string>): Promise<{ svc: ServiceProcess; base: string; metrics: string }> {
+  const svc = await startService('dispatcher', e);
+  running.push(svc);
+  const ready = svc.logs().find((l) => l.msg === 'ready') as LogLine & { port: number; metricsPort: number };
+  const base = `http://127.0.0.1:${ready.port}`;
+  await eventually(
+    () => fetch(`${base}/readyz`).then((r) => r.status),
+    (s) => s === 200,
+  );
+  return { svc, base, metrics: `http://127.0.0.1:${ready.metricsPort}` };
+}
+
+async function bus(stream: string): Promise<Bus> {
+  const b = await openBus(stream, nats.url);
+  buses.push(b);
+  // The dispatcher creates the stream when missing; wait for it.
+  await eventually(
+    () =>
+      b.jsm.streams.info(stream).then(
+        () => true,
+        () => false,
+      ),
+    (ok) => ok,
+  );
+  return b;
+}
+
+const path = () => `/hook/${randomUUID()}`;
+
+describe('the dispatcher process', () => {
+  it('serves /healthz, /readyz (Postgres and NATS) and /metrics, and delivers over HTTPS trusting NODE_EXTRA_CA_CERTS', async () => {
+    const stream = uniqueName('DP_BASIC').toUpperCase();
+    const { base, metrics, svc } = await start(env(stream));
+    expect((await fetch(`${base}/healthz`)).status).toBe(200);
+    const ready = await (await fetch(`${base}/readyz`)).json();
+    expect(ready.data.checks).toEqual({ postgres: { status: 'up' }, nats: { status: 'up' } });
+    const facility = randomUUID();
+    const p = path();
+    const sub = await subscribe(db, { url: receiver.url(p), facility_ids: [facility] });
+    const b = await bus(stream);
+    await b.publish(violationEvent(facility));
+    await eventually(
+      async () => receiver.at(p).length,
+      (n) => n === 1,
+    );
+    const text = await eventually(
+      () => fetch(`${metrics}/metrics`).then((r) => r.text()),
+      (t) => /fcd_dispatcher_attempts_total\{[^}]*result="success"[^}]*\} 1/.test(t),
+    );
+    for (const name of [
+      'fcd_dispatcher_deliveries_total',
+      'fcd_dispatcher_attempt_duration_seconds_bucket',
+      'fcd_dispatcher_retries_scheduled_total',
+      'fcd_dispatcher_deactivations_total',
+      'fcd_dispatcher_consumer_pending',
+      'fcd_dispatcher_event_to_first_attempt_seconds_bucket',
+    ]) {
+      expect(text).toContain(name);
+    }
+    // Secrets and signatures never reach the logs.
+    const all = svc.output.join('\n');
+    expect(all).not.toContain(sub.secret);
+    expect(all).not.toContain(receiver.at(p)[0]?.headers['x-service-signature']);
+    expect(await svc.stop()).toBe(0);
+  });
+
+  it('SIGKILLed with a retry pending, restarted: the retry still happens, once', async () => {
+    const stream = uniqueName('DP_KILL').toUpperCase();
+    const e = env(stream, { WEBHOOK_RETRY_SCHEDULE: '2s,2s,2s,2s,2s' });
+    const first = await start(e);
+    const facility = randomUUID();
+    const p = path();
+    receiver.behaviours.set(p, (_r, n) => (n === 1 ? 500 : 200));
+    const sub = await subscribe(db, { url: receiver.url(p), facility_ids: [facility] });
+    await (await bus(stream)).publish(violationEvent(facility));
+    await eventually(
+      () => attemptsOf(db, sub.id),
+      (a) => a.length === 1,
+    );
+    await first.svc.stop('SIGKILL');
+    await start(e);
+    await eventually(
+      () => deliveriesOf(db, sub.id),
+      (d) => d[0]?.status === 'succeeded',
+    );
+    await sleep(500);
+    const got = receiver.at(p);
+    expect(got.map((r) => r.headers['x-service-delivery-attempt'])).toEqual(['1', '2']);
+    expect((got[1]?.at ?? 0) - (got[0]?.at ?? 0)).toBeGreaterThanOrEqual(1980);
+    expect((await attemptsOf(db, sub.id)).map((a) => a.outcome)).toEqual(['failure', 'success']);
+  });
+
+  it('two replicas share the consumer and the due work: each delivery is sent once', async () => {
+    const stream = uniqueName('DP_TWO').toUpperCase();
+    await start(env(stream));
+    await start(env(stream));
+    const facility = randomUUID();
+    const p = path();
+    const sub = await subscribe(db, { url: receiver.url(p), facility_ids: [facility] });
+    const b = await bus(stream);
+    const events = Array.from({ length: 40 }, () => violationEvent(facility));
+    await Promise.all(events.map((ev) => b.publish(ev)));
+    await eventually(
+      async () => receiver.at(p).length,
+      (n) => n >= 40,
+    );
+    await sleep(500);
+    const ids = receiver.at(p).map((r) => r.headers['x-service-event-id']);
+    expect(ids).toHaveLength(40);
+    expect(new Set(ids)).toEqual(new Set(events.map((ev) => ev.id)));
+    expect((await deliveriesOf(db, sub.id)).every((d) => d.attempt_count === 1)).toBe(true);
+  });
+
+  it('NATS restarted mid-stream: no event is lost', async () => {
+    const stream = uniqueName('DP_NATS').toUpperCase();
+    await start(env(stream));
+    const facility = randomUUID();
+    const p = path();
+    await subscribe(db, { url: receiver.url(p), facility_ids: [facility] });
+    const b = await bus(stream);
+    const before = Array.from({ length: 10 }, () => violationEvent(facility));
+    for (const ev of before) await b.publish(ev);
+    await nats.stop();
+    await sleep(300);
+    await nats.start();
+    const after = Array.from({ length: 10 }, () => violationEvent(facility));
+    for (const ev of after) {
+      await eventually(
+        () =>
+          b.publish(ev).then(
+            () => true,
+            () => false,
+          ),
+        (ok) => ok,
+      );
+    }
+    await eventually(
+      async () => new Set(receiver.at(p).map((r) => r.headers['x-service-event-id'])).size,
+      (n) => n === 20,
+      20_000,
+    );
+    expect(new Set(receiver.at(p).map((r) => r.headers['x-service-event-id']))).toEqual(new Set([...before, ...after].map((ev) => ev.id)));
+  });
+
+  it('with private URLs disallowed, a subscription whose host is loopback is never contacted', async () => {
+    const stream = uniqueName('DP_PRIV').toUpperCase();
+    await start(env(stream, { WEBHOOK_ALLOW_PRIVATE_URLS: 'false' }));
+    const facility = randomUUID();
+    const p = path();
+    const sub = await subscribe(db, { url: `https://localhost:${receiver.port}${p}`, facility_ids: [facility] });
+    await (await bus(stream)).publish(violationEvent(facility));
+    const attempts = await eventually(
+      () => attemptsOf(db, sub.id),
+      (a) => a.length >= 1,
+    );
+    expect(attempts[0]).toMatchObject({ outcome: 'failure', response_status: null });
+    expect(attempts[0]?.error).toContain('url refused');
+    expect(receiver.at(p)).toHaveLength(0);
+  });
+
+  it('SIGTERM finishes the send in flight, records it, and exits 0', async () => {
+    const stream = uniqueName('DP_TERM').toUpperCase();
+    const { svc } = await start(env(stream, { WEBHOOK_TIMEOUT_MS: '1500' }));
+    const facility = randomUUID();
+    const p = path();
+    receiver.behaviours.set(p, () => 'hang');
+    const sub = await subscribe(db, { url: receiver.url(p), facility_ids: [facility] });
+    await (await bus(stream)).publish(violationEvent(facility));
+    await eventually(
+      async () => receiver.at(p).length,
+      (n) => n === 1,
+    );
+    const code = await svc.stop('SIGTERM');
+    expect(code).toBe(0);
+    const attempts = await attemptsOf(db, sub.id);
+    expect(attempts).toHaveLength(1);
+    expect(attempts[0]?.error).toBe('timed out waiting for the response');
+  });
+});
