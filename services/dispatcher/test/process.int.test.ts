@@ -105,7 +105,7 @@ describe('the dispatcher process', () => {
     const stream = uniqueName('DP_BASIC').toUpperCase();
     const { base, metrics, svc } = await start(env(stream));
     expect((await fetch(`${base}/healthz`)).status).toBe(200);
-    const ready = await (await fetch(`${base}/readyz`)).json();
+    const ready = (await (await fetch(`${base}/readyz`)).json()) as { data: { checks: unknown } };
     expect(ready.data.checks).toEqual({ postgres: { status: 'up' }, nats: { status: 'up' } });
     const facility = randomUUID();
     const p = path();
