@@ -39,7 +39,6 @@ const pct = (sorted, p) => sorted[Math.min(sorted.length - 1, Math.floor((p / 10
 // Receiver ------------------------------------------------------------------
 const latencies = [];
 let received = 0;
-let firstAt = 0;
 let lastAt = 0;
 let countLatency = true;
 const receiver = createServer((req, res) => {
@@ -49,7 +48,6 @@ const receiver = createServer((req, res) => {
     const now = Date.now();
     if (countLatency) {
       received++;
-      firstAt ||= now;
       lastAt = now;
       try {
         latencies.push(now - Date.parse(JSON.parse(Buffer.concat(chunks).toString()).created_at));
