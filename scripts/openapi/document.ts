@@ -97,6 +97,8 @@ interface OperationInfo {
   operationId: string;
   summary: string;
   description?: string;
+  /** Error statuses beyond the ones derived from the route's shape. */
+  errors?: number[];
 }
 
 const OPERATIONS: Record<string, OperationInfo> = {
@@ -163,6 +165,33 @@ const OPERATIONS: Record<string, OperationInfo> = {
     summary: 'Delete a webhook subscription',
     description: 'Nothing more is delivered to it.',
   },
+  'GET /v1/webhooks/:webhook_id/deliveries': {
+    tag: 'Webhooks',
+    operationId: 'listWebhookDeliveries',
+    summary: "A subscription's delivery log, newest first",
+    description: 'Each delivery with its status, next attempt time and every attempt (response status, latency, error).',
+  },
+  'POST /v1/webhooks/:webhook_id/deliveries/:delivery_id/retry': {
+    tag: 'Webhooks',
+    operationId: 'retryWebhookDelivery',
+    summary: 'Attempt a finished delivery once more, now',
+    description:
+      'No automatic retries follow and it never deactivates the subscription. A pending delivery is already scheduled and is returned as it is. An inactive subscription is a VALIDATION_ERROR.',
+    errors: [400],
+  },
+  'POST /v1/webhooks/:webhook_id/test': {
+    tag: 'Webhooks',
+    operationId: 'testWebhook',
+    summary: 'Send a signed `webhook.test` event (one attempt)',
+    description: 'An inactive subscription is a VALIDATION_ERROR.',
+    errors: [400],
+  },
+  'POST /v1/webhooks/:webhook_id/rotate-secret': {
+    tag: 'Webhooks',
+    operationId: 'rotateWebhookSecret',
+    summary: 'Replace the signing secret',
+    description: 'The new secret is effective for every attempt from now on and is returned in clear this once.',
+  },
 };
 
 const TAGS = [
@@ -177,6 +206,7 @@ const TAGS = [
 const PATH_PARAMETERS: Record<string, string> = {
   facility_id: 'Facility UUID. A malformed or unknown id is 404 NOT_FOUND.',
   case_id: 'Case UUID. A malformed or unknown id is 404 NOT_FOUND.',
+  delivery_id: 'Delivery id (`dlv_<uuid>`). Unknown and malformed ids are 404 NOT_FOUND.',
   webhook_id: "Subscription id (`wh_<uuid>`). Unknown, malformed and other accounts' ids are all 404 NOT_FOUND.",
 };
 
@@ -354,8 +384,9 @@ function operation(route: CollectedRoute): JsonObject {
     };
   }
   if (route.method === 'DELETE') responses['204'] = { description: 'Deleted. No body.', headers: RATE_LIMIT_HEADERS };
-  const errors = new Set<number>([500]);
-  if (isV1) for (const s of [400, 401, 429, 503]) errors.add(s);
+  const errors = new Set<number>([500, ...(info.errors ?? [])]);
+  if (isV1) for (const s of [401, 429, 503]) errors.add(s);
+  if (hasBody || route.schema.querystring) errors.add(400);
   if (paramNames(route.path).length > 0) errors.add(404);
   if (webhook) errors.add(403);
   if (hasBody) for (const s of [413, 415]) errors.add(s);

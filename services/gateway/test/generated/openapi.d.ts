@@ -225,6 +225,86 @@ export interface paths {
     patch: operations['updateWebhook'];
     trace?: never;
   };
+  '/v1/webhooks/{webhook_id}/deliveries': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * A subscription's delivery log, newest first
+     * @description Each delivery with its status, next attempt time and every attempt (response status, latency, error).
+     */
+    get: operations['listWebhookDeliveries'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/webhooks/{webhook_id}/deliveries/{delivery_id}/retry': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Attempt a finished delivery once more, now
+     * @description No automatic retries follow and it never deactivates the subscription. A pending delivery is already scheduled and is returned as it is. An inactive subscription is a VALIDATION_ERROR.
+     */
+    post: operations['retryWebhookDelivery'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/webhooks/{webhook_id}/rotate-secret': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Replace the signing secret
+     * @description The new secret is effective for every attempt from now on and is returned in clear this once.
+     */
+    post: operations['rotateWebhookSecret'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/webhooks/{webhook_id}/test': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Send a signed `webhook.test` event (one attempt)
+     * @description An inactive subscription is a VALIDATION_ERROR.
+     */
+    post: operations['testWebhook'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -698,7 +778,6 @@ export interface operations {
           };
         };
       };
-      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       404: components['responses']['NotFound'];
       429: components['responses']['TooManyRequests'];
@@ -876,7 +955,6 @@ export interface operations {
           };
         };
       };
-      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       404: components['responses']['NotFound'];
       429: components['responses']['TooManyRequests'];
@@ -1235,7 +1313,6 @@ export interface operations {
           };
         };
       };
-      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
@@ -1267,7 +1344,6 @@ export interface operations {
         };
         content?: never;
       };
-      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
@@ -1329,6 +1405,223 @@ export interface operations {
       404: components['responses']['NotFound'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
+      429: components['responses']['TooManyRequests'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  listWebhookDeliveries: {
+    parameters: {
+      query?: {
+        /** @description Opaque cursor: `pagination.next_cursor` of the previous page. */
+        cursor?: string;
+        /** @description Page size, 1–100 (default 25). */
+        limit?: number;
+      };
+      header?: never;
+      path: {
+        /** @description Subscription id (`wh_<uuid>`). Unknown, malformed and other accounts' ids are all 404 NOT_FOUND. */
+        webhook_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: {
+              attempt_count: number;
+              attempts: {
+                attempt: number;
+                error: string | null;
+                latency_ms: number | null;
+                outcome: string;
+                response_status: number | null;
+                started_at: string;
+              }[];
+              created_at: string;
+              event_id: string;
+              event_type: string;
+              id: string;
+              next_attempt_at: string | null;
+              status: string;
+              updated_at: string;
+            }[];
+            pagination: {
+              has_more: boolean;
+              limit: number;
+              next_cursor: string | null;
+            };
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['TooManyRequests'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  retryWebhookDelivery: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Delivery id (`dlv_<uuid>`). Unknown and malformed ids are 404 NOT_FOUND. */
+        delivery_id: string;
+        /** @description Subscription id (`wh_<uuid>`). Unknown, malformed and other accounts' ids are all 404 NOT_FOUND. */
+        webhook_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK. */
+      202: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: {
+              attempt_count: number;
+              attempts: {
+                attempt: number;
+                error: string | null;
+                latency_ms: number | null;
+                outcome: string;
+                response_status: number | null;
+                started_at: string;
+              }[];
+              created_at: string;
+              event_id: string;
+              event_type: string;
+              id: string;
+              next_attempt_at: string | null;
+              status: string;
+              updated_at: string;
+            };
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['TooManyRequests'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  rotateWebhookSecret: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Subscription id (`wh_<uuid>`). Unknown, malformed and other accounts' ids are all 404 NOT_FOUND. */
+        webhook_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: {
+              created_at: string;
+              deactivated_at: string | null;
+              deactivation_reason: string | null;
+              events: string[];
+              facility_ids: string[] | null;
+              id: string;
+              is_active: boolean;
+              secret: string;
+              updated_at: string;
+              url: string;
+            };
+          };
+        };
+      };
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['TooManyRequests'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  testWebhook: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Subscription id (`wh_<uuid>`). Unknown, malformed and other accounts' ids are all 404 NOT_FOUND. */
+        webhook_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK. */
+      202: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: {
+              attempt_count: number;
+              attempts: {
+                attempt: number;
+                error: string | null;
+                latency_ms: number | null;
+                outcome: string;
+                response_status: number | null;
+                started_at: string;
+              }[];
+              created_at: string;
+              event_id: string;
+              event_type: string;
+              id: string;
+              next_attempt_at: string | null;
+              status: string;
+              updated_at: string;
+            };
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
       429: components['responses']['TooManyRequests'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];

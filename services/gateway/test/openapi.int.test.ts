@@ -1,0 +1,446 @@
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import {
+  createTestDatabase,
+  repoRoot,
+  type ServiceProcess,
+  type Stack,
+  startService,
+  startStack,
+  TEST_INTERNAL_AUTH_SECRET,
+  type TestDatabase,
+  testUrls,
+} from '@fcd/testing';
+import { Ajv2020 } from 'ajv/dist/2020';
+import addFormats from 'ajv-formats';
+import createClient from 'openapi-fetch';
+import { chromium } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import document from '../src/openapi/openapi.json';
+import { PUBLIC_ROUTES } from '../src/routes/table';
+import type { paths } from './generated/openapi';
+
+/**
+ * The API reference against the implementation, through a running stack
+ * (usage + gateway + the real facility and webhook services):
+ * - the documented operations are exactly the gateway's route table plus the health checks;
+ * - every documented operation answers as documented: status among the documented ones, body valid
+ *   against the documented schema, documented headers present;
+ * - /docs renders in headless Chromium with every operation listed (screenshot in .run/docs.png);
+ * - a client generated from the document (openapi-typescript + openapi-fetch) performs the quick start.
+ */
+
+type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+type JsonObject = { [key: string]: Json };
+const doc = document as unknown as JsonObject;
+const docPaths = doc.paths as Record<string, Record<string, JsonObject>>;
+
+const CHROMIUM = '/usr/bin/chromium';
+const CHROMIUM_ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
+const INGEST_TOKEN = 'openapi-test-ingest-token-0123456789abcdef';
+const SECRET_KEY = Buffer.alloc(32, 7);
+const HOOK_URL = 'https://93.184.215.14/hook';
+const UNKNOWN_UUID = '00000000-0000-4000-8000-000000000000';
+
+const documented: string[] = Object.entries(docPaths).flatMap(([path, item]) =>
+  Object.keys(item).map((method) => `${method.toUpperCase()} ${path}`),
+);
+const tablePath = (p: string) => p.replace(/:([^/]+)/g, '{$1}');
+
+// ---- JSON Schema validation against the document (JSON pointers into it, so $refs resolve) ----
+const ajv = new Ajv2020({ strict: false, allErrors: true, validateSchema: false });
+addFormats(ajv);
+ajv.addSchema(doc, 'openapi.json');
+const escapePointer = (s: string) => s.replace(/~/g, '~0').replace(/\//g, '~1');
+
+function resolveRef(node: Json | undefined): { value: JsonObject; pointer?: string } {
+  const ref = node && typeof node === 'object' && !Array.isArray(node) ? node.$ref : undefined;
+  if (typeof ref !== 'string') return { value: (node ?? {}) as JsonObject };
+  let target: Json = doc;
+  for (const part of ref.replace(/^#\//, '').split('/')) target = (target as JsonObject)[part] as Json;
+  return { value: target as JsonObject, pointer: ref.replace(/^#/, '') };
+}
+
+interface Answer {
+  status: number;
+  headers: Headers;
+  text: string;
+  body: unknown;
+}
+
+/** Asserts that the answer is one the document promises for this operation. */
+function expectDocumented(operation: string, answer: Answer): void {
+  const [method, path] = operation.split(' ') as [string, string];
+  const responses = docPaths[path]?.[method.toLowerCase()]?.responses as JsonObject | undefined;
+  expect(responses, `${operation} is documented`).toBeDefined();
+  const entry = responses?.[String(answer.status)];
+  expect(entry, `${operation} answered ${answer.status}, documented: ${Object.keys(responses ?? {})}; body ${answer.text}`).toBeDefined();
+  const { value: response, pointer } = resolveRef(entry);
+  const base = pointer ?? `/paths/${escapePointer(path)}/${method.toLowerCase()}/responses/${answer.status}`;
+  const content = response.content as JsonObject | undefined;
+  if (content) {
+    expect(answer.headers.get('content-type')).toMatch(/^application\/json/);
+    const validate = ajv.getSchema(`openapi.json#${base}/content/application~1json/schema`);
+    expect(validate, `schema of ${operation} ${answer.status}`).toBeDefined();
+    const valid = validate?.(answer.body);
+    expect(valid, `${operation} ${answer.status}: ${JSON.stringify(validate?.errors)}; body ${answer.text.slice(0, 500)}`).toBe(true);
+  } else {
+    expect(answer.text, `${operation} ${answer.status} has no documented body`).toBe('');
+  }
+  for (const header of Object.keys((response.headers ?? {}) as JsonObject)) {
+    expect(answer.headers.get(header), `${operation} ${answer.status}: header ${header}`).not.toBeNull();
+  }
+}
+
+// ---- the stack ----
+let db: TestDatabase;
+let facility: ServiceProcess;
+let webhook: ServiceProcess;
+let stack: Stack;
+let gateway: string;
+let proKey: string;
+let freeKey: string;
+const ids = { facility: '', case: '' };
+const portOf = (p: ServiceProcess) => p.logs().find((l) => l.msg === 'ready')?.port as number;
+
+async function call(path: string, init: { method?: string; key?: string; body?: unknown; contentType?: string } = {}): Promise<Answer> {
+  const headers: Record<string, string> = {};
+  if (init.key) headers['x-api-key'] = init.key;
+  if (init.body !== undefined) headers['content-type'] = init.contentType ?? 'application/json';
+  const res = await fetch(`${gateway}${path}`, {
+    method: init.method ?? 'GET',
+    headers,
+    body: init.body === undefined ? undefined : JSON.stringify(init.body),
+  });
+  const text = await res.text();
+  return {
+    status: res.status,
+    headers: res.headers,
+    text,
+    body: text && /json/.test(res.headers.get('content-type') ?? '') ? (JSON.parse(text) as unknown) : undefined,
+  };
+}
+
+beforeAll(async () => {
+  db = await createTestDatabase('gateway_openapi');
+  facility = await startService('facility', {
+    PORT: '0',
+    METRICS_PORT: '0',
+    HOST: '127.0.0.1',
+    DATABASE_URL: db.url,
+    NATS_URL: testUrls.nats,
+    INTERNAL_AUTH_SECRET: TEST_INTERNAL_AUTH_SECRET,
+    INGEST_TOKEN,
+    RELAY_ENABLED: 'false',
+  });
+  const facilityBase = `http://127.0.0.1:${portOf(facility)}`;
+  webhook = await startService('webhook', {
+    PORT: '0',
+    METRICS_PORT: '0',
+    HOST: '127.0.0.1',
+    DATABASE_URL: db.url,
+    INTERNAL_AUTH_SECRET: TEST_INTERNAL_AUTH_SECRET,
+    WEBHOOK_SECRET_KEY: SECRET_KEY.toString('base64'),
+    FACILITY_URL: facilityBase,
+  });
+  stack = await startStack({
+    label: 'gateway_openapi',
+    database: db,
+    facilityUrl: facilityBase,
+    webhookUrl: `http://127.0.0.1:${portOf(webhook)}`,
+  });
+  gateway = stack.gatewayUrls[0] as string;
+  const ingest = await fetch(`${facilityBase}/internal/v1/ingest`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${INGEST_TOKEN}`, 'content-type': 'application/json' },
+    body: JSON.stringify({
+      facilities: [
+        {
+          registry_id: '110000000101',
+          name: 'OpenAPI Refinery',
+          street: '1 Main St',
+          city: 'Houston',
+          state: 'TX',
+          zip: '77001',
+          county: 'Harris',
+          latitude: 29.76,
+          longitude: -95.37,
+          naics_codes: ['324110'],
+          programs: ['CAA', 'RCRA'],
+          compliance_status: 'violation',
+          last_inspection_date: '2026-01-15',
+        },
+        { registry_id: '110000000102', name: 'OpenAPI Mill', state: 'VT', compliance_status: 'no_violation', programs: ['CWA'] },
+      ],
+      violations: [
+        {
+          source_id: 'openapi-v1',
+          registry_id: '110000000101',
+          program: 'CAA',
+          violation_type: 'Emissions',
+          violation_date: '2026-02-01',
+          severity: 'significant',
+        },
+      ],
+      cases: [
+        {
+          case_number: 'OPENAPI-CASE-1',
+          case_type: 'judicial',
+          status: 'filed',
+          lead_agency: 'EPA',
+          filed_date: '2026-03-01',
+          registry_ids: ['110000000101'],
+        },
+      ],
+    }),
+  });
+  const ingested = await ingest.text();
+  expect(ingest.status, ingested).toBe(200);
+  expect(JSON.parse(ingested).data.errors, ingested).toEqual([]);
+  proKey = (await stack.createAccount('pro')).apiKey;
+  freeKey = (await stack.createAccount('free')).apiKey;
+  const listed = (await call('/v1/facilities?state=TX', { key: proKey })).body as { data: Array<{ id: string }> };
+  ids.facility = listed.data[0]?.id ?? '';
+  const cases = (await call('/v1/cases', { key: proKey })).body as { data: Array<{ id: string }> };
+  ids.case = cases.data[0]?.id ?? '';
+}, 90_000);
+
+afterAll(async () => {
+  await stack?.stop();
+  await webhook?.stop();
+  await facility?.stop();
+  await db?.drop();
+});
+
+describe('the OpenAPI document and the route table', () => {
+  it('documents exactly the gateway table routes plus the health checks', () => {
+    const table = PUBLIC_ROUTES.flatMap((r) => r.methods.map((m) => `${m} ${tablePath(r.path)}`));
+    expect([...documented].sort()).toEqual(['GET /healthz', 'GET /readyz', ...table].sort());
+    expect(doc.openapi).toBe('3.1.0');
+  });
+
+  it('serves the committed document at /openapi.json, unauthenticated and not counted', async () => {
+    const { apiKey, accountId } = await stack.createAccount('free');
+    const served = await call('/openapi.json', { key: apiKey });
+    expect(served.status).toBe(200);
+    expect(served.headers.get('content-type')).toBe('application/json; charset=utf-8');
+    expect(served.headers.get('x-ratelimit-limit')).toBeNull();
+    expect(served.body).toEqual(document);
+    const page = await call('/docs', { key: apiKey });
+    expect(page.status).toBe(200);
+    expect(page.headers.get('content-type')).toBe('text/html; charset=utf-8');
+    expect(page.headers.get('x-ratelimit-limit')).toBeNull();
+    expect(page.text).toContain('<h1>Facility Compliance Data API');
+    const usage = (await call('/v1/account/usage', { key: apiKey })).body as { data: { today: { request_count: number } } };
+    expect(usage.data.today.request_count).toBe(1);
+    expect(await stack.storedCount(accountId)).toBeLessThanOrEqual(1);
+  });
+});
+
+describe('every documented operation answers as documented', () => {
+  const exercised = new Map<string, Set<number>>();
+  const check = (operation: string, answer: Answer, expected: number) => {
+    expect(answer.status, `${operation}: ${answer.text.slice(0, 300)}`).toBe(expected);
+    expectDocumented(operation, answer);
+    const set = exercised.get(operation) ?? new Set<number>();
+    set.add(expected);
+    exercised.set(operation, set);
+  };
+
+  it('health checks: 200 without a key', async () => {
+    check('GET /healthz', await call('/healthz'), 200);
+    check('GET /readyz', await call('/readyz'), 200);
+  });
+
+  it('account and facility data: 200 with a Pro key, 400 for an unknown parameter, 401 without a key, 404 for unknown ids', async () => {
+    const reads: Array<[string, string]> = [
+      ['GET /v1/account/usage', '/v1/account/usage'],
+      ['GET /v1/facilities', '/v1/facilities?state=tx&program=CAA&compliance_status=violation&q=refinery&limit=5'],
+      ['GET /v1/facilities/{facility_id}', `/v1/facilities/${ids.facility}`],
+      ['GET /v1/facilities/{facility_id}/violations', `/v1/facilities/${ids.facility}/violations?severity=significant&since=2026-01-01`],
+      ['GET /v1/facilities/{facility_id}/cases', `/v1/facilities/${ids.facility}/cases?status=filed`],
+      ['GET /v1/violations', `/v1/violations?facility_id=${ids.facility}&limit=1`],
+      ['GET /v1/cases', `/v1/cases?facility_id=${ids.facility}`],
+      ['GET /v1/cases/{case_id}', `/v1/cases/${ids.case}`],
+    ];
+    for (const [op, url] of reads) {
+      const ok = await call(url, { key: proKey });
+      check(op, ok, 200);
+      expect(JSON.stringify(ok.body)).not.toBe('{"data":[]}');
+      const [method, path] = op.split(' ') as [string, string];
+      if (((docPaths[path]?.[method.toLowerCase()]?.responses ?? {}) as JsonObject)['400']) {
+        const sep = url.includes('?') ? '&' : '?';
+        check(op, await call(`${url}${sep}unknown_param=1`, { key: proKey }), 400);
+      }
+      check(op, await call(url), 401);
+    }
+    check('GET /v1/facilities', await call('/v1/facilities?state=TX', { key: proKey }), 200);
+    check('GET /v1/facilities/{facility_id}', await call(`/v1/facilities/${UNKNOWN_UUID}`, { key: proKey }), 404);
+    check('GET /v1/facilities/{facility_id}/violations', await call(`/v1/facilities/${UNKNOWN_UUID}/violations`, { key: proKey }), 404);
+    check('GET /v1/facilities/{facility_id}/cases', await call(`/v1/facilities/${UNKNOWN_UUID}/cases`, { key: proKey }), 404);
+    check('GET /v1/cases/{case_id}', await call(`/v1/cases/${UNKNOWN_UUID}`, { key: proKey }), 404);
+  });
+
+  it('webhooks: the full lifecycle with a Pro key, and 400/401/403/404/409/413/415', async () => {
+    const created = await call('/v1/webhooks', {
+      method: 'POST',
+      key: proKey,
+      body: { url: HOOK_URL, events: ['violation.new'], facility_ids: [ids.facility] },
+    });
+    check('POST /v1/webhooks', created, 201);
+    const id = (created.body as { data: { id: string } }).data.id;
+    const hook = `/v1/webhooks/${id}`;
+    check('GET /v1/webhooks', await call('/v1/webhooks?limit=10', { key: proKey }), 200);
+    check('GET /v1/webhooks/{webhook_id}', await call(hook, { key: proKey }), 200);
+    const test = await call(`${hook}/test`, { method: 'POST', key: proKey });
+    check('POST /v1/webhooks/{webhook_id}/test', test, 202);
+    const deliveryId = (test.body as { data: { id: string } }).data.id;
+    const retry = 'POST /v1/webhooks/{webhook_id}/deliveries/{delivery_id}/retry';
+    check(retry, await call(`${hook}/deliveries/${deliveryId}/retry`, { method: 'POST', key: proKey }), 202);
+    check(retry, await call(`${hook}/deliveries/dlv_${UNKNOWN_UUID}/retry`, { method: 'POST', key: proKey }), 404);
+    check('GET /v1/webhooks/{webhook_id}/deliveries', await call(`${hook}/deliveries?limit=5`, { key: proKey }), 200);
+    check('GET /v1/webhooks/{webhook_id}/deliveries', await call(`${hook}/deliveries?limit=500`, { key: proKey }), 400);
+    check('POST /v1/webhooks/{webhook_id}/rotate-secret', await call(`${hook}/rotate-secret`, { method: 'POST', key: proKey }), 200);
+    check('PATCH /v1/webhooks/{webhook_id}', await call(hook, { method: 'PATCH', key: proKey, body: {} }), 400);
+    check(
+      'PATCH /v1/webhooks/{webhook_id}',
+      await call(hook, { method: 'PATCH', key: proKey, body: { is_active: false, facility_ids: null } }),
+      200,
+    );
+    check('POST /v1/webhooks/{webhook_id}/test', await call(`${hook}/test`, { method: 'POST', key: proKey }), 400);
+    check(retry, await call(`${hook}/deliveries/${deliveryId}/retry`, { method: 'POST', key: proKey }), 400);
+    check('DELETE /v1/webhooks/{webhook_id}', await call(hook, { method: 'DELETE', key: proKey }), 204);
+
+    const byId: Array<[string, string, string, unknown]> = [
+      ['GET', 'GET /v1/webhooks/{webhook_id}', hook, undefined],
+      ['PATCH', 'PATCH /v1/webhooks/{webhook_id}', hook, { is_active: true }],
+      ['DELETE', 'DELETE /v1/webhooks/{webhook_id}', hook, undefined],
+      ['GET', 'GET /v1/webhooks/{webhook_id}/deliveries', `${hook}/deliveries`, undefined],
+      ['POST', retry, `${hook}/deliveries/${deliveryId}/retry`, undefined],
+      ['POST', 'POST /v1/webhooks/{webhook_id}/test', `${hook}/test`, undefined],
+      ['POST', 'POST /v1/webhooks/{webhook_id}/rotate-secret', `${hook}/rotate-secret`, undefined],
+    ];
+    for (const [method, op, url, body] of byId) {
+      check(op, await call(url, { method, key: proKey, body }), 404);
+      check(op, await call(url, { method, key: freeKey, body }), 403);
+      check(op, await call(url, { method, body }), 401);
+    }
+    check('POST /v1/webhooks', await call('/v1/webhooks', { method: 'POST', key: proKey, body: { url: 'http://x', events: [] } }), 400);
+    check(
+      'POST /v1/webhooks',
+      await call('/v1/webhooks', { method: 'POST', key: freeKey, body: { url: HOOK_URL, events: ['case.new'] } }),
+      403,
+    );
+    check('POST /v1/webhooks', await call('/v1/webhooks', { method: 'POST', body: { url: HOOK_URL, events: ['case.new'] } }), 401);
+    check(
+      'POST /v1/webhooks',
+      await call('/v1/webhooks', { method: 'POST', key: proKey, body: { url: HOOK_URL, events: ['case.new'] }, contentType: 'text/plain' }),
+      415,
+    );
+    check(
+      'PATCH /v1/webhooks/{webhook_id}',
+      await call(hook, { method: 'PATCH', key: proKey, body: { is_active: true }, contentType: 'text/plain' }),
+      415,
+    );
+    const big = { url: HOOK_URL, events: ['case.new'], pad: 'x'.repeat(70_000) };
+    check('POST /v1/webhooks', await call('/v1/webhooks', { method: 'POST', key: proKey, body: big }), 413);
+    check('PATCH /v1/webhooks/{webhook_id}', await call(hook, { method: 'PATCH', key: proKey, body: big }), 413);
+    check('GET /v1/webhooks', await call('/v1/webhooks?limit=0', { key: proKey }), 400);
+    check('GET /v1/webhooks', await call('/v1/webhooks', { key: freeKey }), 403);
+    check('GET /v1/webhooks', await call('/v1/webhooks'), 401);
+    // 409 LIMIT_REACHED: a fresh Pro account with 25 subscriptions.
+    const { apiKey } = await stack.createAccount('pro');
+    for (let i = 0; i < 25; i++) {
+      const r = await call('/v1/webhooks', { method: 'POST', key: apiKey, body: { url: `${HOOK_URL}/${i}`, events: ['case.new'] } });
+      expect(r.status).toBe(201);
+    }
+    check(
+      'POST /v1/webhooks',
+      await call('/v1/webhooks', { method: 'POST', key: apiKey, body: { url: HOOK_URL, events: ['case.new'] } }),
+      409,
+    );
+  });
+
+  it('429 RATE_LIMIT_EXCEEDED for a Free account over its limit answers as documented', async () => {
+    const { apiKey } = await stack.createAccount('free');
+    const answers = await Promise.all(Array.from({ length: 101 }, () => call('/v1/account/usage', { key: apiKey })));
+    expect(answers.filter((a) => a.status === 200)).toHaveLength(100);
+    const refused = answers.find((a) => a.status === 429) as Answer;
+    check('GET /v1/account/usage', refused, 429);
+    check('GET /v1/facilities', await call('/v1/facilities', { key: apiKey }), 429);
+  });
+
+  it('exercised every documented operation at least with its success status', () => {
+    for (const op of documented) {
+      const [method, path] = op.split(' ') as [string, string];
+      const success = Object.keys(docPaths[path]?.[method.toLowerCase()]?.responses ?? {}).filter((s) => s.startsWith('2'));
+      expect(success.length, op).toBeGreaterThan(0);
+      for (const s of success) expect(exercised.get(op)?.has(Number(s)), `${op} ${s}`).toBe(true);
+    }
+  });
+});
+
+describe('/docs in headless Chromium', () => {
+  it('lists every documented operation; screenshot saved to .run/docs.png', async () => {
+    if (!existsSync(CHROMIUM)) {
+      throw new Error(`${CHROMIUM} is missing: install it with \`apt-get update && apt-get install -y chromium\` (scripts/services.sh)`);
+    }
+    const browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+    try {
+      const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+      const response = await page.goto(`${gateway}/docs`);
+      expect(response?.status()).toBe(200);
+      expect(await page.title()).toBe('Facility Compliance Data API — API reference');
+      const headings = page.locator('section.op h3');
+      const shown = (await headings.allInnerTexts()).map((t) => t.replace(/\s+/g, ' ').trim());
+      expect([...shown].sort()).toEqual([...documented].sort());
+      for (let i = 0; i < shown.length; i++) expect(await headings.nth(i).isVisible(), shown[i]).toBe(true);
+      const dir = resolve(repoRoot, '.run');
+      mkdirSync(dir, { recursive: true });
+      const png = await page.screenshot({ fullPage: true });
+      writeFileSync(resolve(dir, 'docs.png'), png);
+      const saved = readFileSync(resolve(dir, 'docs.png'));
+      expect(saved.subarray(0, 8).toString('hex')).toBe('89504e470d0a1a0a');
+      expect(saved.readUInt32BE(16)).toBe(1280); // IHDR width
+      expect(saved.readUInt32BE(20)).toBeGreaterThan(3000); // a long page: every operation rendered
+      expect(saved.length).toBeGreaterThan(100_000);
+    } finally {
+      await browser.close();
+    }
+  });
+});
+
+describe('a client generated from the document (openapi-typescript + openapi-fetch)', () => {
+  it("performs the quick start's calls", async () => {
+    const client = createClient<paths>({ baseUrl: gateway, headers: { 'X-API-Key': proKey } });
+
+    const usage = await client.GET('/v1/account/usage');
+    expect(usage.response.status).toBe(200);
+    const tier: string | undefined = usage.data?.data.tier;
+    expect(tier).toBe('pro');
+    expect(usage.data?.data.daily_limit).toBe(25_000);
+
+    const facilities = await client.GET('/v1/facilities', { params: { query: { state: 'TX', limit: 5 } } });
+    expect(facilities.response.status).toBe(200);
+    expect(facilities.data?.data.map((f) => f.state)).toEqual(['TX']);
+    expect(facilities.data?.pagination).toEqual({ limit: 5, next_cursor: null, has_more: false });
+
+    const created = await client.POST('/v1/webhooks', { body: { url: HOOK_URL, events: ['violation.new', 'case.new'] } });
+    expect(created.response.status).toBe(201);
+    expect(created.data?.data).toMatchObject({ url: HOOK_URL, events: ['violation.new', 'case.new'], facility_ids: null, is_active: true });
+    expect(created.data?.data.secret).toMatch(/^whsec_[A-Za-z0-9_-]{32,}$/);
+
+    const refused = await createClient<paths>({ baseUrl: gateway }).GET('/v1/account/usage');
+    expect(refused.response.status).toBe(401);
+    expect(refused.error?.error.code).toBe('UNAUTHORIZED');
+  });
+});
