@@ -7,6 +7,7 @@
 //    used round-robin, GET /v1/account/usage.
 // Both measured with autocannon in the same run (50 connections by default);
 // prints requests/s, p50/p99 latency and the ratio, and writes bench-results/usage-<date>.json.
+// Then runs scripts/bench/delivery.mjs (BENCH_ONLY=usage skips it).
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
@@ -146,7 +147,13 @@ async function main() {
   }
 }
 
-main().catch((err) => {
+async function all() {
+  await main();
+  // The delivery benchmark (events → dispatcher → receiver, beside a bare undici loop).
+  if (process.env.BENCH_ONLY !== 'usage') execFileSync(process.execPath, [resolve(root, 'scripts/bench/delivery.mjs')], { stdio: 'inherit' });
+}
+
+all().catch((err) => {
   console.error(err);
   for (const c of children) c.kill('SIGKILL');
   process.exit(1);
