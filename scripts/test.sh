@@ -14,8 +14,10 @@ export DATABASE_URL="${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test}"
 export REDIS_URL="${REDIS_URL:-redis://127.0.0.1:6379}"
 export NATS_URL="${NATS_URL:-nats://127.0.0.1:4222}"
 
+# `npm install` with the committed lockfile (not `npm ci`): this project's registry serves only the
+# Linux builds of platform packages, and `npm ci` refuses a lockfile without the others' entries.
 if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
-  npm ci --no-audit --no-fund || { echo "0 passed, 1 failed"; exit 1; }
+  npm install --no-audit --no-fund || { echo "0 passed, 1 failed"; exit 1; }
 fi
 
 mkdir -p .run

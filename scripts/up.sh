@@ -22,8 +22,10 @@ while [ $# -gt 0 ]; do
 done
 
 bash scripts/services.sh
+# `npm install` with the committed lockfile (not `npm ci`): this project's registry serves only the
+# Linux builds of platform packages, and `npm ci` refuses a lockfile without the others' entries.
 if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
-  npm ci --no-audit --no-fund
+  npm install --no-audit --no-fund
 fi
 npm run build --silent
 
