@@ -15,7 +15,9 @@ COPY services/ services/
 COPY proto/ proto/
 COPY scripts/build-service.mjs scripts/build-service.mjs
 COPY tsconfig.base.json tsconfig.json turbo.json ./
-RUN npm ci --no-audit --no-fund \
+# npm install with the committed lockfile: the lockfile holds only the Linux builds of platform
+# packages (the project registry serves no others), which `npm ci`'s strict check refuses.
+RUN npm install --no-audit --no-fund \
  && for s in services/*/; do (cd "$s" && node ../../scripts/build-service.mjs); done
 
 # 2. deps: production dependencies only. npm needs every workspace's package.json to resolve
@@ -29,7 +31,7 @@ COPY --from=build /app/services/ /tmp/services/
 RUN set -e; for d in /tmp/libs/* /tmp/services/*; do \
       rel="${d#/tmp/}"; mkdir -p "$rel"; cp "$d/package.json" "$rel/package.json"; \
     done; \
-    npm ci --omit=dev --ignore-scripts --no-audit --no-fund \
+    npm install --omit=dev --ignore-scripts --no-audit --no-fund \
  && npm cache clean --force \
  && rm -rf /tmp/libs /tmp/services
 
