@@ -150,7 +150,8 @@ async function main() {
 async function all() {
   await main();
   // The delivery benchmark (events → dispatcher → receiver, beside a bare undici loop).
-  if (process.env.BENCH_ONLY !== 'usage') execFileSync(process.execPath, [resolve(root, 'scripts/bench/delivery.mjs')], { stdio: 'inherit' });
+  if (process.env.BENCH_ONLY !== 'usage')
+    execFileSync(process.execPath, [resolve(root, 'scripts/bench/delivery.mjs')], { stdio: 'inherit' });
 }
 
 all().catch((err) => {

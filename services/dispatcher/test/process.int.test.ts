@@ -2,7 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { rmSync } from 'node:fs';
 import { eventually, freePort, type LogLine, repoRoot, type ServiceProcess, startService, uniqueName } from '@fcd/testing';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import {
   attemptsOf,
   type Bus,
@@ -42,6 +42,12 @@ beforeAll(async () => {
   receiver = new Receiver(cert);
   await receiver.start();
 }, 120_000);
+
+// Every test starts with no dispatcher running: they share one database, and a dispatcher left over
+// from an earlier test (with other settings) would claim this test's due deliveries.
+afterEach(async () => {
+  for (const p of running.splice(0)) await p.stop('SIGKILL');
+});
 
 afterAll(async () => {
   for (const p of running) await p.stop('SIGKILL');
