@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Server } from 'node:http';
+import { trace } from '@opentelemetry/api';
 import {
   type FastifyBaseLogger,
   type FastifyError,
@@ -123,6 +124,16 @@ export interface HttpConventionOptions {
 export function installHttpConventions(app: FastifyInstance, options: HttpConventionOptions = {}): void {
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
+    // The HTTP server span (when tracing) gets the route and the request id.
+    const span = trace.getActiveSpan();
+    if (span?.isRecording()) {
+      const route = request.routeOptions.url;
+      if (route) {
+        span.setAttribute('http.route', route);
+        span.updateName(`${request.method} ${route}`);
+      }
+      span.setAttribute('fcd.request_id', request.id);
+    }
   });
 
   // Only JSON bodies, and only objects (SPEC §2: BAD_REQUEST otherwise).

@@ -8,3 +8,4 @@ export * from './logger';
 export * from './metrics';
 export * from './pg';
 export * from './shutdown';
+export * from './trace-context';

@@ -1,3 +1,4 @@
+import { trace } from '@opentelemetry/api';
 import { type Logger, type LoggerOptions, pino } from 'pino';
 
 export type { Logger };
@@ -41,8 +42,17 @@ export function createLogger(settings: LoggerSettings): Logger {
     timestamp: pino.stdTimeFunctions.isoTime,
     redact: { paths: REDACT_PATHS, censor: '[redacted]' },
     formatters: { level: (label) => ({ level: label }) },
+    mixin: traceFields,
   };
   return settings.destination ? pino(options, settings.destination as pino.DestinationStream) : pino(options);
+}
+
+/** trace_id/span_id of the active span, so a log line leads to its trace (nothing when not tracing). */
+export function traceFields(): Record<string, string> {
+  const span = trace.getActiveSpan();
+  if (!span) return {};
+  const { traceId, spanId } = span.spanContext();
+  return trace.isSpanContextValid(span.spanContext()) ? { trace_id: traceId, span_id: spanId } : {};
 }
 
 /** Removes anything that looks like an API key or webhook secret from free text. */

@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import { telemetryShutdownHook } from './trace-context';
 
 export interface ShutdownStep {
   name: string;
@@ -9,7 +10,8 @@ export interface ShutdownStep {
  * Installs SIGTERM/SIGINT handlers that run the steps in order, once:
  * not ready → stop accepting → drain → flush → close pools → flush telemetry.
  * A step that throws is logged and the next one still runs. The whole sequence
- * is bounded by timeoutMs, after which the process exits 1.
+ * is bounded by timeoutMs, after which the process exits 1. When telemetry
+ * was started in the process (--import dist/telemetry.js), flushing it is the last step.
  */
 export function installShutdown(logger: Logger, steps: ShutdownStep[], timeoutMs = 25_000): () => Promise<void> {
   let running: Promise<void> | undefined;
@@ -21,8 +23,10 @@ export function installShutdown(logger: Logger, steps: ShutdownStep[], timeoutMs
       process.exit(1);
     }, timeoutMs);
     timer.unref();
+    const flush = telemetryShutdownHook();
+    const all = flush ? [...steps, { name: 'flush telemetry', run: flush }] : steps;
     running = (async () => {
-      for (const step of steps) {
+      for (const step of all) {
         try {
           await step.run();
         } catch (err) {

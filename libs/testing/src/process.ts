@@ -1,4 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -37,7 +38,8 @@ export interface ServiceProcess {
 
 /**
  * Starts a built service (services/<name>/dist/<entry>.js) as a child process
- * with the given environment and waits until it logs `ready`.
+ * with the given environment and waits until it logs `ready`. Like production,
+ * the service's dist/telemetry.js (when built) is loaded first with --import.
  */
 export async function startService(
   name: string,
@@ -45,7 +47,9 @@ export async function startService(
   options: { entry?: string; args?: string[]; readyTimeoutMs?: number; waitReady?: boolean } = {},
 ): Promise<ServiceProcess> {
   const script = resolve(repoRoot, 'services', name, 'dist', `${options.entry ?? 'main'}.js`);
-  const proc = spawn(process.execPath, ['--enable-source-maps', script, ...(options.args ?? [])], {
+  const telemetry = resolve(repoRoot, 'services', name, 'dist', 'telemetry.js');
+  const preload = (options.entry ?? 'main') === 'main' && existsSync(telemetry) ? ['--import', telemetry] : [];
+  const proc = spawn(process.execPath, ['--enable-source-maps', ...preload, script, ...(options.args ?? [])], {
     env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -9,8 +9,9 @@ import {
   AuthorizeStreamRequestSchema,
   type AuthorizeStreamResponse,
   Decision,
-  type UsageService,
+  UsageService,
 } from '@fcd/proto';
+import { context, injectTraceContext, SpanKind, SpanStatusCode, trace } from '@fcd/service-kit';
 import type { Logger } from 'pino';
 
 interface Waiter {
@@ -22,6 +23,9 @@ interface InFlight {
   waiters: Waiter[];
   timer: NodeJS.Timeout;
 }
+
+const tracer = trace.getTracer('@fcd/gateway');
+const RPC_ATTRIBUTES = { 'rpc.system': 'grpc', 'rpc.service': UsageService.typeName, 'rpc.method': 'AuthorizeStream' };
 
 const UNAVAILABLE = () => create(AuthorizeResultSchema, { decision: Decision.UNAVAILABLE, retryAfterSeconds: 1 });
 
@@ -47,8 +51,23 @@ export class AuthorizationBatcher {
 
   authorize(apiKey: string, method: string, path: string, includeUsage = false): Promise<AuthorizeResult> {
     if (this.closed) return Promise.resolve(UNAVAILABLE());
+    // One client span per authorization; its context travels in the item (the stream is shared by many requests).
+    const span = tracer.startSpan(`${RPC_ATTRIBUTES['rpc.service']}/AuthorizeStream`, {
+      kind: SpanKind.CLIENT,
+      attributes: RPC_ATTRIBUTES,
+    });
+    const { traceparent = '', tracestate = '' } = injectTraceContext(trace.setSpan(context.active(), span));
     return new Promise((resolve) => {
-      this.queue.push({ item: create(AuthorizeItemSchema, { apiKey, method, path, includeUsage }), resolve });
+      const item = create(AuthorizeItemSchema, { apiKey, method, path, includeUsage, traceparent, tracestate });
+      this.queue.push({
+        item,
+        resolve: (r) => {
+          span.setAttribute('fcd.authorize.decision', Decision[r.decision] ?? String(r.decision));
+          if (r.decision === Decision.UNAVAILABLE) span.setStatus({ code: SpanStatusCode.ERROR, message: 'usage unavailable' });
+          span.end();
+          resolve(r);
+        },
+      });
       if (!this.scheduled) {
         this.scheduled = true;
         setImmediate(() => this.flush());

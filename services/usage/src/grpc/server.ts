@@ -10,7 +10,7 @@ import {
   GetUsageResponseSchema,
   UsageService,
 } from '@fcd/proto';
-import { AppError } from '@fcd/service-kit';
+import { AppError, extractTraceContext, type Span, SpanKind, SpanStatusCode, trace } from '@fcd/service-kit';
 import { HealthImplementation } from 'grpc-health-check';
 import type { Logger } from 'pino';
 import type { Decision as MeterDecision, MeterResult, UsageMeter, UsageReport } from '../meter';
@@ -58,6 +58,22 @@ async function decide(meter: UsageMeter, items: AuthorizeItem[]): Promise<Author
   return (await meter.authorize(items.map((i) => ({ apiKey: i.apiKey, includeUsage: i.includeUsage })))).map(toResult);
 }
 
+const tracer = trace.getTracer('@fcd/usage');
+const RPC_ATTRIBUTES = { 'rpc.system': 'grpc', 'rpc.service': UsageService.typeName, 'rpc.method': 'AuthorizeStream' };
+
+/** A server span per traced item of a batch, child of the gateway's span carried in the item. */
+function itemSpans(items: AuthorizeItem[]): Array<Span | undefined> {
+  return items.map((item) =>
+    item.traceparent
+      ? tracer.startSpan(
+          `${UsageService.typeName}/AuthorizeStream`,
+          { kind: SpanKind.SERVER, attributes: { ...RPC_ATTRIBUTES, 'fcd.authorize.batch_size': items.length } },
+          extractTraceContext({ traceparent: item.traceparent, ...(item.tracestate ? { tracestate: item.tracestate } : {}) }),
+        )
+      : undefined,
+  );
+}
+
 export const HEALTH_SERVICE_NAME = UsageService.typeName;
 
 export function createGrpcServer(
@@ -81,12 +97,20 @@ export function createGrpcServer(
         const started = new Map<number, number>();
         call.on('data', (batch) => {
           started.set(batch.batchId, performance.now());
+          const spans = itemSpans(batch.items);
           decide(meter, batch.items)
             .catch((err: unknown) => {
               logger.error({ err }, 'authorize batch failed');
               return batch.items.map(() => create(AuthorizeResultSchema, { decision: Decision.UNAVAILABLE, retryAfterSeconds: 1 }));
             })
             .then((results) => {
+              spans.forEach((span, i) => {
+                if (!span) return;
+                const decision = results[i]?.decision ?? Decision.UNAVAILABLE;
+                span.setAttribute('fcd.authorize.decision', Decision[decision] ?? String(decision));
+                if (decision === Decision.UNAVAILABLE) span.setStatus({ code: SpanStatusCode.ERROR, message: 'unavailable' });
+                span.end();
+              });
               const t0 = started.get(batch.batchId) ?? performance.now();
               started.delete(batch.batchId);
               metrics.requestDuration.observe({ route: 'AuthorizeStream', method: 'grpc', status: 'OK' }, (performance.now() - t0) / 1000);

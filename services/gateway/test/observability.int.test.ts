@@ -1,0 +1,231 @@
+import { execFileSync } from 'node:child_process';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import {
+  createTestDatabase,
+  eventually,
+  repoRoot,
+  type ServiceProcess,
+  type Stack,
+  startService,
+  startStack,
+  TEST_INTERNAL_AUTH_SECRET,
+  type TestAccount,
+  type TestDatabase,
+  testUrls,
+  uniqueName,
+} from '@fcd/testing';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+/**
+ * Observability verified, not assumed: the five services run as processes,
+ * loaded with their dist/telemetry.js like in production, exporting finished
+ * spans as JSON lines (OTEL_TRACES_EXPORTER=jsonl, one file per service).
+ * Real traffic goes through them; then the traces are rebuilt from the files
+ * and every service's /metrics is scraped.
+ */
+
+interface SpanRecord {
+  traceId: string;
+  spanId: string;
+  parentSpanId: string | null;
+  name: string;
+  kind: number;
+  service: string;
+  scope: string;
+  attributes: Record<string, unknown>;
+}
+
+const KIND = { INTERNAL: 0, SERVER: 1, CLIENT: 2, PRODUCER: 3, CONSUMER: 4 } as const;
+const SERVICES = ['usage', 'facility', 'webhook', 'dispatcher', 'gateway'] as const;
+type Name = (typeof SERVICES)[number];
+
+const INGEST_TOKEN = `obs-ingest-token-${randomBytes(12).toString('hex')}`;
+const SECRET_KEY = randomBytes(32).toString('base64');
+const stream = uniqueName('OBS').toUpperCase();
+const spansDir = mkdtempSync(join(tmpdir(), 'fcd-spans-'));
+
+let db: TestDatabase;
+let stack: Stack;
+let pro: TestAccount;
+const procs: Partial<Record<Name, ServiceProcess>> = {};
+const ports: Partial<Record<Name, { port: number; metricsPort: number }>> = {};
+let gateway: string;
+
+interface Received {
+  path: string;
+  headers: Record<string, string | string[] | undefined>;
+  body: string;
+}
+const received: Received[] = [];
+let receiver: Server;
+let receiverPort = 0;
+
+const telemetryEnv = (name: Name) => ({
+  OTEL_TRACES_EXPORTER: 'jsonl',
+  OTEL_EXPORTER_JSONL_FILE: join(spansDir, `${name}.jsonl`),
+});
+
+function spans(): SpanRecord[] {
+  const all: SpanRecord[] = [];
+  for (const name of SERVICES) {
+    const file = join(spansDir, `${name}.jsonl`);
+    if (!existsSync(file)) continue;
+    for (const line of readFileSync(file, 'utf8').split('\n')) if (line) all.push(JSON.parse(line) as SpanRecord);
+  }
+  return all;
+}
+
+const byId = (all: SpanRecord[]) => new Map(all.map((s) => [s.spanId, s]));
+
+/** The chain of ancestors of a span (nearest first) within its trace. */
+function ancestors(span: SpanRecord, all: SpanRecord[]): SpanRecord[] {
+  const index = byId(all);
+  const out: SpanRecord[] = [];
+  let cur = span.parentSpanId ? index.get(span.parentSpanId) : undefined;
+  while (cur) {
+    out.push(cur);
+    cur = cur.parentSpanId ? index.get(cur.parentSpanId) : undefined;
+  }
+  return out;
+}
+
+async function ready(name: Name, p: ServiceProcess) {
+  const line = await p.waitForLog((l) => l.msg === 'ready');
+  ports[name] = { port: line.port as number, metricsPort: line.metricsPort as number };
+  procs[name] = p;
+}
+
+async function ingest(body: object): Promise<number> {
+  const res = await fetch(`http://127.0.0.1:${ports.facility?.port}/internal/v1/ingest`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${INGEST_TOKEN}`, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  await res.text();
+  return res.status;
+}
+
+async function call(path: string, init: { method?: string; body?: unknown } = {}) {
+  const res = await fetch(`${gateway}${path}`, {
+    method: init.method ?? 'GET',
+    headers: { 'x-api-key': pro.apiKey, ...(init.body === undefined ? {} : { 'content-type': 'application/json' }) },
+    body: init.body === undefined ? undefined : JSON.stringify(init.body),
+  });
+  const text = await res.text();
+  return { status: res.status, text, body: text ? (JSON.parse(text) as any) : undefined };
+}
+
+beforeAll(async () => {
+  execFileSync('npm', ['run', 'build'], { cwd: repoRoot, stdio: 'ignore' });
+  receiver = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      received.push({ path: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks).toString('utf8') });
+      res.writeHead(204).end();
+    });
+  });
+  await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
+  receiverPort = (receiver.address() as { port: number }).port;
+
+  db = await createTestDatabase('observability');
+  const events = { NATS_URL: testUrls.nats, EVENTS_STREAM: stream, EVENTS_SUBJECT_PREFIX: stream.toLowerCase() };
+  const common = { DATABASE_URL: db.url, PORT: '0', METRICS_PORT: '0', HOST: '127.0.0.1' };
+  await ready(
+    'facility',
+    await startService('facility', {
+      ...common,
+      ...events,
+      ...telemetryEnv('facility'),
+      INTERNAL_AUTH_SECRET: TEST_INTERNAL_AUTH_SECRET,
+      INGEST_TOKEN,
+      OUTBOX_POLL_MS: '50',
+    }),
+  );
+  const facilityUrl = `http://127.0.0.1:${ports.facility?.port}`;
+  const [webhook, dispatcher] = await Promise.all([
+    startService('webhook', {
+      ...common,
+      ...telemetryEnv('webhook'),
+      INTERNAL_AUTH_SECRET: TEST_INTERNAL_AUTH_SECRET,
+      WEBHOOK_SECRET_KEY: SECRET_KEY,
+      FACILITY_URL: facilityUrl,
+      WEBHOOK_ALLOW_PRIVATE_URLS: 'true',
+    }),
+    startService('dispatcher', {
+      ...common,
+      ...events,
+      ...telemetryEnv('dispatcher'),
+      DISPATCHER_CONSUMER: uniqueName('obs'),
+      WEBHOOK_SECRET_KEY: SECRET_KEY,
+      WEBHOOK_ALLOW_PRIVATE_URLS: 'true',
+    }),
+  ]);
+  await ready('webhook', webhook);
+  await ready('dispatcher', dispatcher);
+  stack = await startStack({
+    label: 'observability',
+    database: db,
+    facilityUrl,
+    webhookUrl: `http://127.0.0.1:${ports.webhook?.port}`,
+    usageEnv: telemetryEnv('usage'),
+    gatewayEnv: telemetryEnv('gateway'),
+  });
+  await ready('usage', stack.usage);
+  await ready('gateway', stack.gateways[0] as ServiceProcess);
+  gateway = stack.gatewayUrls[0] as string;
+  pro = await stack.createAccount('pro');
+}, 90_000);
+
+afterAll(async () => {
+  await stack?.stop();
+  for (const name of ['dispatcher', 'webhook', 'facility'] as const) await procs[name]?.stop();
+  await new Promise((r) => receiver?.close(r));
+  await db?.drop();
+  if (!process.env.KEEP_SPANS) rmSync(spansDir, { recursive: true, force: true });
+  else console.log('spans in', spansDir);
+});
+
+describe('tracing across the services', () => {
+  let registryId = '';
+  let facilityId = '';
+
+  it('one trace spans gateway → usage (gRPC) → facility for a metered GET /v1/facilities', async () => {
+    registryId = `77${Date.now()}`.slice(0, 12);
+    expect(
+      await ingest({ facilities: [{ registry_id: registryId, name: 'Lone Star Refining', state: 'TX', compliance_status: 'violation' }] }),
+    ).toBe(200);
+    const res = await call('/v1/facilities?state=TX');
+    expect(res.status, res.text).toBe(200);
+    expect(res.body.data.map((f: { registry_id: string }) => f.registry_id)).toEqual([registryId]);
+    facilityId = res.body.data[0].id;
+
+    const trace = await eventually(
+      async () => {
+        const all = spans();
+        const root = all.find((s) => s.service === 'gateway' && s.kind === KIND.SERVER && s.attributes['http.route'] === '/v1/facilities');
+        return { root, all: root ? all.filter((s) => s.traceId === root.traceId) : [] };
+      },
+      (t) => t.all.some((s) => s.service === 'facility' && s.kind === KIND.SERVER) && t.all.some((s) => s.service === 'usage'),
+      10_000,
+    );
+    const root = trace.root as SpanRecord;
+    expect(root.parentSpanId).toBeNull();
+    const usageServer = trace.all.filter((s) => s.service === 'usage' && s.kind === KIND.SERVER);
+    expect(usageServer).toHaveLength(1);
+    expect(usageServer[0]?.attributes['rpc.system']).toBe('grpc');
+    const facilityServer = trace.all.filter((s) => s.service === 'facility' && s.kind === KIND.SERVER);
+    expect(facilityServer).toHaveLength(1);
+    for (const s of [usageServer[0], facilityServer[0]] as SpanRecord[]) {
+      const chain = ancestors(s, trace.all);
+      // The direct parent is the gateway's client span, whose ancestor is the gateway's server span.
+      expect(chain[0]).toMatchObject({ service: 'gateway', kind: KIND.CLIENT });
+      expect(chain.at(-1)?.spanId).toBe(root.spanId);
+    }
+    expect(new Set(trace.all.map((s) => s.service))).toEqual(new Set(['gateway', 'usage', 'facility']));
+  });
+});
