@@ -20,6 +20,8 @@ export interface FanOutEvent {
   body: string;
   /** The facilities the event concerns (lower-case UUIDs). */
   facilityIds: readonly string[];
+  /** Trace context to store with the deliveries (service-kit's traceContextColumn), if traced. */
+  traceContext?: string | null;
 }
 
 /** A delivery claimed for one attempt (leased until `leaseUntil`). */
@@ -37,6 +39,8 @@ export interface ClaimedDelivery {
   url: string;
   /** The clear signing secret, decrypted at claim time. */
   secret: string;
+  /** The trace context stored by the fan-out, or null. */
+  traceContext: string | null;
 }
 
 export interface AttemptResult {
@@ -163,14 +167,14 @@ export class DeliveryStore {
     const facilityIds = event.facilityIds.map((f) => f.toLowerCase()).filter((f) => UUID.test(f));
     const at = new Date(now);
     const { rows } = await this.pool.query<{ id: string }>(
-      `INSERT INTO webhook.deliveries (id, subscription_id, event_id, event_type, payload, body, status, attempt_count, next_attempt_at, created_at, updated_at)
-       SELECT 'dlv_' || gen_random_uuid(), s.id, $1, $2, $3::jsonb, $3, 'pending', 0, $5, $5, $5
+      `INSERT INTO webhook.deliveries (id, subscription_id, event_id, event_type, payload, body, status, attempt_count, next_attempt_at, created_at, updated_at, trace_context)
+       SELECT 'dlv_' || gen_random_uuid(), s.id, $1, $2, $3::jsonb, $3, 'pending', 0, $5, $5, $5, $6
          FROM webhook.subscriptions s
         WHERE s.is_active AND s.events @> ARRAY[$2]::text[]
           AND (s.facility_ids IS NULL OR s.facility_ids && $4::uuid[])
        ON CONFLICT (subscription_id, event_id) DO NOTHING
        RETURNING id`,
-      [event.id, event.type, event.body, facilityIds, at],
+      [event.id, event.type, event.body, facilityIds, at, event.traceContext ?? null],
     );
     return rows.map((r) => r.id);
   }
@@ -195,6 +199,7 @@ export class DeliveryStore {
       created_at: Date;
       url: string;
       secret_ciphertext: string;
+      trace_context: string | null;
     }>(
       `WITH due AS (
          SELECT d.id FROM webhook.deliveries d JOIN webhook.subscriptions s ON s.id = d.subscription_id
@@ -208,7 +213,7 @@ export class DeliveryStore {
          FROM due, webhook.subscriptions s
         WHERE d.id = due.id AND s.id = d.subscription_id
        RETURNING d.id, d.subscription_id, d.event_id, d.event_type, COALESCE(d.body, d.payload::text) AS body, d.attempt_count,
-                 d.manual, d.first_attempt_at, d.created_at, s.url, s.secret_ciphertext`,
+                 d.manual, d.first_attempt_at, d.created_at, s.url, s.secret_ciphertext, d.trace_context`,
       [new Date(now), limit, new Date(leaseUntil)],
     );
     const secrets = this.secrets;
@@ -224,6 +229,7 @@ export class DeliveryStore {
       createdAt: r.created_at.getTime(),
       url: r.url,
       secret: secrets.decrypt(r.secret_ciphertext, r.subscription_id),
+      traceContext: r.trace_context,
     }));
   }
 

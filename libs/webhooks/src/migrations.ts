@@ -87,4 +87,12 @@ export const webhookMigrations: Migration[] = [
       CREATE INDEX deliveries_pending_subscription ON deliveries (subscription_id) WHERE status = 'pending';
     `,
   },
+  {
+    id: '0004_delivery_trace_context',
+    sql: `
+      -- The W3C trace context (JSON {traceparent, tracestate}) of the dispatcher's handling of the
+      -- event that created the delivery; every attempt's span continues that trace. NULL when untraced.
+      ALTER TABLE deliveries ADD COLUMN trace_context text;
+    `,
+  },
 ];

@@ -1,4 +1,4 @@
-import { type Clock, type Logger, type Pool, systemClock } from '@fcd/service-kit';
+import { type Clock, type Logger, type Pool, systemClock, traceContextColumn } from '@fcd/service-kit';
 import { DeliveryStore, type Resolver, type SecretBox } from '@fcd/webhooks';
 import type { Config } from './config';
 import { parseEvent } from './domain/envelope';
@@ -78,7 +78,8 @@ export class Dispatcher {
     }
     let created: string[];
     try {
-      created = await this.deliveries.fanOut(parsed.event, this.clock.now());
+      // The deliveries remember the trace of this handling: each attempt's span continues it.
+      created = await this.deliveries.fanOut({ ...parsed.event, traceContext: traceContextColumn() }, this.clock.now());
     } catch (err) {
       this.deps.metrics?.events.inc({ result: 'error' });
       this.deps.logger.warn(

@@ -1,4 +1,4 @@
-import type { Clock, Logger } from '@fcd/service-kit';
+import { type Clock, context, contextFromColumn, type Logger, type Span, SpanKind, SpanStatusCode, trace } from '@fcd/service-kit';
 import type { ClaimedDelivery, DeliveryStore } from '@fcd/webhooks';
 import { deliveryHeaders } from './domain/headers';
 import { decideAfterAttempt } from './domain/retry';
@@ -18,6 +18,8 @@ export interface WorkerOptions {
   leaseMs: number;
   userAgent: string;
 }
+
+const tracer = trace.getTracer('@fcd/dispatcher');
 
 function eventCreatedAt(body: string): number | undefined {
   try {
@@ -118,7 +120,35 @@ export class DeliveryWorker {
     }
   }
 
+  /**
+   * The attempt continues the trace of the event's handling (stored with the
+   * delivery): its span is active while sending (the undici instrumentation
+   * makes the POST's client span and sends its traceparent to the receiver)
+   * and while recording, so the log lines carry its trace id.
+   */
   private async attempt(d: ClaimedDelivery): Promise<void> {
+    const span = tracer.startSpan(
+      `deliver ${d.eventType}`,
+      {
+        kind: SpanKind.INTERNAL,
+        attributes: {
+          'fcd.delivery.id': d.id,
+          'fcd.delivery.attempt': d.attempt,
+          'fcd.subscription.id': d.subscriptionId,
+          'fcd.event.id': d.eventId,
+          'fcd.event.type': d.eventType,
+        },
+      },
+      contextFromColumn(d.traceContext, context.active()),
+    );
+    try {
+      await context.with(trace.setSpan(context.active(), span), () => this.attemptTraced(d, span));
+    } finally {
+      span.end();
+    }
+  }
+
+  private async attemptTraced(d: ClaimedDelivery, span: Span): Promise<void> {
     const { clock, metrics, logger } = this.o;
     const startedAt = clock.now();
     if (d.attempt === 1 && !d.manual && metrics) {
@@ -135,6 +165,9 @@ export class DeliveryWorker {
       userAgent: this.o.userAgent,
     });
     const result = await this.o.sender.send(d.url, d.body, headers);
+    span.setAttribute('fcd.delivery.result', result.kind ?? 'success');
+    if (result.status !== null) span.setAttribute('http.response.status_code', result.status);
+    if (!result.success) span.setStatus({ code: SpanStatusCode.ERROR, message: result.kind ?? 'failed' });
     const finishedAt = clock.now();
     const label = result.kind ?? 'success';
     metrics?.attempts.inc({ result: label });

@@ -228,4 +228,74 @@ describe('tracing across the services', () => {
     }
     expect(new Set(trace.all.map((s) => s.service))).toEqual(new Set(['gateway', 'usage', 'facility']));
   });
+
+  it('one trace spans facility ingest → NATS publish → dispatcher consume → delivery POST, and the receiver gets its traceparent', async () => {
+    const hook = `/hook/${randomUUID()}`;
+    const created = await call('/v1/webhooks', {
+      method: 'POST',
+      body: { url: `http://127.0.0.1:${receiverPort}${hook}`, events: ['violation.new'], facility_ids: [facilityId] },
+    });
+    expect(created.status, created.text).toBe(201);
+    const secret: string = created.body.data.secret;
+    expect(secret).toMatch(/^whsec_/);
+
+    expect(
+      await ingest({
+        violations: [
+          {
+            source_id: `V-${randomUUID()}`,
+            registry_id: registryId,
+            program: 'CAA',
+            violation_type: 'emissions_exceedance',
+            violation_date: '2026-11-20',
+            severity: 'significant',
+          },
+        ],
+      }),
+    ).toBe(200);
+    const [got] = await eventually(
+      async () => received.filter((r) => r.path === hook),
+      (r) => r.length === 1,
+      15_000,
+    );
+    const traceparent = String(got?.headers.traceparent ?? '');
+    expect(traceparent).toMatch(/^00-[0-9a-f]{32}-[0-9a-f]{16}-01$/);
+    const [, traceId, postSpanId] = traceparent.split('-');
+
+    // The receiver's traceparent names the dispatcher's POST span; walk up from it to the ingestion request.
+    const trace = await eventually(
+      async () => spans().filter((s) => s.traceId === traceId),
+      (all) =>
+        ['deliver violation.new', 'POST /internal/v1/ingest'].every((n) => all.some((s) => s.name === n)) &&
+        all.some((s) => s.spanId === postSpanId),
+      10_000,
+    );
+    const post = trace.find((s) => s.spanId === postSpanId) as SpanRecord;
+    expect(post).toMatchObject({ service: 'dispatcher', kind: KIND.CLIENT, scope: '@opentelemetry/instrumentation-undici' });
+    expect(post.attributes['http.response.status_code']).toBe(204);
+    const chain = ancestors(post, trace).map((s) => ({ service: s.service, kind: s.kind, name: s.name }));
+    expect(chain).toEqual([
+      { service: 'dispatcher', kind: KIND.INTERNAL, name: 'deliver violation.new' },
+      { service: 'dispatcher', kind: KIND.CONSUMER, name: `process ${stream.toLowerCase()}.violation.new` },
+      { service: 'facility', kind: KIND.PRODUCER, name: `publish ${stream.toLowerCase()}.violation.new` },
+      { service: 'facility', kind: KIND.SERVER, name: 'POST /internal/v1/ingest' },
+    ]);
+    // The ingestion request is the root of the trace.
+    expect(ancestors(post, trace).at(-1)?.parentSpanId).toBeNull();
+    // The dispatcher's log line for the delivery carries the trace and the attempt's span.
+    const delivered = await (procs.dispatcher as ServiceProcess).waitForLog((l) => l.msg === 'delivered');
+    expect(delivered).toMatchObject({ trace_id: traceId, span_id: post.parentSpanId });
+  });
+
+  it('puts no API key, webhook secret or signature in any span attribute', async () => {
+    const all = spans();
+    expect(all.length).toBeGreaterThan(10);
+    const text = all.map((s) => JSON.stringify(s.attributes)).join('\n');
+    expect(text).not.toContain(pro.apiKey);
+    expect(text).not.toMatch(/fcd_[A-Za-z0-9]{8,}/);
+    expect(text).not.toContain('whsec_');
+    expect(text).not.toContain('sha256=');
+    expect(text).not.toContain(INGEST_TOKEN);
+    expect(text).not.toContain(TEST_INTERNAL_AUTH_SECRET);
+  });
 });

@@ -1,4 +1,4 @@
-import type { Logger } from '@fcd/service-kit';
+import { context, extractTraceContext, type Logger, SpanKind, SpanStatusCode, type TraceCarrier, trace } from '@fcd/service-kit';
 import {
   AckPolicy,
   DeliverPolicy,
@@ -29,6 +29,15 @@ export interface EventConsumerSettings {
 }
 
 const MIN_DUPLICATE_WINDOW_MS = 120_000;
+const tracer = trace.getTracer('@fcd/dispatcher');
+
+/** The W3C trace context the publisher put in the message headers. */
+function traceCarrier(m: JsMsg): TraceCarrier | undefined {
+  const traceparent = m.headers?.get('traceparent');
+  if (!traceparent) return undefined;
+  const tracestate = m.headers?.get('tracestate');
+  return tracestate ? { traceparent, tracestate } : { traceparent };
+}
 const ACK_WAIT_MS = 30_000;
 
 /**
@@ -163,14 +172,33 @@ export class EventConsumer {
     if (!this.stopping) throw new Error('consume ended');
   }
 
+  /** One message, traced as a CONSUMER span, child of the publisher's span carried in the headers. */
   private async handleOne(m: JsMsg): Promise<void> {
+    const span = tracer.startSpan(
+      `process ${m.subject}`,
+      {
+        kind: SpanKind.CONSUMER,
+        attributes: {
+          'messaging.system': 'nats',
+          'messaging.operation.type': 'process',
+          'messaging.destination.name': m.subject,
+          'messaging.consumer.group.name': this.s.consumer,
+          'fcd.nats.stream_sequence': m.seq,
+          'fcd.nats.redelivery_count': m.info.deliveryCount,
+        },
+      },
+      extractTraceContext(traceCarrier(m), context.active()),
+    );
     let verdict: Verdict;
     try {
-      verdict = await this.s.handle(m.string());
+      verdict = await context.with(trace.setSpan(context.active(), span), () => this.s.handle(m.string()));
     } catch (err) {
       this.s.logger.error({ err: { message: (err as Error).message } }, 'event handler failed');
       verdict = { ack: false, retryInMs: 2000 };
     }
+    span.setAttribute('fcd.verdict', 'term' in verdict ? 'term' : verdict.ack ? 'ack' : 'nak');
+    if (!('term' in verdict) && !verdict.ack) span.setStatus({ code: SpanStatusCode.ERROR, message: 'redelivery requested' });
+    span.end();
     if ('term' in verdict) {
       this.s.logger.warn({ seq: m.seq, subject: m.subject, reason: verdict.term }, 'event refused and terminated');
       m.term(verdict.term);

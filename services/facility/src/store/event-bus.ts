@@ -1,4 +1,12 @@
-import type { Logger } from '@fcd/service-kit';
+import {
+  contextFromColumn,
+  injectTraceContext,
+  type Logger,
+  context as otelContext,
+  SpanKind,
+  SpanStatusCode,
+  trace,
+} from '@fcd/service-kit';
 import {
   JetStreamApiCodes,
   JetStreamApiError,
@@ -9,7 +17,7 @@ import {
   RetentionPolicy,
   StorageType,
 } from '@nats-io/jetstream';
-import { connect, type NatsConnection, nanos } from '@nats-io/transport-node';
+import { connect, headers, type NatsConnection, nanos } from '@nats-io/transport-node';
 import type { OutboxRow } from './outbox';
 
 export interface EventBusSettings {
@@ -31,6 +39,7 @@ export interface PublishResult {
 }
 
 const MIN_DUPLICATE_WINDOW_MS = 120_000;
+const tracer = trace.getTracer('@fcd/facility');
 
 /**
  * The NATS side of the outbox: one connection made in the background (the
@@ -144,15 +153,7 @@ export class EventBus {
     } catch (err) {
       return { acked: [], failed: rows.length, error: (err as Error).message };
     }
-    const results = await Promise.allSettled(
-      rows.map((row) =>
-        js.publish(`${this.s.subjectPrefix}.${row.type}`, row.payload, {
-          msgID: `evt_${row.id}`,
-          expect: { streamName: this.s.stream },
-          timeout: this.s.publishTimeoutMs ?? 5000,
-        }),
-      ),
-    );
+    const results = await Promise.allSettled(rows.map((row) => this.publishOne(js, row)));
     const acked: OutboxRow[] = [];
     let error: string | undefined;
     results.forEach((r, i) => {
@@ -161,6 +162,47 @@ export class EventBus {
     });
     if (error) this.streamReady = false;
     return { acked, failed: rows.length - acked.length, ...(error ? { error } : {}) };
+  }
+
+  /**
+   * One publish, traced as a PRODUCER span continuing the trace of the
+   * transaction that wrote the row; its context travels in the message
+   * headers (traceparent/tracestate) to the consumers.
+   */
+  private async publishOne(js: JetStreamClient, row: OutboxRow) {
+    const subject = `${this.s.subjectPrefix}.${row.type}`;
+    const msgID = `evt_${row.id}`;
+    const span = tracer.startSpan(
+      `publish ${subject}`,
+      {
+        kind: SpanKind.PRODUCER,
+        attributes: {
+          'messaging.system': 'nats',
+          'messaging.operation.type': 'send',
+          'messaging.destination.name': subject,
+          'messaging.message.id': msgID,
+          'fcd.event.type': row.type,
+        },
+      },
+      contextFromColumn(row.trace_context, otelContext.active()),
+    );
+    const h = headers();
+    for (const [k, v] of Object.entries(injectTraceContext(trace.setSpan(otelContext.active(), span)))) h.set(k, v);
+    try {
+      const ack = await js.publish(subject, row.payload, {
+        msgID,
+        headers: h,
+        expect: { streamName: this.s.stream },
+        timeout: this.s.publishTimeoutMs ?? 5000,
+      });
+      if (ack.duplicate) span.setAttribute('fcd.nats.duplicate', true);
+      return ack;
+    } catch (err) {
+      span.setStatus({ code: SpanStatusCode.ERROR, message: (err as Error).message });
+      throw err;
+    } finally {
+      span.end();
+    }
   }
 
   /** Readiness: connected and the server answers a round trip. */

@@ -1,4 +1,4 @@
-import type { IdSource } from '@fcd/service-kit';
+import { type IdSource, traceContextColumn } from '@fcd/service-kit';
 import type { CaseStatus, ComplianceStatus } from '../domain/codes';
 import { type DomainEvent, events, eventUuid } from '../domain/events';
 import type { CaseRecord, FacilityRecord, RecordKind, ViolationRecord } from '../domain/records';
@@ -247,14 +247,20 @@ export async function upsertCases(ctx: WriteContext, rows: Staged<CaseRecord>[])
   return out;
 }
 
-/** Writes the outbox rows of the events, in order, in the caller's transaction. */
+/** Writes the outbox rows of the events, in order, in the caller's transaction, with the active trace context. */
 export async function writeOutbox(client: Queryable, evts: DomainEvent[]): Promise<void> {
   if (evts.length === 0) return;
   await client.query(
-    `INSERT INTO outbox (id, type, payload, created_at)
-     SELECT id, type, payload, created_at
+    `INSERT INTO outbox (id, type, payload, created_at, trace_context)
+     SELECT id, type, payload, created_at, $5
        FROM unnest($1::uuid[], $2::text[], $3::text[], $4::timestamptz[]) WITH ORDINALITY AS t(id, type, payload, created_at, n)
       ORDER BY n`,
-    [evts.map((e) => eventUuid(e.id)), evts.map((e) => e.type), evts.map((e) => JSON.stringify(e)), evts.map((e) => e.created_at)],
+    [
+      evts.map((e) => eventUuid(e.id)),
+      evts.map((e) => e.type),
+      evts.map((e) => JSON.stringify(e)),
+      evts.map((e) => e.created_at),
+      traceContextColumn(),
+    ],
   );
 }

@@ -103,4 +103,11 @@ BEGIN
 END $$;
 `,
   },
+  {
+    id: '0003_outbox_trace_context',
+    // The W3C trace context of the transaction that wrote the row (JSON
+    // {traceparent, tracestate}; null when it was not traced): the relay's
+    // publish span continues the trace of the request that caused the change.
+    sql: 'ALTER TABLE outbox ADD COLUMN trace_context text;',
+  },
 ];

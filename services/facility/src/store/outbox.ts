@@ -6,6 +6,8 @@ export interface OutboxRow {
   id: string;
   type: EventType;
   payload: string;
+  /** The trace context of the transaction that wrote the row (see traceContextColumn), or null. */
+  trace_context: string | null;
 }
 
 /**
@@ -15,7 +17,7 @@ export interface OutboxRow {
  */
 export async function claimBatch(client: Queryable, limit: number): Promise<OutboxRow[]> {
   const { rows } = await client.query<OutboxRow>(
-    'SELECT id, type, payload FROM outbox WHERE sent_at IS NULL ORDER BY seq LIMIT $1 FOR UPDATE SKIP LOCKED',
+    'SELECT id, type, payload, trace_context FROM outbox WHERE sent_at IS NULL ORDER BY seq LIMIT $1 FOR UPDATE SKIP LOCKED',
     [limit],
   );
   return rows;
