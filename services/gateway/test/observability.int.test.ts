@@ -93,6 +93,34 @@ function ancestors(span: SpanRecord, all: SpanRecord[]): SpanRecord[] {
   return out;
 }
 
+interface Sample {
+  name: string;
+  labels: Record<string, string>;
+  value: number;
+}
+
+/** GET /metrics on the service's metrics port, parsed (Prometheus text format). */
+async function scrape(name: Name): Promise<Sample[]> {
+  const res = await fetch(`http://127.0.0.1:${ports[name]?.metricsPort}/metrics`);
+  expect(res.status).toBe(200);
+  const samples: Sample[] = [];
+  for (const line of (await res.text()).split('\n')) {
+    const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
+    if (!m) continue;
+    const labels: Record<string, string> = {};
+    for (const l of (m[2] ?? '').matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g)) labels[l[1] as string] = l[2] as string;
+    samples.push({ name: m[1] as string, labels, value: Number(m[3]) });
+  }
+  return samples;
+}
+
+/** The value of the one sample of `name` whose labels include `labels` (undefined when absent; throws when ambiguous). */
+function value(samples: Sample[], name: string, labels: Record<string, string> = {}): number | undefined {
+  const found = samples.filter((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v));
+  if (found.length > 1) throw new Error(`${name} ${JSON.stringify(labels)}: ${found.length} series`);
+  return found[0]?.value;
+}
+
 async function ready(name: Name, p: ServiceProcess) {
   const line = await p.waitForLog((l) => l.msg === 'ready');
   ports[name] = { port: line.port as number, metricsPort: line.metricsPort as number };
@@ -297,5 +325,70 @@ describe('tracing across the services', () => {
     expect(text).not.toContain('sha256=');
     expect(text).not.toContain(INGEST_TOKEN);
     expect(text).not.toContain(TEST_INTERNAL_AUTH_SECRET);
+  });
+});
+
+describe('/metrics of every service after that traffic', () => {
+  it('every service exposes process metrics and its service label', async () => {
+    for (const name of SERVICES) {
+      const samples = await scrape(name);
+      expect(value(samples, 'process_cpu_user_seconds_total'), name).toBeGreaterThan(0);
+      expect(value(samples, 'nodejs_eventloop_lag_seconds'), name).toBeGreaterThanOrEqual(0);
+      expect(samples.every((s) => s.labels.service === name)).toBe(true);
+    }
+  });
+
+  it('gateway: RED metrics for the routes hit', async () => {
+    const g = await scrape('gateway');
+    const facilities = { route: '/v1/facilities', method: 'GET', status: '200' };
+    expect(value(g, 'fcd_requests_total', facilities)).toBe(1);
+    expect(value(g, 'fcd_request_duration_seconds_count', facilities)).toBe(1);
+    expect(value(g, 'fcd_request_duration_seconds_sum', facilities)).toBeGreaterThan(0);
+    expect(value(g, 'fcd_request_duration_seconds_bucket', { ...facilities, le: '+Inf' })).toBe(1);
+    expect(value(g, 'fcd_requests_total', { route: '/v1/webhooks', method: 'POST', status: '201' })).toBe(1);
+  });
+
+  it('usage: the two metered requests were allowed, on the Pro tier', async () => {
+    const u = await scrape('usage');
+    expect(value(u, 'fcd_rate_limit_decisions_total', { tier: 'pro', outcome: 'allowed' })).toBe(2);
+    expect(value(u, 'fcd_rate_limit_decisions_total', { outcome: 'rate_limited' }) ?? 0).toBe(0);
+    expect(value(u, 'fcd_requests_total', { route: 'AuthorizeStream', method: 'grpc', status: 'OK' })).toBeGreaterThanOrEqual(1);
+  });
+
+  it('facility: the outbox drained, one violation.new published, RED metrics for the routes hit', async () => {
+    const f = await eventually(
+      () => scrape('facility'),
+      (f) => value(f, 'fcd_facility_outbox_pending') === 0,
+      5000,
+    );
+    expect(value(f, 'fcd_facility_outbox_oldest_age_seconds')).toBe(0);
+    expect(value(f, 'fcd_facility_events_published_total', { type: 'violation.new' })).toBe(1);
+    expect(value(f, 'fcd_facility_ingest_rows_total', { kind: 'violations', outcome: 'inserted' })).toBe(1);
+    expect(value(f, 'fcd_requests_total', { route: '/v1/facilities', method: 'GET', status: '200' })).toBe(1);
+    expect(value(f, 'fcd_requests_total', { route: '/internal/v1/ingest', method: 'POST', status: '200' })).toBe(2);
+  });
+
+  it('dispatcher: one event matched, one delivery succeeded on its first attempt', async () => {
+    const d = await scrape('dispatcher');
+    expect(value(d, 'fcd_dispatcher_events_total', { result: 'matched' })).toBe(1);
+    expect(value(d, 'fcd_dispatcher_deliveries_created_total')).toBe(1);
+    expect(value(d, 'fcd_dispatcher_attempts_total', { result: 'success' })).toBe(1);
+    expect(value(d, 'fcd_dispatcher_deliveries_total', { result: 'succeeded' })).toBe(1);
+    expect(value(d, 'fcd_dispatcher_deliveries_total', { result: 'failed' }) ?? 0).toBe(0);
+    expect(value(d, 'fcd_dispatcher_attempt_duration_seconds_count', { result: 'success' })).toBe(1);
+    expect(value(d, 'fcd_dispatcher_attempt_duration_seconds_sum', { result: 'success' })).toBeGreaterThan(0);
+    expect(value(d, 'fcd_dispatcher_event_to_first_attempt_seconds_count')).toBe(1);
+    const pending = value(d, 'fcd_dispatcher_consumer_pending');
+    expect(pending).toBeGreaterThanOrEqual(0);
+    expect(value(d, 'fcd_dispatcher_retries_scheduled_total')).toBe(0);
+    expect(value(d, 'fcd_dispatcher_deactivations_total')).toBe(0);
+  });
+
+  it('webhook: RED metrics for the subscription created through the gateway', async () => {
+    const w = await scrape('webhook');
+    const create = { route: '/v1/webhooks', method: 'POST', status: '201' };
+    expect(value(w, 'fcd_requests_total', create)).toBe(1);
+    expect(value(w, 'fcd_request_duration_seconds_count', create)).toBe(1);
+    expect(value(w, 'fcd_request_duration_seconds_sum', create)).toBeGreaterThan(0);
   });
 });
