@@ -1,6 +1,7 @@
 # syntax=docker/dockerfile:1
 # One image for every service; the container command picks the service:
-#   node services/<name>/dist/main.js          (gateway, usage, facility, webhook, dispatcher)
+#   node --import ./services/<name>/dist/telemetry.js services/<name>/dist/main.js
+#                                              (gateway, usage, facility, webhook, dispatcher; OTEL_* env)
 #   node services/<name>/dist/cli.js migrate   (usage, facility, webhook: schema migrations)
 # The Helm chart (deploy/helm/facility-compliance) sets the command per Deployment and for the
 # migration Job. See docs/operations.md.
@@ -47,4 +48,4 @@ RUN set -e; for d in /tmp/built/*/; do \
 # The application does not read NODE_ENV; it is not set here so nothing can branch on it.
 USER 1000:1000
 EXPOSE 8080 8081 8082 8083 8090 50051 9463 9464 9465 9466 9467
-CMD ["node", "services/gateway/dist/main.js"]
+CMD ["node", "--import", "./services/gateway/dist/telemetry.js", "services/gateway/dist/main.js"]

@@ -53,7 +53,7 @@ describe.each(CI_VALUES.map(valuesName))('chart rendered with ci/%s-values.yaml'
     for (const name of SERVICES) {
       const d = byComponent(values, 'Deployment', name);
       const [c] = d.spec.template.spec.containers;
-      expect(c.command).toEqual(['node', `services/${name}/dist/main.js`]);
+      expect(c.command).toEqual(['node', '--import', `./services/${name}/dist/telemetry.js`, `services/${name}/dist/main.js`]);
       expect(c.livenessProbe.httpGet).toEqual({ path: '/healthz', port: 'http' });
       expect(c.readinessProbe.httpGet).toEqual({ path: '/readyz', port: 'http' });
       expect(c.startupProbe.httpGet).toEqual({ path: '/healthz', port: 'http' });
