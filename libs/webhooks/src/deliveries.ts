@@ -68,6 +68,12 @@ export interface DecisionInput {
   lastSuccessAt: number | null;
 }
 
+/** One attempt to record (`recordAttempts`). */
+export interface AttemptRecord {
+  claimed: ClaimedDelivery;
+  result: AttemptResult;
+}
+
 export interface RecordOutcome {
   decision: AttemptDecision;
   /** False when the delivery was taken over meanwhile (lease expired) or is gone: nothing but the attempt row was written. */
@@ -149,7 +155,14 @@ function toView(row: DeliveryRow, attempts: AttemptRow[]): DeliveryView {
   };
 }
 
+/** How long a decrypted signing secret is reused, and how many are kept (see `secretOf`). */
+const SECRET_CACHE_TTL_MS = 60_000;
+const SECRET_CACHE_MAX = 10_000;
+
 export class DeliveryStore {
+  /** (subscription id, ciphertext) → the clear secret; a rotation writes a new ciphertext, so a new key. */
+  private readonly secretCache = new Map<string, { secret: string; until: number }>();
+
   constructor(
     private readonly pool: Pool,
     private readonly secrets?: SecretBox,
@@ -228,9 +241,26 @@ export class DeliveryStore {
       firstAttemptAt: r.first_attempt_at.getTime(),
       createdAt: r.created_at.getTime(),
       url: r.url,
-      secret: secrets.decrypt(r.secret_ciphertext, r.subscription_id),
+      secret: this.secretOf(secrets, r.secret_ciphertext, r.subscription_id),
       traceContext: r.trace_context,
     }));
+  }
+
+  /**
+   * The clear secret of a subscription, decrypted once per ciphertext and
+   * reused for SECRET_CACHE_TTL_MS. Keyed on the ciphertext itself: rotating
+   * the secret re-encrypts it (fresh IV), so the next claim after a rotation
+   * decrypts the new secret; nothing stale is ever used.
+   */
+  private secretOf(secrets: SecretBox, ciphertext: string, subscriptionId: string): string {
+    const key = `${subscriptionId}\0${ciphertext}`;
+    const now = Date.now();
+    const hit = this.secretCache.get(key);
+    if (hit && hit.until > now) return hit.secret;
+    const secret = secrets.decrypt(ciphertext, subscriptionId);
+    if (this.secretCache.size >= SECRET_CACHE_MAX) this.secretCache.clear();
+    this.secretCache.set(key, { secret, until: now + SECRET_CACHE_TTL_MS });
+    return secret;
   }
 
   /**
@@ -256,88 +286,166 @@ export class DeliveryStore {
   }
 
   /**
-   * Records an attempt and applies the decision in one transaction: the
-   * attempt row, the delivery's status and next time, the subscription's
-   * failure bookkeeping, and — when the decision says so — the deactivation
-   * of the subscription with its pending deliveries cancelled.
+   * Records an attempt and applies the decision in one transaction (see
+   * `recordAttempts`, of which this is the one-item case).
    */
   async recordAttempt(
     claimed: ClaimedDelivery,
     result: AttemptResult,
     decide: (input: DecisionInput) => AttemptDecision,
   ): Promise<RecordOutcome> {
+    const [outcome] = await this.recordAttempts([{ claimed, result }], decide);
+    return outcome as RecordOutcome;
+  }
+
+  /**
+   * Records a batch of attempts and applies their decisions in one
+   * transaction, with the same result as recording them one after the other
+   * in the given order: the attempt rows, each delivery's status and next
+   * time, the subscriptions' failure bookkeeping, and — when a decision says
+   * so — the deactivation of a subscription with its pending deliveries
+   * cancelled. A constant number of statements per batch (plus two per
+   * deactivation); the subscriptions and then the deliveries are locked in id
+   * order, so concurrent batches (replicas) do not deadlock.
+   */
+  async recordAttempts(items: readonly AttemptRecord[], decide: (input: DecisionInput) => AttemptDecision): Promise<RecordOutcome[]> {
+    if (items.length === 0) return [];
     return withTransaction(this.pool, async (client) => {
-      const started = new Date(result.startedAt);
-      const finished = new Date(result.finishedAt);
-      await client.query(
-        `INSERT INTO webhook.delivery_attempts (delivery_id, attempt, started_at, duration_ms, response_status, error, outcome)
-         SELECT $1, $2, $3, $4, $5, $6, $7 WHERE EXISTS (SELECT 1 FROM webhook.deliveries WHERE id = $1)
-         ON CONFLICT (delivery_id, attempt) DO NOTHING`,
-        [
-          claimed.id,
-          claimed.attempt,
-          started,
-          Math.round(result.durationMs),
-          result.responseStatus,
-          result.error?.slice(0, 500) ?? null,
-          result.success ? 'success' : 'failure',
-        ],
+      const subIds = [...new Set(items.map((i) => i.claimed.subscriptionId))];
+      const deliveryIds = [...new Set(items.map((i) => i.claimed.id))];
+      const subRows = await client.query<{ id: string; last_success_at: Date | null; is_active: boolean }>(
+        'SELECT id, last_success_at, is_active FROM webhook.subscriptions WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE',
+        [subIds],
       );
-      const sub = await client.query<{ last_success_at: Date | null; is_active: boolean }>(
-        'SELECT last_success_at, is_active FROM webhook.subscriptions WHERE id = $1 FOR UPDATE',
-        [claimed.subscriptionId],
+      const deliveryRows = await client.query<{ id: string; subscription_id: string; status: string; attempt_count: number }>(
+        'SELECT id, subscription_id, status, attempt_count FROM webhook.deliveries WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE',
+        [deliveryIds],
       );
-      const delivery = await client.query<{ status: string; attempt_count: number }>(
-        'SELECT status, attempt_count FROM webhook.deliveries WHERE id = $1 FOR UPDATE',
-        [claimed.id],
+      const subs = new Map(
+        subRows.rows.map((r) => [
+          r.id,
+          {
+            lastSuccessAt: r.last_success_at?.getTime() ?? null,
+            isActive: r.is_active,
+            touched: false,
+            reset: false,
+            failures: 0,
+            successAt: null as number | null,
+            failureAt: null as number | null,
+          },
+        ]),
       );
-      const decision = decide({
-        attempt: claimed.attempt,
-        success: result.success,
-        manual: claimed.manual,
-        finishedAt: result.finishedAt,
-        firstAttemptAt: claimed.firstAttemptAt,
-        lastSuccessAt: sub.rows[0]?.last_success_at?.getTime() ?? null,
-      });
-      const row = delivery.rows[0];
-      if (!sub.rows[0] || !row || row.status !== 'pending' || row.attempt_count !== claimed.attempt) {
-        return { decision, applied: false, deactivated: false, cancelled: 0 };
-      }
-      const next = decision.status === 'pending' ? new Date(decision.nextAttemptAt) : null;
-      await client.query('UPDATE webhook.deliveries SET status = $2, next_attempt_at = $3, manual = false, updated_at = $4 WHERE id = $1', [
-        claimed.id,
-        decision.status,
-        next,
-        finished,
-      ]);
-      if (result.success) {
+      const deliveries = new Map(deliveryRows.rows.map((r) => [r.id, { ...r }]));
+
+      // The attempt rows (deliveries deleted meanwhile have none: they are locked now, so they stay).
+      const attempts = items.filter((i) => deliveries.has(i.claimed.id));
+      if (attempts.length > 0) {
         await client.query(
-          'UPDATE webhook.subscriptions SET consecutive_failures = 0, last_success_at = GREATEST(last_success_at, $2) WHERE id = $1',
-          [claimed.subscriptionId, started],
-        );
-      } else {
-        await client.query(
-          'UPDATE webhook.subscriptions SET consecutive_failures = consecutive_failures + 1, last_failure_at = $2 WHERE id = $1',
-          [claimed.subscriptionId, finished],
+          `INSERT INTO webhook.delivery_attempts (delivery_id, attempt, started_at, duration_ms, response_status, error, outcome)
+           SELECT * FROM unnest($1::text[], $2::int[], $3::timestamptz[], $4::int[], $5::int[], $6::text[], $7::text[])
+           ON CONFLICT (delivery_id, attempt) DO NOTHING`,
+          [
+            attempts.map((i) => i.claimed.id),
+            attempts.map((i) => i.claimed.attempt),
+            attempts.map((i) => new Date(i.result.startedAt).toISOString()),
+            attempts.map((i) => Math.round(i.result.durationMs)),
+            attempts.map((i) => i.result.responseStatus),
+            attempts.map((i) => i.result.error?.slice(0, 500) ?? null),
+            attempts.map((i) => (i.result.success ? 'success' : 'failure')),
+          ],
         );
       }
-      let deactivated = false;
-      let cancelled = 0;
-      if (decision.status === 'failed' && decision.deactivate && sub.rows[0].is_active) {
+
+      // The decisions, in order, on the state as it would be after the previous items.
+      const outcomes: RecordOutcome[] = [];
+      const updates: { id: string; status: string; next: string | null; at: string }[] = [];
+      const deactivations: { subscriptionId: string; at: Date; outcome: RecordOutcome }[] = [];
+      for (const { claimed, result } of items) {
+        const sub = subs.get(claimed.subscriptionId);
+        const row = deliveries.get(claimed.id);
+        const decision = decide({
+          attempt: claimed.attempt,
+          success: result.success,
+          manual: claimed.manual,
+          finishedAt: result.finishedAt,
+          firstAttemptAt: claimed.firstAttemptAt,
+          lastSuccessAt: sub?.lastSuccessAt ?? null,
+        });
+        if (!sub || !row || row.status !== 'pending' || row.attempt_count !== claimed.attempt) {
+          outcomes.push({ decision, applied: false, deactivated: false, cancelled: 0 });
+          continue;
+        }
+        row.status = decision.status;
+        const finished = new Date(result.finishedAt).toISOString();
+        updates.push({
+          id: claimed.id,
+          status: decision.status,
+          next: decision.status === 'pending' ? new Date(decision.nextAttemptAt).toISOString() : null,
+          at: finished,
+        });
+        sub.touched = true;
+        if (result.success) {
+          sub.reset = true;
+          sub.failures = 0;
+          sub.lastSuccessAt = Math.max(sub.lastSuccessAt ?? result.startedAt, result.startedAt);
+          sub.successAt = Math.max(sub.successAt ?? result.startedAt, result.startedAt);
+        } else {
+          sub.failures += 1;
+          sub.failureAt = result.finishedAt;
+        }
+        const outcome: RecordOutcome = { decision, applied: true, deactivated: false, cancelled: 0 };
+        outcomes.push(outcome);
+        if (decision.status === 'failed' && decision.deactivate && sub.isActive) {
+          sub.isActive = false;
+          outcome.deactivated = true;
+          deactivations.push({ subscriptionId: claimed.subscriptionId, at: new Date(result.finishedAt), outcome });
+          // Its pending deliveries are cancelled: later items of this batch find them so.
+          for (const d of deliveries.values()) {
+            if (d.subscription_id === claimed.subscriptionId && d.status === 'pending') d.status = 'cancelled';
+          }
+        }
+      }
+
+      if (updates.length > 0) {
+        await client.query(
+          `UPDATE webhook.deliveries d SET status = u.status, next_attempt_at = u.next_at, manual = false, updated_at = u.at
+             FROM unnest($1::text[], $2::text[], $3::timestamptz[], $4::timestamptz[]) AS u(id, status, next_at, at)
+            WHERE d.id = u.id`,
+          [updates.map((u) => u.id), updates.map((u) => u.status), updates.map((u) => u.next), updates.map((u) => u.at)],
+        );
+      }
+      const touched = [...subs.entries()].filter(([, s]) => s.touched);
+      if (touched.length > 0) {
+        await client.query(
+          `UPDATE webhook.subscriptions s
+              SET consecutive_failures = CASE WHEN u.reset THEN u.failures ELSE s.consecutive_failures + u.failures END,
+                  last_success_at = GREATEST(s.last_success_at, u.success_at),
+                  last_failure_at = COALESCE(u.failure_at, s.last_failure_at)
+             FROM unnest($1::text[], $2::bool[], $3::int[], $4::timestamptz[], $5::timestamptz[]) AS u(id, reset, failures, success_at, failure_at)
+            WHERE s.id = u.id`,
+          [
+            touched.map(([id]) => id),
+            touched.map(([, s]) => s.reset),
+            touched.map(([, s]) => s.failures),
+            touched.map(([, s]) => (s.successAt === null ? null : new Date(s.successAt).toISOString())),
+            touched.map(([, s]) => (s.failureAt === null ? null : new Date(s.failureAt).toISOString())),
+          ],
+        );
+      }
+      for (const d of deactivations) {
         await client.query(
           `UPDATE webhook.subscriptions SET is_active = false, deactivated_at = $2, deactivation_reason = $3, updated_at = $2
             WHERE id = $1 AND is_active`,
-          [claimed.subscriptionId, finished, DEACTIVATION_CONSECUTIVE_FAILURES],
+          [d.subscriptionId, d.at, DEACTIVATION_CONSECUTIVE_FAILURES],
         );
-        deactivated = true;
         const c = await client.query(
           `UPDATE webhook.deliveries SET status = 'cancelled', next_attempt_at = NULL, updated_at = $2
             WHERE subscription_id = $1 AND status = 'pending'`,
-          [claimed.subscriptionId, finished],
+          [d.subscriptionId, d.at],
         );
-        cancelled = c.rowCount ?? 0;
+        d.outcome.cancelled = c.rowCount ?? 0;
       }
-      return { decision, applied: true, deactivated, cancelled };
+      return outcomes;
     });
   }
 

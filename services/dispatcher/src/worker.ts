@@ -3,6 +3,7 @@ import type { ClaimedDelivery, DeliveryStore } from '@fcd/webhooks';
 import { deliveryHeaders } from './domain/headers';
 import { decideAfterAttempt } from './domain/retry';
 import type { DispatcherMetrics } from './metrics';
+import { AttemptRecorder } from './recorder';
 import type { Sender } from './sender';
 
 export interface WorkerOptions {
@@ -17,7 +18,12 @@ export interface WorkerOptions {
   /** How long a claimed delivery stays leased (longer than one attempt can take). */
   leaseMs: number;
   userAgent: string;
+  /** How long a finished attempt waits for others to be recorded in the same transaction. */
+  recordFlushMs?: number;
 }
+
+/** When the worker is full, how long it lets slots free up before claiming (one claim fills them all). */
+const CLAIM_GATHER_MS = 2;
 
 const tracer = trace.getTracer('@fcd/dispatcher');
 
@@ -31,13 +37,19 @@ function eventCreatedAt(body: string): number | undefined {
 }
 
 /**
- * The sending loop: claims due deliveries (FOR UPDATE SKIP LOCKED, leased),
- * sends each, records the attempt and the next step in one transaction, and
- * sleeps until the next due time it knows of, a nudge (new deliveries), or the
- * poll interval (work scheduled by other replicas).
+ * The sending loop: claims due deliveries (FOR UPDATE SKIP LOCKED, leased) to
+ * fill every free slot in one statement, sends each, records the attempts and
+ * their next steps in batches (AttemptRecorder: one transaction for the
+ * attempts finished within a few ms), and sleeps until the next due time it
+ * knows of, a nudge (new deliveries), or the poll interval (work scheduled by
+ * other replicas).
  */
 export class DeliveryWorker {
+  /** Sends in flight (at most `concurrency`). */
   private readonly inFlight = new Set<Promise<void>>();
+  /** Finished sends whose attempt is not committed yet. */
+  private readonly recording = new Set<Promise<void>>();
+  private readonly recorder: AttemptRecorder;
   private stopping = false;
   private loop: Promise<void> | undefined;
   private wake: (() => void) | undefined;
@@ -45,7 +57,20 @@ export class DeliveryWorker {
   private timerAt = Number.POSITIVE_INFINITY;
   private lastSweep = 0;
 
-  constructor(private readonly o: WorkerOptions) {}
+  constructor(private readonly o: WorkerOptions) {
+    this.recorder = new AttemptRecorder({
+      store: o.store,
+      decide: (input) => decideAfterAttempt(input, o.schedule),
+      flushMs: o.recordFlushMs ?? 2,
+      maxBatch: Math.max(16, o.concurrency * 2),
+    });
+  }
+
+  /** Free slots: sends in flight stay under `concurrency`, sends plus uncommitted records under twice that. */
+  private free(): number {
+    const c = this.o.concurrency;
+    return Math.min(c - this.inFlight.size, 2 * c - this.inFlight.size - this.recording.size);
+  }
 
   start(): void {
     this.loop ??= this.run();
@@ -83,7 +108,7 @@ export class DeliveryWorker {
 
   private async run(): Promise<void> {
     while (!this.stopping) {
-      const free = this.o.concurrency - this.inFlight.size;
+      const free = this.free();
       let claimed: ClaimedDelivery[] = [];
       if (free > 0) {
         const now = this.o.clock.now();
@@ -108,7 +133,11 @@ export class DeliveryWorker {
       if (this.stopping) break;
       // A full batch: there may be more due work right away (once a slot frees up).
       if (claimed.length > 0 && claimed.length === free) {
-        if (this.inFlight.size >= this.o.concurrency) await Promise.race(this.inFlight);
+        if (this.free() <= 0) {
+          await Promise.race([...this.inFlight, ...this.recording]);
+          // Let a few more slots free up, so the next claim fills several at once.
+          if (!this.stopping && this.free() < this.o.concurrency / 4) await new Promise((r) => setTimeout(r, CLAIM_GATHER_MS));
+        }
         continue;
       }
       if (claimed.length === 0) {
@@ -124,7 +153,8 @@ export class DeliveryWorker {
    * The attempt continues the trace of the event's handling (stored with the
    * delivery): its span is active while sending (the undici instrumentation
    * makes the POST's client span and sends its traceparent to the receiver)
-   * and while recording, so the log lines carry its trace id.
+   * and while recording, so the log lines carry its trace id. Resolves when
+   * the send is done (the slot is free); the recording is tracked apart.
    */
   private async attempt(d: ClaimedDelivery): Promise<void> {
     const span = tracer.startSpan(
@@ -141,15 +171,24 @@ export class DeliveryWorker {
       },
       contextFromColumn(d.traceContext, context.active()),
     );
+    let sent: { recorded: Promise<void> } | undefined;
     try {
-      await context.with(trace.setSpan(context.active(), span), () => this.attemptTraced(d, span));
+      // The send holds a slot; the recording that follows holds a place in `recording` until committed.
+      sent = await context.with(trace.setSpan(context.active(), span), () => this.attemptTraced(d, span));
     } finally {
-      span.end();
+      if (!sent) span.end();
     }
+    const r: Promise<void> = sent.recorded.finally(() => {
+      span.end();
+      this.recording.delete(r);
+      this.nudge();
+    });
+    this.recording.add(r);
   }
 
-  private async attemptTraced(d: ClaimedDelivery, span: Span): Promise<void> {
-    const { clock, metrics, logger } = this.o;
+  /** Sends; resolves once sent, with the recording of the attempt (which never rejects). */
+  private async attemptTraced(d: ClaimedDelivery, span: Span): Promise<{ recorded: Promise<void> }> {
+    const { clock, metrics } = this.o;
     const startedAt = clock.now();
     if (d.attempt === 1 && !d.manual && metrics) {
       const created = eventCreatedAt(d.body);
@@ -181,19 +220,24 @@ export class DeliveryWorker {
       duration_ms: Math.round(result.durationMs),
       ...(result.error ? { error: result.error } : {}),
     };
+    const recording = this.recorder.record({
+      claimed: d,
+      result: {
+        startedAt,
+        finishedAt,
+        durationMs: result.durationMs,
+        responseStatus: result.status,
+        error: result.error,
+        success: result.success,
+      },
+    });
+    return { recorded: this.report(recording, d, log) };
+  }
+
+  private async report(recording: ReturnType<AttemptRecorder['record']>, d: ClaimedDelivery, log: Record<string, unknown>): Promise<void> {
+    const { metrics, logger } = this.o;
     try {
-      const outcome = await this.o.store.recordAttempt(
-        d,
-        {
-          startedAt,
-          finishedAt,
-          durationMs: result.durationMs,
-          responseStatus: result.status,
-          error: result.error,
-          success: result.success,
-        },
-        (input) => decideAfterAttempt(input, this.o.schedule),
-      );
+      const outcome = await recording;
       if (!outcome.applied) {
         logger.warn(log, 'attempt recorded, but the delivery changed meanwhile');
         return;
@@ -233,5 +277,7 @@ export class DeliveryWorker {
     this.nudge();
     await this.loop;
     await Promise.allSettled([...this.inFlight]);
+    await this.recorder.flush();
+    await Promise.allSettled([...this.recording]);
   }
 }
