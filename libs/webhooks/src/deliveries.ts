@@ -177,19 +177,56 @@ export class DeliveryStore {
    * of the deliveries created now.
    */
   async fanOut(event: FanOutEvent, now: number): Promise<string[]> {
-    const facilityIds = event.facilityIds.map((f) => f.toLowerCase()).filter((f) => UUID.test(f));
-    const at = new Date(now);
-    const { rows } = await this.pool.query<{ id: string }>(
-      `INSERT INTO webhook.deliveries (id, subscription_id, event_id, event_type, payload, body, status, attempt_count, next_attempt_at, created_at, updated_at, trace_context)
-       SELECT 'dlv_' || gen_random_uuid(), s.id, $1, $2, $3::jsonb, $3, 'pending', 0, $5, $5, $5, $6
-         FROM webhook.subscriptions s
-        WHERE s.is_active AND s.events @> ARRAY[$2]::text[]
-          AND (s.facility_ids IS NULL OR s.facility_ids && $4::uuid[])
-       ON CONFLICT (subscription_id, event_id) DO NOTHING
-       RETURNING id`,
-      [event.id, event.type, event.body, facilityIds, at, event.traceContext ?? null],
+    return (await this.fanOutMany([event], now))[0] ?? [];
+  }
+
+  /**
+   * The fan-out of several events in one statement (same rows as `fanOut` of
+   * each). Returns, per event in the given order, the ids of the deliveries
+   * created now (none for an event already fanned out).
+   */
+  async fanOutMany(events: readonly FanOutEvent[], now: number): Promise<string[][]> {
+    if (events.length === 0) return [];
+    const unique = [...new Map(events.map((e) => [e.id, e])).values()];
+    // Lower-case UUIDs only, so the array literal needs no quoting.
+    const facilities = unique.map(
+      (e) =>
+        `{${e.facilityIds
+          .map((f) => f.toLowerCase())
+          .filter((f) => UUID.test(f))
+          .join(',')}}`,
     );
-    return rows.map((r) => r.id);
+    const { rows } = await this.pool.query<{ id: string; event_id: string }>(
+      `INSERT INTO webhook.deliveries (id, subscription_id, event_id, event_type, payload, body, status, attempt_count, next_attempt_at, created_at, updated_at, trace_context)
+       SELECT 'dlv_' || gen_random_uuid(), s.id, e.id, e.type, e.body::jsonb, e.body, 'pending', 0, $6, $6, $6, e.trace_context
+         FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[]) AS e(id, type, body, facility_ids, trace_context)
+         JOIN webhook.subscriptions s
+           ON s.is_active AND s.events @> ARRAY[e.type]
+          AND (s.facility_ids IS NULL OR s.facility_ids && e.facility_ids::uuid[])
+       ON CONFLICT (subscription_id, event_id) DO NOTHING
+       RETURNING id, event_id`,
+      [
+        unique.map((e) => e.id),
+        unique.map((e) => e.type),
+        unique.map((e) => e.body),
+        facilities,
+        unique.map((e) => e.traceContext ?? null),
+        new Date(now),
+      ],
+    );
+    const created = new Map<string, string[]>();
+    for (const r of rows) {
+      const list = created.get(r.event_id) ?? [];
+      list.push(r.id);
+      created.set(r.event_id, list);
+    }
+    // A second copy of an event in the same call creates nothing (as a second call would).
+    const seen = new Set<string>();
+    return events.map((e) => {
+      if (seen.has(e.id)) return [];
+      seen.add(e.id);
+      return created.get(e.id) ?? [];
+    });
   }
 
   /**

@@ -1,5 +1,6 @@
 import { type Clock, type Logger, type Pool, systemClock, traceContextColumn } from '@fcd/service-kit';
-import { DeliveryStore, type Resolver, type SecretBox } from '@fcd/webhooks';
+import { DeliveryStore, type FanOutEvent, type Resolver, type SecretBox } from '@fcd/webhooks';
+import { Batcher } from './batcher';
 import type { Config } from './config';
 import { parseEvent } from './domain/envelope';
 import { parseRetrySchedule } from './domain/retry';
@@ -32,11 +33,19 @@ export class Dispatcher {
   readonly sender: Sender;
   readonly deliveries: DeliveryStore;
   private readonly clock: Clock;
+  /** The events in hand fanned out together: one INSERT for all of them (`DeliveryStore.fanOutMany`). */
+  private readonly fanOuts: Batcher<FanOutEvent, string[]>;
 
   constructor(private readonly deps: DispatcherDeps) {
     const { config, logger, metrics } = deps;
     this.clock = deps.clock ?? systemClock;
     this.deliveries = new DeliveryStore(deps.pool, deps.secretBox);
+    this.fanOuts = new Batcher({
+      run: (events) => this.deliveries.fanOutMany(events, this.clock.now()),
+      delayMs: 0,
+      maxBatch: config.DISPATCHER_FETCH_BATCH,
+      retryOneByOne: true,
+    });
     this.sender = new Sender({
       connectTimeoutMs: config.WEBHOOK_CONNECT_TIMEOUT_MS,
       timeoutMs: config.WEBHOOK_TIMEOUT_MS,
@@ -79,7 +88,7 @@ export class Dispatcher {
     let created: string[];
     try {
       // The deliveries remember the trace of this handling: each attempt's span continues it.
-      created = await this.deliveries.fanOut({ ...parsed.event, traceContext: traceContextColumn() }, this.clock.now());
+      created = await this.fanOuts.add({ ...parsed.event, traceContext: traceContextColumn() });
     } catch (err) {
       this.deps.metrics?.events.inc({ result: 'error' });
       this.deps.logger.warn(

@@ -1,18 +1,13 @@
 import type { AttemptDecision, AttemptRecord, DecisionInput, DeliveryStore, RecordOutcome } from '@fcd/webhooks';
+import { Batcher } from './batcher';
 
 export interface RecorderOptions {
   store: DeliveryStore;
   decide: (input: DecisionInput) => AttemptDecision;
   /** How long a completed attempt may wait for others to share its transaction. */
   flushMs: number;
-  /** Attempts per transaction at most (a full batch is flushed at once). */
+  /** Attempts per transaction at most. */
   maxBatch: number;
-}
-
-interface Queued {
-  item: AttemptRecord;
-  resolve: (outcome: RecordOutcome) => void;
-  reject: (err: unknown) => void;
 }
 
 /**
@@ -20,85 +15,33 @@ interface Queued {
  * `flushMs` of each other (or while the previous batch is being written) are
  * recorded in one transaction (`DeliveryStore.recordAttempts`), with the same
  * result as recording them one by one in completion order. `record` resolves
- * once its attempt is committed.
+ * once its attempt is committed; when a batch fails, its attempts are recorded
+ * one at a time.
  *
- * Crash safety: an attempt is only ever waiting in memory for a few ms after
- * its send. A crash in that window loses the attempt row, and the delivery —
- * still leased, still `pending` — is sent again when the lease ends (at least
- * once; the duplicate carries the same event id). Nothing is acknowledged to
- * anyone before the commit, so no outcome is ever lost silently.
+ * Crash safety: an attempt only ever waits in memory for a few ms after its
+ * send. A crash in that window loses the attempt row, and the delivery — still
+ * leased, still `pending` — is sent again when the lease ends (at least once;
+ * the duplicate carries the same event id). Nothing depends on an outcome
+ * before its commit, so none is lost silently.
  */
 export class AttemptRecorder {
-  private queue: Queued[] = [];
-  private timer: NodeJS.Timeout | undefined;
-  private flushing: Promise<void> | undefined;
+  private readonly batcher: Batcher<AttemptRecord, RecordOutcome>;
 
-  constructor(private readonly o: RecorderOptions) {}
-
-  record(item: AttemptRecord): Promise<RecordOutcome> {
-    return new Promise((resolve, reject) => {
-      this.queue.push({ item, resolve, reject });
-      this.schedule();
+  constructor(o: RecorderOptions) {
+    this.batcher = new Batcher({
+      run: (items) => o.store.recordAttempts(items, o.decide),
+      delayMs: o.flushMs,
+      maxBatch: o.maxBatch,
+      retryOneByOne: true,
     });
   }
 
-  private schedule(): void {
-    if (this.flushing) return; // the running flush takes the queue when it is done
-    if (this.queue.length >= this.o.maxBatch) {
-      clearTimeout(this.timer);
-      this.timer = undefined;
-      this.flushing = this.flushLoop();
-    } else {
-      this.timer ??= setTimeout(() => {
-        this.timer = undefined;
-        this.flushing ??= this.flushLoop();
-      }, this.o.flushMs);
-    }
-  }
-
-  /** Writes batches until the queue is empty (what arrived while writing goes in the next batch). */
-  private async flushLoop(): Promise<void> {
-    try {
-      while (this.queue.length > 0) {
-        const batch = this.queue.splice(0, this.o.maxBatch);
-        await this.write(batch);
-      }
-    } finally {
-      this.flushing = undefined;
-    }
-  }
-
-  private async write(batch: Queued[]): Promise<void> {
-    try {
-      const outcomes = await this.o.store.recordAttempts(
-        batch.map((q) => q.item),
-        this.o.decide,
-      );
-      for (const [i, q] of batch.entries()) q.resolve(outcomes[i] as RecordOutcome);
-    } catch (err) {
-      if (batch.length === 1) {
-        batch[0]?.reject(err);
-        return;
-      }
-      // One at a time, so one bad item does not cost the others their record.
-      for (const q of batch) {
-        try {
-          const [outcome] = await this.o.store.recordAttempts([q.item], this.o.decide);
-          q.resolve(outcome as RecordOutcome);
-        } catch (e) {
-          q.reject(e);
-        }
-      }
-    }
+  record(item: AttemptRecord): Promise<RecordOutcome> {
+    return this.batcher.add(item);
   }
 
   /** Writes everything queued now (shutdown). */
-  async flush(): Promise<void> {
-    clearTimeout(this.timer);
-    this.timer = undefined;
-    while (this.flushing || this.queue.length > 0) {
-      this.flushing ??= this.flushLoop();
-      await this.flushing;
-    }
+  flush(): Promise<void> {
+    return this.batcher.flush();
   }
 }
