@@ -341,29 +341,51 @@ export class DeliveryStore {
    * in the given order: the attempt rows, each delivery's status and next
    * time, the subscriptions' failure bookkeeping, and — when a decision says
    * so — the deactivation of a subscription with its pending deliveries
-   * cancelled. A constant number of statements per batch (plus two per
-   * deactivation); the subscriptions and then the deliveries are locked in id
-   * order, so concurrent batches (replicas) do not deadlock.
+   * cancelled. Four round trips per batch (BEGIN, lock and read, write,
+   * COMMIT; plus two per deactivation); the subscriptions and then the
+   * deliveries are locked in id order, so concurrent batches (replicas) do not
+   * deadlock.
    */
   async recordAttempts(items: readonly AttemptRecord[], decide: (input: DecisionInput) => AttemptDecision): Promise<RecordOutcome[]> {
     if (items.length === 0) return [];
     return withTransaction(this.pool, async (client) => {
       const subIds = [...new Set(items.map((i) => i.claimed.subscriptionId))];
       const deliveryIds = [...new Set(items.map((i) => i.claimed.id))];
-      const subRows = await client.query<{ id: string; last_success_at: Date | null; is_active: boolean }>(
-        'SELECT id, last_success_at, is_active FROM webhook.subscriptions WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE',
-        [subIds],
+      // One round trip: the subscriptions, then the deliveries, locked in id order. FOR NO KEY UPDATE
+      // (what the UPDATEs take anyway) leaves the fan-out's foreign-key checks (KEY SHARE) unblocked.
+      const locked = await client.query<{
+        kind: 's' | 'd';
+        id: string;
+        subscription_id: string | null;
+        last_success_at: Date | null;
+        is_active: boolean | null;
+        status: string | null;
+        attempt_count: number | null;
+      }>(
+        `WITH s AS (SELECT id, last_success_at, is_active FROM webhook.subscriptions WHERE id = ANY($1::text[]) ORDER BY id FOR NO KEY UPDATE),
+              d AS (SELECT id, subscription_id, status, attempt_count FROM webhook.deliveries WHERE id = ANY($2::text[]) ORDER BY id FOR NO KEY UPDATE)
+         SELECT 's' AS kind, id, NULL::text AS subscription_id, last_success_at, is_active, NULL::text AS status, NULL::int AS attempt_count FROM s
+         UNION ALL
+         SELECT 'd', id, subscription_id, NULL, NULL, status, attempt_count FROM d`,
+        [subIds, deliveryIds],
       );
-      const deliveryRows = await client.query<{ id: string; subscription_id: string; status: string; attempt_count: number }>(
-        'SELECT id, subscription_id, status, attempt_count FROM webhook.deliveries WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE',
-        [deliveryIds],
-      );
+      const subRows = { rows: locked.rows.filter((r) => r.kind === 's') };
+      const deliveryRows = {
+        rows: locked.rows
+          .filter((r) => r.kind === 'd')
+          .map((r) => ({
+            id: r.id,
+            subscription_id: r.subscription_id as string,
+            status: r.status as string,
+            attempt_count: r.attempt_count as number,
+          })),
+      };
       const subs = new Map(
         subRows.rows.map((r) => [
           r.id,
           {
             lastSuccessAt: r.last_success_at?.getTime() ?? null,
-            isActive: r.is_active,
+            isActive: r.is_active === true,
             touched: false,
             reset: false,
             failures: 0,
@@ -372,26 +394,10 @@ export class DeliveryStore {
           },
         ]),
       );
-      const deliveries = new Map(deliveryRows.rows.map((r) => [r.id, { ...r }]));
+      const deliveries = new Map(deliveryRows.rows.map((r) => [r.id, r]));
 
-      // The attempt rows (deliveries deleted meanwhile have none: they are locked now, so they stay).
+      // Attempt rows for the deliveries still there (locked now, so they stay).
       const attempts = items.filter((i) => deliveries.has(i.claimed.id));
-      if (attempts.length > 0) {
-        await client.query(
-          `INSERT INTO webhook.delivery_attempts (delivery_id, attempt, started_at, duration_ms, response_status, error, outcome)
-           SELECT * FROM unnest($1::text[], $2::int[], $3::timestamptz[], $4::int[], $5::int[], $6::text[], $7::text[])
-           ON CONFLICT (delivery_id, attempt) DO NOTHING`,
-          [
-            attempts.map((i) => i.claimed.id),
-            attempts.map((i) => i.claimed.attempt),
-            attempts.map((i) => new Date(i.result.startedAt).toISOString()),
-            attempts.map((i) => Math.round(i.result.durationMs)),
-            attempts.map((i) => i.result.responseStatus),
-            attempts.map((i) => i.result.error?.slice(0, 500) ?? null),
-            attempts.map((i) => (i.result.success ? 'success' : 'failure')),
-          ],
-        );
-      }
 
       // The decisions, in order, on the state as it would be after the previous items.
       const outcomes: RecordOutcome[] = [];
@@ -443,32 +449,43 @@ export class DeliveryStore {
         }
       }
 
-      if (updates.length > 0) {
-        await client.query(
-          `UPDATE webhook.deliveries d SET status = u.status, next_attempt_at = u.next_at, manual = false, updated_at = u.at
-             FROM unnest($1::text[], $2::text[], $3::timestamptz[], $4::timestamptz[]) AS u(id, status, next_at, at)
-            WHERE d.id = u.id`,
-          [updates.map((u) => u.id), updates.map((u) => u.status), updates.map((u) => u.next), updates.map((u) => u.at)],
-        );
-      }
+      // One round trip for every write: the attempt rows, the deliveries, the subscriptions' bookkeeping.
       const touched = [...subs.entries()].filter(([, s]) => s.touched);
-      if (touched.length > 0) {
-        await client.query(
-          `UPDATE webhook.subscriptions s
-              SET consecutive_failures = CASE WHEN u.reset THEN u.failures ELSE s.consecutive_failures + u.failures END,
-                  last_success_at = GREATEST(s.last_success_at, u.success_at),
-                  last_failure_at = COALESCE(u.failure_at, s.last_failure_at)
-             FROM unnest($1::text[], $2::bool[], $3::int[], $4::timestamptz[], $5::timestamptz[]) AS u(id, reset, failures, success_at, failure_at)
-            WHERE s.id = u.id`,
-          [
-            touched.map(([id]) => id),
-            touched.map(([, s]) => s.reset),
-            touched.map(([, s]) => s.failures),
-            touched.map(([, s]) => (s.successAt === null ? null : new Date(s.successAt).toISOString())),
-            touched.map(([, s]) => (s.failureAt === null ? null : new Date(s.failureAt).toISOString())),
-          ],
-        );
-      }
+      const isoAt = (t: number | null) => (t === null ? null : new Date(t).toISOString());
+      await client.query(
+        `WITH attempts AS (
+           INSERT INTO webhook.delivery_attempts (delivery_id, attempt, started_at, duration_ms, response_status, error, outcome)
+           SELECT * FROM unnest($1::text[], $2::int[], $3::timestamptz[], $4::int[], $5::int[], $6::text[], $7::text[])
+           ON CONFLICT (delivery_id, attempt) DO NOTHING),
+         deliveries AS (
+           UPDATE webhook.deliveries d SET status = u.status, next_attempt_at = u.next_at, manual = false, updated_at = u.at
+             FROM unnest($8::text[], $9::text[], $10::timestamptz[], $11::timestamptz[]) AS u(id, status, next_at, at)
+            WHERE d.id = u.id)
+         UPDATE webhook.subscriptions s
+            SET consecutive_failures = CASE WHEN u.reset THEN u.failures ELSE s.consecutive_failures + u.failures END,
+                last_success_at = GREATEST(s.last_success_at, u.success_at),
+                last_failure_at = COALESCE(u.failure_at, s.last_failure_at)
+           FROM unnest($12::text[], $13::bool[], $14::int[], $15::timestamptz[], $16::timestamptz[]) AS u(id, reset, failures, success_at, failure_at)
+          WHERE s.id = u.id`,
+        [
+          attempts.map((i) => i.claimed.id),
+          attempts.map((i) => i.claimed.attempt),
+          attempts.map((i) => isoAt(i.result.startedAt)),
+          attempts.map((i) => Math.round(i.result.durationMs)),
+          attempts.map((i) => i.result.responseStatus),
+          attempts.map((i) => i.result.error?.slice(0, 500) ?? null),
+          attempts.map((i) => (i.result.success ? 'success' : 'failure')),
+          updates.map((u) => u.id),
+          updates.map((u) => u.status),
+          updates.map((u) => u.next),
+          updates.map((u) => u.at),
+          touched.map(([id]) => id),
+          touched.map(([, s]) => s.reset),
+          touched.map(([, s]) => s.failures),
+          touched.map(([, s]) => isoAt(s.successAt)),
+          touched.map(([, s]) => isoAt(s.failureAt)),
+        ],
+      );
       for (const d of deactivations) {
         await client.query(
           `UPDATE webhook.subscriptions SET is_active = false, deactivated_at = $2, deactivation_reason = $3, updated_at = $2

@@ -1,0 +1,215 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import { createLogger, createPool, migrate, type Pool } from '@fcd/service-kit';
+import { createTestDatabase, type TestDatabase } from '@fcd/testing';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  type AttemptDecision,
+  type AttemptRecord,
+  type DecisionInput,
+  DeliveryStore,
+  generateSecret,
+  SecretBox,
+  SubscriptionStore,
+  WEBHOOK_SCHEMA,
+  webhookMigrations,
+} from '../src/index';
+
+/** The dispatcher's batched SQL gives the same rows as its one-at-a-time form. */
+
+let db: TestDatabase;
+let pool: Pool;
+let subs: SubscriptionStore;
+let deliveries: DeliveryStore;
+const box = new SecretBox(randomBytes(32));
+const T0 = Date.parse('2026-11-22T08:00:00.000Z');
+const F1 = '11111111-1111-4111-8111-111111111111';
+const F2 = '22222222-2222-4222-8222-222222222222';
+
+async function subscription(facilityIds: string[] | null = null, events = ['violation.new']) {
+  return subs.create(
+    {
+      id: `wh_${randomUUID()}`,
+      account_id: `acct_${randomUUID()}`,
+      url: 'https://hooks.example.com/fcd',
+      events,
+      facility_ids: facilityIds,
+      secret: generateSecret(),
+      now: T0,
+    },
+    25,
+  );
+}
+
+const event = (type: string, facilityIds: string[]) => {
+  const id = `evt_${randomUUID()}`;
+  return { id, type, body: JSON.stringify({ id, type, created_at: new Date(T0).toISOString(), data: {} }), facilityIds };
+};
+
+beforeAll(async () => {
+  db = await createTestDatabase('webhooks_deliveries');
+  pool = createPool({
+    connectionString: db.url,
+    applicationName: 'webhooks-deliveries-test',
+    logger: createLogger({ service: 'test', level: 'silent' }),
+  });
+  await migrate(pool, WEBHOOK_SCHEMA, webhookMigrations);
+  subs = new SubscriptionStore(pool, box);
+  deliveries = new DeliveryStore(pool, box);
+});
+
+afterAll(async () => {
+  await pool?.end();
+  await db?.drop();
+});
+
+describe('DeliveryStore.fanOutMany', () => {
+  it('creates one delivery per (event, matching subscription) in one call, and nothing for events already fanned out', async () => {
+    const type = `violation.new.${randomUUID()}`;
+    const all = await subscription(null, [type]);
+    const onlyF1 = await subscription([F1], [type]);
+    const e1 = event(type, [F1.toUpperCase()]);
+    const e2 = event(type, [F2]);
+    const e3 = event(type, []);
+    const created = await deliveries.fanOutMany([e1, e2, e1, e3], T0);
+    expect(created.map((ids) => ids.length)).toEqual([2, 1, 0, 1]);
+    const { rows } = await pool.query<{ subscription_id: string; event_id: string; body: string; status: string }>(
+      'SELECT subscription_id, event_id, body, status FROM webhook.deliveries WHERE event_type = $1 ORDER BY event_id, subscription_id',
+      [type],
+    );
+    const expected = [
+      { subscription_id: all.id, event_id: e1.id, body: e1.body, status: 'pending' },
+      { subscription_id: onlyF1.id, event_id: e1.id, body: e1.body, status: 'pending' },
+      { subscription_id: all.id, event_id: e2.id, body: e2.body, status: 'pending' },
+      { subscription_id: all.id, event_id: e3.id, body: e3.body, status: 'pending' },
+    ].sort((a, b) => (a.event_id + a.subscription_id < b.event_id + b.subscription_id ? -1 : 1));
+    expect(rows).toEqual(expected);
+    // Redelivered: nothing new, and fanOut agrees.
+    expect(await deliveries.fanOutMany([e1, e2], T0)).toEqual([[], []]);
+    expect(await deliveries.fanOut(e3, T0)).toEqual([]);
+  });
+});
+
+describe('DeliveryStore.recordAttempts', () => {
+  /** Failure at attempt 1 → retry; the item marked `last` fails for good and deactivates. */
+  const decide = (input: DecisionInput): AttemptDecision =>
+    input.success
+      ? { status: 'succeeded' }
+      : input.attempt >= 2
+        ? { status: 'failed', deactivate: true }
+        : { status: 'pending', nextAttemptAt: input.finishedAt + 60_000 };
+
+  /** A subscription with `n` deliveries, each claimed once (attempt 1) or twice (attempt 2) as listed. */
+  async function scenario(attempts: number[]) {
+    const type = `case.new.${randomUUID()}`;
+    const sub = await subscription(null, [type]);
+    const events = attempts.map(() => event(type, []));
+    await deliveries.fanOutMany(events, T0);
+    const claimed = [];
+    for (let i = 0; i < attempts.length; i++) {
+      const { rows } = await pool.query<{ id: string }>('SELECT id FROM webhook.deliveries WHERE event_id = $1', [events[i]?.id]);
+      const id = rows[0]?.id as string;
+      await pool.query('UPDATE webhook.deliveries SET attempt_count = $2 - 1, first_attempt_at = $3 WHERE id = $1', [
+        id,
+        attempts[i],
+        attempts[i] === 1 ? null : new Date(T0),
+      ]);
+      await pool.query(
+        "UPDATE webhook.deliveries SET next_attempt_at = '2100-01-01' WHERE status = 'pending' AND subscription_id <> $1 AND event_type LIKE 'case.new.%'",
+        [sub.id],
+      );
+    }
+    const now = T0 + 1000;
+    const all = await deliveries.claimDue(now + 1_000_000_000, 1000, now + 2_000_000_000);
+    for (const c of all.filter((c) => c.subscriptionId === sub.id)) claimed.push(c);
+    // In the plan's order.
+    const order = new Map(events.map((e, i) => [e.id, i]));
+    claimed.sort((a, b) => (order.get(a.eventId) ?? 0) - (order.get(b.eventId) ?? 0));
+    return { sub, claimed, events };
+  }
+
+  /** The subscription and its deliveries, in the order of `eventIds`. */
+  async function state(subscriptionId: string, eventIds: string[]) {
+    const s = await pool.query(
+      'SELECT is_active, deactivation_reason, consecutive_failures, last_success_at, last_failure_at FROM webhook.subscriptions WHERE id = $1',
+      [subscriptionId],
+    );
+    const d = await pool.query(
+      `SELECT d.status, d.attempt_count, d.next_attempt_at, d.updated_at,
+              (SELECT json_agg(json_build_object('attempt', a.attempt, 'outcome', a.outcome, 'status', a.response_status, 'error', a.error) ORDER BY a.attempt)
+                 FROM webhook.delivery_attempts a WHERE a.delivery_id = d.id) AS attempts
+         FROM webhook.deliveries d WHERE d.subscription_id = $1 ORDER BY array_position($2::text[], d.event_id)`,
+      [subscriptionId, eventIds],
+    );
+    return { subscription: s.rows[0], deliveries: d.rows };
+  }
+
+  it('gives the same rows and outcomes as recording the attempts one by one, deactivation included', async () => {
+    // success, failure (retry), failure of attempt 2 (deactivates), then two more of the same subscription.
+    const plan = [
+      { attempt: 1, success: true },
+      { attempt: 1, success: false },
+      { attempt: 2, success: false },
+      { attempt: 1, success: true },
+      { attempt: 1, success: false },
+    ];
+    const results = [];
+    for (const mode of ['one-by-one', 'batch'] as const) {
+      const { sub, claimed, events } = await scenario(plan.map((p) => p.attempt));
+      expect(claimed).toHaveLength(plan.length);
+      const items: AttemptRecord[] = claimed.map((c, i) => ({
+        claimed: c,
+        result: {
+          startedAt: T0 + 2000 + i * 10,
+          finishedAt: T0 + 2005 + i * 10,
+          durationMs: 5,
+          responseStatus: plan[i]?.success ? 200 : 500,
+          error: plan[i]?.success ? null : 'HTTP 500',
+          success: plan[i]?.success ?? false,
+        },
+      }));
+      const outcomes = [];
+      if (mode === 'batch') outcomes.push(...(await deliveries.recordAttempts(items, decide)));
+      else for (const item of items) outcomes.push(await deliveries.recordAttempt(item.claimed, item.result, decide));
+      results.push({
+        outcomes,
+        ...(await state(
+          sub.id,
+          events.map((e) => e.id),
+        )),
+      });
+    }
+    const [oneByOne, batch] = results;
+    expect(batch).toEqual(oneByOne);
+    expect(batch?.subscription).toMatchObject({ is_active: false, deactivation_reason: 'consecutive_failures', consecutive_failures: 2 });
+    expect(batch?.outcomes.map((o) => [o.applied, o.deactivated, o.cancelled])).toEqual([
+      [true, false, 0],
+      [true, false, 0],
+      [true, true, 3],
+      [false, false, 0],
+      [false, false, 0],
+    ]);
+    expect(batch?.deliveries.map((d: { status: string }) => d.status)).toEqual([
+      'succeeded',
+      'cancelled',
+      'failed',
+      'cancelled',
+      'cancelled',
+    ]);
+  });
+
+  it('decrypts the secret again after a rotation (the cache is keyed on the ciphertext)', async () => {
+    const type = `facility.status_changed.${randomUUID()}`;
+    const sub = await subscription(null, [type]);
+    const before = await subs.signingSecret(sub.id);
+    await deliveries.fanOutMany([event(type, [])], T0);
+    await pool.query("UPDATE webhook.deliveries SET next_attempt_at = '2100-01-01' WHERE status = 'pending' AND subscription_id <> $1", [
+      sub.id,
+    ]);
+    const first = await deliveries.claimDue(T0 + 1000, 10, T0 + 2000);
+    expect(first.map((c) => c.secret)).toEqual([before]);
+    const rotated = generateSecret();
+    await subs.rotateSecret(sub.account_id, sub.id, rotated, T0 + 3000);
+    const second = await deliveries.claimDue(T0 + 5000, 10, T0 + 6000);
+    expect(second.map((c) => c.secret)).toEqual([rotated]);
+  });
+});
