@@ -49,13 +49,14 @@ describe.each(CI_VALUES.map(valuesName))('chart rendered with ci/%s-values.yaml'
     }
   });
 
-  it('gives every service a Deployment with /healthz liveness and startup probes, /readyz readiness, resources and a writable /tmp', () => {
+  it('gives every service a Deployment with /healthz liveness and startup probes, /readyz readiness (the gateway: /healthz), resources and a writable /tmp', () => {
     for (const name of SERVICES) {
       const d = byComponent(values, 'Deployment', name);
       const [c] = d.spec.template.spec.containers;
       expect(c.command).toEqual(['node', '--import', `./services/${name}/dist/telemetry.js`, `services/${name}/dist/main.js`]);
       expect(c.livenessProbe.httpGet).toEqual({ path: '/healthz', port: 'http' });
-      expect(c.readinessProbe.httpGet).toEqual({ path: '/readyz', port: 'http' });
+      // The gateway's readiness is local (see values.yaml); the others' follows their dependencies.
+      expect(c.readinessProbe.httpGet).toEqual({ path: name === 'gateway' ? '/healthz' : '/readyz', port: 'http' });
       expect(c.startupProbe.httpGet).toEqual({ path: '/healthz', port: 'http' });
       expect(c.resources.requests).toMatchObject({ cpu: expect.any(String), memory: expect.any(String) });
       expect(c.resources.limits.memory).toEqual(expect.any(String));

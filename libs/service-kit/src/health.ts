@@ -12,7 +12,12 @@ export type Check = () => Promise<unknown>;
  * names each dependency's state. Errors are reduced to a short message (never a
  * connection string).
  */
-export async function checkReadiness(checks: Record<string, Check>, timeoutMs = 1000): Promise<ReadinessReport> {
+export async function checkReadiness(
+  checks: Record<string, Check>,
+  timeoutMs = 1000,
+  /** Checks reported but not required for readiness (a documented degradation, e.g. fail-open). */
+  optional: readonly string[] = [],
+): Promise<ReadinessReport> {
   const entries = await Promise.all(
     Object.entries(checks).map(async ([name, check]) => {
       let timer: NodeJS.Timeout | undefined;
@@ -34,5 +39,5 @@ export async function checkReadiness(checks: Record<string, Check>, timeoutMs = 
   );
   const result: ReadinessReport['checks'] = {};
   for (const [name, state] of entries) result[name] = state;
-  return { ready: entries.every(([, s]) => s.status === 'up'), checks: result };
+  return { ready: entries.every(([name, s]) => s.status === 'up' || optional.includes(name)), checks: result };
 }

@@ -13,6 +13,7 @@ import {
 import type { Logger } from 'pino';
 import { AppError, type ErrorCode, errorBody, type FieldProblem } from './errors';
 import type { ServiceMetrics } from './metrics';
+import { classifyDatabaseError } from './pg';
 
 export const BODY_LIMIT_BYTES = 64 * 1024;
 const REQUEST_ID_PATTERN = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -95,7 +96,9 @@ export function sendError(reply: FastifyReply, err: AppError): FastifyReply {
 }
 
 /** Maps any thrown error to the SPEC §2 envelope. The one error mapper for HTTP. */
-export function toAppError(error: FastifyError | Error, request: FastifyRequest): AppError {
+export function toAppError(thrown: FastifyError | Error, request: FastifyRequest): AppError {
+  // Database outages and unstorable input are classified once here, for every service.
+  const error = classifyDatabaseError(thrown) as FastifyError | Error;
   if (error instanceof AppError) return error;
   const fe = error as FastifyError;
   if (fe.validation) {

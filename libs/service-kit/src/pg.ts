@@ -1,5 +1,6 @@
 import pg from 'pg';
 import type { Logger } from 'pino';
+import { AppError, serviceUnavailable } from './errors';
 
 export type Pool = pg.Pool;
 export type PoolClient = pg.PoolClient;
@@ -88,4 +89,34 @@ export async function migrate(pool: pg.Pool, schema: string, migrations: Migrati
     client.release();
   }
   return applied;
+}
+
+const UNAVAILABLE_SQLSTATE = /^(08|53|57P0[1-3])/;
+const UNAVAILABLE_MESSAGE =
+  /timeout|ECONNREFUSED|ECONNRESET|ENOTFOUND|EHOSTUNREACH|Connection terminated|connection.*closed|Client has encountered a connection error/i;
+/** Values Postgres cannot store in text (NUL bytes, bad encodings): the client's input, not a bug. */
+const BAD_INPUT_SQLSTATE = new Set(['22021', '22P05']);
+
+/** True when a Postgres error means "the database is unreachable or overloaded", not a bug. */
+export function isDatabaseUnavailable(err: unknown): boolean {
+  if (err instanceof AppError) return false;
+  const e = err as { code?: unknown; message?: unknown };
+  if (typeof e.code === 'string' && UNAVAILABLE_SQLSTATE.test(e.code)) return true;
+  return typeof e.message === 'string' && UNAVAILABLE_MESSAGE.test(e.message);
+}
+
+/**
+ * Classifies a database error for the edges: an outage becomes 503 SERVICE_UNAVAILABLE
+ * (Retry-After 1), text Postgres cannot store becomes 400 VALIDATION_ERROR; anything else
+ * is returned unchanged (a bug).
+ */
+export function classifyDatabaseError(err: unknown): unknown {
+  if (isDatabaseUnavailable(err)) return serviceUnavailable('postgres', 1, err);
+  const code = (err as { code?: unknown }).code;
+  if (typeof code === 'string' && BAD_INPUT_SQLSTATE.has(code)) {
+    return new AppError('VALIDATION_ERROR', 'The request contains characters that cannot be stored (for example a NUL byte).', {
+      details: { fields: [{ field: 'request', message: 'contains characters that cannot be stored' }] },
+    });
+  }
+  return err;
 }

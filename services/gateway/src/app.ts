@@ -47,7 +47,6 @@ declare module 'fastify' {
 }
 
 const USAGE_PATH = '/v1/account/usage';
-const TIER_RANK: Record<string, number> = { free: 0, pro: 1, enterprise: 2 };
 
 function setRateLimitHeaders(reply: FastifyReply, r: AuthorizeResult): void {
   reply.header('x-ratelimit-limit', String(r.dailyLimit));
@@ -70,13 +69,16 @@ export function buildGatewayApp(deps: GatewayDeps): FastifyInstance {
 
   // Health: unauthenticated, unversioned, never counted.
   app.get('/healthz', async () => ({ data: { status: 'ok' } }));
-  app.get('/readyz', async (_req, reply) => {
+  app.get('/readyz', async (request, reply) => {
     const report = await checkReadiness(deps.readiness);
-    if (report.ready && !deps.isShuttingDown()) return { data: { status: 'ready', checks: report.checks } };
+    // Public endpoint: each dependency's state only; the reasons (addresses, errors) go to the log.
+    const checks = Object.fromEntries(Object.entries(report.checks).map(([name, c]) => [name, { status: c.status }]));
+    if (report.ready && !deps.isShuttingDown()) return { data: { status: 'ready', checks } };
+    request.log.warn({ checks: report.checks }, 'not ready');
     return reply
       .code(503)
       .header('retry-after', '1')
-      .send(errorBody('SERVICE_UNAVAILABLE', 'The API is not ready.', { checks: report.checks }));
+      .send(errorBody('SERVICE_UNAVAILABLE', 'The API is not ready.', { checks }));
   });
 
   // API reference (OpenAPI document and its HTML page): outside /v1, so unauthenticated and never counted.
@@ -93,7 +95,7 @@ export function buildGatewayApp(deps: GatewayDeps): FastifyInstance {
     switch (result.decision) {
       case Decision.ALLOWED:
         setRateLimitHeaders(reply, result);
-        request.account = { accountId: result.accountId, tier: result.tier, tierRank: TIER_RANK[result.tier] ?? 0 };
+        request.account = { accountId: result.accountId, tier: result.tier, tierRank: result.tierRank };
         request.usageReport = result.usage;
         return;
       case Decision.RATE_LIMITED:

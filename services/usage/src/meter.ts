@@ -59,6 +59,8 @@ export class UsageMeter {
   /** Highest count seen per (account, day) since the last flush. */
   private pending = new Map<string, { accountId: string; day: string; count: number }>();
   /** Persisted counts of the month's earlier days, per account (they change only by late flushes). */
+  /** (account, day) pairs counted in Postgres during a Redis outage (fail-open), to lift in Redis after it. */
+  private readonly failOpenPairs = new Map<string, { accountId: string; day: string }>();
   private readonly earlierDays = new Map<string, { month: string; today: string; days: DayCount[]; expires: number }>();
 
   constructor(private readonly deps: MeterDeps) {}
@@ -162,6 +164,7 @@ export class UsageMeter {
     const { counters, accounts, logger, metrics } = this.deps;
     let outcomes: Array<CounterOutcome | 'unavailable'>;
     try {
+      if (this.failOpenPairs.size > 0) await this.liftAfterFailOpen();
       outcomes = await counters.authorize(items);
     } catch (err) {
       metrics.storeErrors.inc({ store: 'redis' });
@@ -198,10 +201,13 @@ export class UsageMeter {
   private async countInDatabase(items: CounterItem[]): Promise<Array<Settled | 'unavailable'>> {
     const { accounts, logger, metrics } = this.deps;
     logger.warn({ items: items.length }, 'fail-open: counting in postgres while redis is unavailable');
+    // Postgres must hold every count this replica has seen before it becomes the counter.
+    await this.flush().catch(() => undefined);
     const out: Array<Settled | 'unavailable'> = [];
     for (const it of items) {
       try {
         const r = await accounts.incrementInDatabase(it.accountId, it.day, it.hard ? it.limit : null);
+        this.failOpenPairs.set(pairKey(it.accountId, it.day), { accountId: it.accountId, day: it.day });
         metrics.failOpen.inc();
         out.push(r.allowed ? { kind: 'counted', count: r.count } : { kind: 'refused', count: r.count });
       } catch {
@@ -209,6 +215,18 @@ export class UsageMeter {
       }
     }
     return out;
+  }
+
+  /**
+   * Redis is back after this replica counted in Postgres: counters Redis kept through the outage
+   * are lower than the exact count, so they are raised to it before Redis counts again (missing
+   * counters are seeded from Postgres as usual).
+   */
+  private async liftAfterFailOpen(): Promise<void> {
+    const pairs = [...this.failOpenPairs.values()];
+    const stored = await this.deps.accounts.dailyCounts(pairs);
+    await this.deps.counters.raise(pairs.map((p) => ({ ...p, count: stored.get(pairKey(p.accountId, p.day)) ?? 0 })));
+    for (const p of pairs) this.failOpenPairs.delete(pairKey(p.accountId, p.day));
   }
 
   private remember(accountId: string, day: string, count: number): void {

@@ -198,4 +198,28 @@ describe('UsageMeter against real Postgres and Redis', () => {
       down.disconnect();
     }
   });
+
+  it('after fail-open counting, lifts a counter Redis kept through the outage to the exact count', async () => {
+    const clock = new ManualClock(Date.parse('2026-11-22T16:00:00.000Z'));
+    const client = createRedis(testUrls.redis);
+    client.on('error', () => undefined);
+    await new Promise((r) => client.once('ready', r));
+    try {
+      const meter = meterWith(clock, { redis: client, failOpen: true });
+      const { apiKey } = await newKey('free');
+      const before = await meter.authorize(Array(60).fill(apiKey));
+      expect(before.every((r) => r.decision === 'allowed')).toBe(true);
+
+      client.disconnect(); // a partition: Redis keeps its counter (60) but this replica cannot reach it
+      const during = await meter.authorize(Array(30).fill(apiKey));
+      expect(during.map((r) => r.count)).toEqual(Array.from({ length: 30 }, (_, i) => 61 + i));
+
+      await client.connect();
+      const after = await meter.authorize(Array(20).fill(apiKey));
+      expect(after.filter((r) => r.decision === 'allowed').map((r) => r.count)).toEqual(Array.from({ length: 10 }, (_, i) => 91 + i));
+      expect(after.filter((r) => r.decision === 'rate_limited')).toHaveLength(10);
+    } finally {
+      client.disconnect();
+    }
+  });
 });

@@ -6,6 +6,7 @@ import { type Static, Type } from '@sinclair/typebox';
 export const ConfigSchema = Type.Object({
   PORT: Env.port(8082),
   METRICS_PORT: Env.port(9466),
+  HOST: Type.String({ default: '0.0.0.0' }),
   DATABASE_URL: Env.url(),
   /** Shared with the gateway: verifies the signed x-fcd-account header. */
   INTERNAL_AUTH_SECRET: Env.secret(),

@@ -25,7 +25,12 @@ const pool = createPool({ connectionString: config.DATABASE_URL, applicationName
 const facilities = new HttpFacilityDirectory({ baseUrl: config.FACILITY_URL, internalAuth });
 const metrics = createMetrics('webhook');
 
-await migrate(pool, WEBHOOK_SCHEMA, webhookMigrations, logger);
+try {
+  await migrate(pool, WEBHOOK_SCHEMA, webhookMigrations, logger);
+} catch (err) {
+  logger.fatal({ err: { message: (err as Error).message } }, 'webhook service failed to start: migrations');
+  process.exit(1);
+}
 
 let shuttingDown = false;
 const app = await buildApp({
@@ -39,8 +44,8 @@ const app = await buildApp({
   isShuttingDown: () => shuttingDown,
 });
 
-await app.listen({ port: config.PORT, host: '0.0.0.0' });
-const metricsServer = await startMetricsServer(metrics.registry, config.METRICS_PORT);
+await app.listen({ port: config.PORT, host: config.HOST });
+const metricsServer = await startMetricsServer(metrics.registry, config.METRICS_PORT, config.HOST);
 const address = app.server.address();
 const metricsAddress = metricsServer.address();
 const port = typeof address === 'object' && address ? address.port : config.PORT;

@@ -1,21 +1,9 @@
-import { AppError, type Pool, serviceUnavailable } from '@fcd/service-kit';
+import { isDatabaseUnavailable, type Pool, serviceUnavailable } from '@fcd/service-kit';
 import type { Queryable } from './queries';
-
-const UNAVAILABLE_SQLSTATE = /^(08|53|57P0[1-3])/;
-const UNAVAILABLE_MESSAGE =
-  /timeout|ECONNREFUSED|ECONNRESET|ENOTFOUND|EHOSTUNREACH|Connection terminated|connection.*closed|Client has encountered a connection error/i;
-
-/** True when a Postgres error means "the database is unreachable or overloaded", not a bug. */
-export function isUnavailable(err: unknown): boolean {
-  if (err instanceof AppError) return false;
-  const e = err as { code?: unknown; message?: unknown };
-  if (typeof e.code === 'string' && UNAVAILABLE_SQLSTATE.test(e.code)) return true;
-  return typeof e.message === 'string' && UNAVAILABLE_MESSAGE.test(e.message);
-}
 
 /** Rethrows an outage as 503 SERVICE_UNAVAILABLE (Retry-After set); anything else unchanged. */
 export function mapDbError(err: unknown): never {
-  if (isUnavailable(err)) throw serviceUnavailable('postgres', 1, err);
+  if (isDatabaseUnavailable(err)) throw serviceUnavailable('postgres', 1, err);
   throw err;
 }
 

@@ -133,6 +133,9 @@ export class EventBus {
         subjects: [`${this.s.subjectPrefix}.>`],
         retention: RetentionPolicy.Limits,
         storage: StorageType.File,
+        // Events are kept 7 days: deliveries and their retries live in Postgres, so the stream
+        // only needs to outlast a dispatcher outage; without a limit it grows until the disk fills.
+        max_age: nanos(7 * 24 * 3600 * 1000),
         duplicate_window: nanos(Math.max(MIN_DUPLICATE_WINDOW_MS, this.s.duplicateWindowMs ?? MIN_DUPLICATE_WINDOW_MS)),
       });
       this.s.logger.info({ stream: this.s.stream, subjects: `${this.s.subjectPrefix}.>` }, 'stream created');

@@ -46,6 +46,7 @@ function toResult(r: MeterResult): AuthorizeResult {
     decision: DECISION[r.decision],
     accountId: r.principal?.accountId ?? '',
     tier: r.principal?.tier ?? '',
+    tierRank: r.principal?.tierRank ?? 0,
     dailyLimit: r.principal?.dailyLimit ?? 0,
     count: r.count,
     remaining: r.remaining,

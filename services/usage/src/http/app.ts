@@ -20,6 +20,8 @@ export interface UsageHttpDeps {
   accounts: AccountStore;
   cache: KeyCache;
   checks: Record<string, Check>;
+  /** Checks that do not make the service unready (redis, when fail-open is enabled). */
+  optionalChecks?: string[];
   adminToken: string | undefined;
   isShuttingDown: () => boolean;
 }
@@ -46,7 +48,7 @@ export function buildUsageHttpApp(deps: UsageHttpDeps): FastifyInstance {
 
   app.get('/healthz', async () => ({ data: { status: 'ok' } }));
   app.get('/readyz', async (_req, reply) => {
-    const report = await checkReadiness(deps.checks);
+    const report = await checkReadiness(deps.checks, 1000, deps.optionalChecks);
     if (report.ready && !deps.isShuttingDown()) return { data: { status: 'ready', checks: report.checks } };
     return reply
       .code(503)

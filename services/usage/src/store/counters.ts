@@ -14,6 +14,13 @@ if ARGV[2] == '1' and c >= tonumber(ARGV[1]) then return {2, c} end
 return {1, redis.call('INCR', KEYS[1])}
 `;
 
+/** Raises an existing counter to at least ARGV[1] (never lowers it, never creates it). */
+const RAISE_LUA = `
+local c = redis.call('GET', KEYS[1])
+if c and tonumber(c) < tonumber(ARGV[1]) then redis.call('SET', KEYS[1], ARGV[1], 'KEEPTTL') end
+return 1
+`;
+
 export type CounterOutcome = { kind: 'needs_seed' } | { kind: 'counted'; count: number } | { kind: 'refused'; count: number };
 
 export interface CounterItem {
@@ -25,6 +32,7 @@ export interface CounterItem {
 
 type RedisWithScript = Redis & {
   fcdAuthorize(key: string, limit: number, hard: string): Promise<[number, number]>;
+  fcdRaise(key: string, value: number): Promise<number>;
 };
 
 export class CounterStore {
@@ -37,6 +45,7 @@ export class CounterStore {
     private readonly ttlSeconds = 3 * 86_400,
   ) {
     redis.defineCommand('fcdAuthorize', { numberOfKeys: 1, lua: AUTHORIZE_LUA });
+    redis.defineCommand('fcdRaise', { numberOfKeys: 1, lua: RAISE_LUA });
     this.redis = redis as RedisWithScript;
   }
 
@@ -70,6 +79,17 @@ export class CounterStore {
   async seed(entries: Array<{ accountId: string; day: string; count: number }>): Promise<void> {
     const pipeline = this.redis.pipeline();
     for (const e of entries) pipeline.set(this.key(e.accountId, e.day), e.count, 'EX', this.ttlSeconds, 'NX');
+    const results = await pipeline.exec();
+    for (const [err] of results ?? []) if (err) throw err;
+  }
+
+  /** After counting in Postgres (fail-open), lifts counters Redis kept through the outage to the exact count. */
+  async raise(entries: Array<{ accountId: string; day: string; count: number }>): Promise<void> {
+    const pipeline = this.redis.pipeline() as unknown as {
+      fcdRaise(...a: unknown[]): void;
+      exec(): Promise<Array<[Error | null, unknown]> | null>;
+    };
+    for (const e of entries) pipeline.fcdRaise(this.key(e.accountId, e.day), e.count);
     const results = await pipeline.exec();
     for (const [err] of results ?? []) if (err) throw err;
   }
