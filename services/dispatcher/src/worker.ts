@@ -109,26 +109,29 @@ export class DeliveryWorker {
   private async run(): Promise<void> {
     while (!this.stopping) {
       const free = this.free();
+      if (free <= 0) {
+        // Every slot busy (or too many attempts still to record): nothing to claim or look up yet.
+        await Promise.race([...this.inFlight, ...this.recording]);
+        continue;
+      }
       let claimed: ClaimedDelivery[] = [];
-      if (free > 0) {
-        const now = this.o.clock.now();
-        try {
-          if (now - this.lastSweep >= this.o.pollMs) {
-            this.lastSweep = now;
-            const cancelled = await this.o.store.cancelInactiveDue(now);
-            if (cancelled > 0) this.o.logger.info({ cancelled }, 'pending deliveries of inactive subscriptions cancelled');
-          }
-          claimed = await this.o.store.claimDue(now, free, now + this.o.leaseMs);
-        } catch (err) {
-          this.o.logger.warn({ err: { message: (err as Error).message } }, 'claiming deliveries failed');
+      const now = this.o.clock.now();
+      try {
+        if (now - this.lastSweep >= this.o.pollMs) {
+          this.lastSweep = now;
+          const cancelled = await this.o.store.cancelInactiveDue(now);
+          if (cancelled > 0) this.o.logger.info({ cancelled }, 'pending deliveries of inactive subscriptions cancelled');
         }
-        for (const d of claimed) {
-          const p: Promise<void> = this.attempt(d).finally(() => {
-            this.inFlight.delete(p);
-            this.nudge();
-          });
-          this.inFlight.add(p);
-        }
+        claimed = await this.o.store.claimDue(now, free, now + this.o.leaseMs);
+      } catch (err) {
+        this.o.logger.warn({ err: { message: (err as Error).message } }, 'claiming deliveries failed');
+      }
+      for (const d of claimed) {
+        const p: Promise<void> = this.attempt(d).finally(() => {
+          this.inFlight.delete(p);
+          this.nudge();
+        });
+        this.inFlight.add(p);
       }
       if (this.stopping) break;
       // A full batch: there may be more due work right away (once a slot frees up).
