@@ -133,7 +133,7 @@ export function renderDocsPage(doc: JsonObject = OPENAPI_DOCUMENT): string {
 <style>
 body{margin:0;font:15px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#1d2330;display:flex}
 nav{position:sticky;top:0;height:100vh;overflow:auto;width:300px;flex:none;background:#f4f6f9;border-right:1px solid #dde2ea;padding:16px;box-sizing:border-box;font-size:13px}
-nav ul{list-style:none;padding:0;margin:0 0 8px}nav a{color:inherit;text-decoration:none;display:block;padding:2px 0}
+nav ul{list-style:none;padding:0;margin:0 0 8px}nav a{color:inherit;text-decoration:none;display:block;padding:2px 0;overflow-wrap:anywhere}
 nav h5{margin:12px 0 4px;text-transform:uppercase;color:#5b6577}
 main{padding:24px 40px;max-width:1000px;flex:1}
 code{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:90%;background:#eef1f5;padding:1px 4px;border-radius:3px}
