@@ -6,16 +6,35 @@ import { fileURLToPath } from 'node:url';
 
 export const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
 
-export async function freePort(): Promise<number> {
-  return new Promise((res, rej) => {
+/**
+ * Ports handed out by `freePort`: below Linux's ephemeral range (32768+), so
+ * no outgoing connection can take one between the check and the child's
+ * bind, and one disjoint block per vitest worker, so two test files running
+ * at once never get the same port. Below RabbitMQ's 25672.
+ */
+const PORT_BASE = 20_000;
+const PORT_BLOCK = 300;
+const PORT_BLOCKS = 16;
+// Started at a per-process offset, so consecutive test files of one worker rarely reuse a port.
+let portCursor = process.pid % PORT_BLOCK;
+
+function canListen(port: number): Promise<boolean> {
+  return new Promise((res) => {
     const srv = createServer();
-    srv.once('error', rej);
-    srv.listen(0, '127.0.0.1', () => {
-      const addr = srv.address();
-      const port = typeof addr === 'object' && addr ? addr.port : 0;
-      srv.close(() => res(port));
-    });
+    srv.once('error', () => res(false));
+    srv.listen(port, '127.0.0.1', () => srv.close(() => res(true)));
   });
+}
+
+/** A TCP port nothing listens on now and that no other test worker will be given (see PORT_BASE). */
+export async function freePort(): Promise<number> {
+  const worker = Number(process.env.VITEST_POOL_ID ?? process.env.VITEST_WORKER_ID ?? 0);
+  const block = PORT_BASE + (worker % PORT_BLOCKS) * PORT_BLOCK;
+  for (let tries = 0; tries < PORT_BLOCK; tries++) {
+    const port = block + (portCursor++ % PORT_BLOCK);
+    if (await canListen(port)) return port;
+  }
+  throw new Error(`no free port in ${block}-${block + PORT_BLOCK - 1}`);
 }
 
 export interface LogLine {

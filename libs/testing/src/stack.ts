@@ -62,25 +62,36 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     KEY_CACHE_NEGATIVE_TTL_MS: '200',
     ...options.usageEnv,
   };
-  let usage = await startService('usage', usageEnv);
+  let usage = await startService('usage', usageEnv).catch(async (err: unknown) => {
+    if (!options.database) await db.drop().catch(() => undefined);
+    throw err;
+  });
   const gateways: ServiceProcess[] = [];
-  for (let i = 0; i < (options.gateways ?? 1); i++) {
-    gateways.push(
-      await startService('gateway', {
-        USAGE_GRPC_ADDRESS: `127.0.0.1:${grpcPort}`,
-        PORT: '0',
-        METRICS_PORT: '0',
-        HOST: '127.0.0.1',
-        INTERNAL_AUTH_SECRET: TEST_INTERNAL_AUTH_SECRET,
-        FACILITY_URL: options.facilityUrl ?? `http://127.0.0.1:${await freePort()}`,
-        WEBHOOK_URL: options.webhookUrl ?? `http://127.0.0.1:${await freePort()}`,
-        ...options.gatewayEnv,
-      }),
+  let gatewayUrls: string[];
+  try {
+    for (let i = 0; i < (options.gateways ?? 1); i++) {
+      gateways.push(
+        await startService('gateway', {
+          USAGE_GRPC_ADDRESS: `127.0.0.1:${grpcPort}`,
+          PORT: '0',
+          METRICS_PORT: '0',
+          HOST: '127.0.0.1',
+          INTERNAL_AUTH_SECRET: TEST_INTERNAL_AUTH_SECRET,
+          FACILITY_URL: options.facilityUrl ?? `http://127.0.0.1:${await freePort()}`,
+          WEBHOOK_URL: options.webhookUrl ?? `http://127.0.0.1:${await freePort()}`,
+          ...options.gatewayEnv,
+        }),
+      );
+    }
+    gatewayUrls = await Promise.all(
+      gateways.map(async (g) => `http://127.0.0.1:${(await g.waitForLog((l) => l.msg === 'ready')).port as number}`),
     );
+  } catch (err) {
+    // A gateway that did not come up: stop what did, so no process outlives the failed test file.
+    await Promise.allSettled([...gateways.map((g) => g.stop('SIGKILL')), usage.stop('SIGKILL')]);
+    if (!options.database) await db.drop().catch(() => undefined);
+    throw err;
   }
-  const gatewayUrls = await Promise.all(
-    gateways.map(async (g) => `http://127.0.0.1:${(await g.waitForLog((l) => l.msg === 'ready')).port as number}`),
-  );
   const cli = async (args: string[]) => {
     const { stdout } = await run(process.execPath, [resolve(repoRoot, 'services/usage/dist/cli.js'), ...args, '--json'], {
       env: { PATH: process.env.PATH ?? '', DATABASE_URL: db.url },

@@ -158,6 +158,17 @@ function toView(row: DeliveryRow, attempts: AttemptRow[]): DeliveryView {
 /** How long a decrypted signing secret is reused, and how many are kept (see `secretOf`). */
 const SECRET_CACHE_TTL_MS = 60_000;
 const SECRET_CACHE_MAX = 10_000;
+/** A delivery whose signing secret cannot be decrypted is put back this long, without using up an attempt. */
+export const SECRET_UNREADABLE_DEFER_MS = 5 * 60_000;
+
+export interface DeliveryStoreHooks {
+  /**
+   * Deliveries of a subscription whose secret did not decrypt (a wrong
+   * WEBHOOK_SECRET_KEY, a corrupted row) were put back for
+   * SECRET_UNREADABLE_DEFER_MS. Never given the secret or the ciphertext.
+   */
+  onSecretUnreadable?(subscriptionId: string, deliveryIds: readonly string[]): void;
+}
 
 export class DeliveryStore {
   /** (subscription id, ciphertext) → the clear secret; a rotation writes a new ciphertext, so a new key. */
@@ -166,6 +177,7 @@ export class DeliveryStore {
   constructor(
     private readonly pool: Pool,
     private readonly secrets?: SecretBox,
+    private readonly hooks: DeliveryStoreHooks = {},
   ) {}
 
   // -------------------------------------------------------------------------
@@ -267,20 +279,52 @@ export class DeliveryStore {
       [new Date(now), limit, new Date(leaseUntil)],
     );
     const secrets = this.secrets;
-    return rows.map((r) => ({
-      id: r.id,
-      subscriptionId: r.subscription_id,
-      eventId: r.event_id,
-      eventType: r.event_type,
-      body: r.body,
-      attempt: r.attempt_count,
-      manual: r.manual,
-      firstAttemptAt: r.first_attempt_at.getTime(),
-      createdAt: r.created_at.getTime(),
-      url: r.url,
-      secret: this.secretOf(secrets, r.secret_ciphertext, r.subscription_id),
-      traceContext: r.trace_context,
-    }));
+    const claimed: ClaimedDelivery[] = [];
+    const unreadable = new Map<string, string[]>();
+    for (const r of rows) {
+      let secret: string;
+      try {
+        secret = this.secretOf(secrets, r.secret_ciphertext, r.subscription_id);
+      } catch {
+        unreadable.set(r.subscription_id, [...(unreadable.get(r.subscription_id) ?? []), r.id]);
+        continue;
+      }
+      claimed.push({
+        id: r.id,
+        subscriptionId: r.subscription_id,
+        eventId: r.event_id,
+        eventType: r.event_type,
+        body: r.body,
+        attempt: r.attempt_count,
+        manual: r.manual,
+        firstAttemptAt: r.first_attempt_at.getTime(),
+        createdAt: r.created_at.getTime(),
+        url: r.url,
+        secret,
+        traceContext: r.trace_context,
+      });
+    }
+    if (unreadable.size > 0) await this.deferUnreadable(now, unreadable);
+    return claimed;
+  }
+
+  /**
+   * Puts back deliveries that cannot be signed: the claim is undone (the
+   * attempt number given back, first_attempt_at cleared if this was to be the
+   * first) and they come due again after SECRET_UNREADABLE_DEFER_MS. Nothing
+   * was sent, so no attempt is used up and the others of the batch go on.
+   */
+  private async deferUnreadable(now: number, unreadable: Map<string, string[]>): Promise<void> {
+    const ids = [...unreadable.values()].flat();
+    await this.pool.query(
+      `UPDATE webhook.deliveries
+          SET attempt_count = attempt_count - 1, next_attempt_at = $2, updated_at = $1,
+              first_attempt_at = CASE WHEN attempt_count = 1 THEN NULL ELSE first_attempt_at END,
+              last_attempt_at = (SELECT max(started_at) FROM webhook.delivery_attempts a WHERE a.delivery_id = webhook.deliveries.id)
+        WHERE id = ANY($3::text[]) AND status = 'pending'`,
+      [new Date(now), new Date(now + SECRET_UNREADABLE_DEFER_MS), ids],
+    );
+    for (const [subscriptionId, deliveryIds] of unreadable) this.hooks.onSecretUnreadable?.(subscriptionId, deliveryIds);
   }
 
   /**

@@ -8,6 +8,7 @@ import {
   type DecisionInput,
   DeliveryStore,
   generateSecret,
+  SECRET_UNREADABLE_DEFER_MS,
   SecretBox,
   SubscriptionStore,
   WEBHOOK_SCHEMA,
@@ -211,5 +212,38 @@ describe('DeliveryStore.recordAttempts', () => {
     await subs.rotateSecret(sub.account_id, sub.id, rotated, T0 + 3000);
     const second = await deliveries.claimDue(T0 + 5000, 10, T0 + 6000);
     expect(second.map((c) => c.secret)).toEqual([rotated]);
+  });
+
+  it('puts back the deliveries of a subscription whose secret does not decrypt, and hands out the rest of the batch', async () => {
+    const type = `case.updated.${randomUUID()}`;
+    const good = await subscription(null, [type]);
+    const broken = await subscription(null, [type]);
+    // Encrypted under another key: what a wrong WEBHOOK_SECRET_KEY looks like.
+    const foreign = new SecretBox(randomBytes(32)).encrypt(generateSecret(), broken.id);
+    await pool.query('UPDATE webhook.subscriptions SET secret_ciphertext = $2 WHERE id = $1', [broken.id, foreign]);
+    await deliveries.fanOutMany([event(type, []), event(type, [])], T0);
+    await pool.query(
+      "UPDATE webhook.deliveries SET next_attempt_at = '2100-01-01' WHERE status = 'pending' AND subscription_id NOT IN ($1, $2)",
+      [good.id, broken.id],
+    );
+    const reported: Array<[string, number]> = [];
+    const store = new DeliveryStore(pool, box, { onSecretUnreadable: (id, ids) => reported.push([id, ids.length]) });
+    const now = T0 + 10_000;
+    const claimed = await store.claimDue(now, 10, now + 60_000);
+    expect(claimed.map((c) => [c.subscriptionId, c.attempt, c.secret])).toEqual([
+      [good.id, 1, await subs.signingSecret(good.id)],
+      [good.id, 1, await subs.signingSecret(good.id)],
+    ]);
+    expect(reported).toEqual([[broken.id, 2]]);
+    const { rows } = await pool.query<{ status: string; attempt_count: number; next_attempt_at: Date; first_attempt_at: Date | null }>(
+      'SELECT status, attempt_count, next_attempt_at, first_attempt_at FROM webhook.deliveries WHERE subscription_id = $1',
+      [broken.id],
+    );
+    expect(rows).toEqual([
+      { status: 'pending', attempt_count: 0, next_attempt_at: new Date(now + SECRET_UNREADABLE_DEFER_MS), first_attempt_at: null },
+      { status: 'pending', attempt_count: 0, next_attempt_at: new Date(now + SECRET_UNREADABLE_DEFER_MS), first_attempt_at: null },
+    ]);
+    // Not due again before the deferral ends.
+    expect(await store.claimDue(now + 1000, 10, now + 61_000)).toEqual([]);
   });
 });

@@ -39,7 +39,15 @@ export class Dispatcher {
   constructor(private readonly deps: DispatcherDeps) {
     const { config, logger, metrics } = deps;
     this.clock = deps.clock ?? systemClock;
-    this.deliveries = new DeliveryStore(deps.pool, deps.secretBox);
+    this.deliveries = new DeliveryStore(deps.pool, deps.secretBox, {
+      onSecretUnreadable: (subscriptionId, deliveryIds) => {
+        metrics?.secretUnreadable.inc(deliveryIds.length);
+        logger.error(
+          { subscription_id: subscriptionId, deliveries: deliveryIds.length },
+          'signing secret does not decrypt (check WEBHOOK_SECRET_KEY and WEBHOOK_SECRET_KEY_PREVIOUS); deliveries put back for 5 minutes',
+        );
+      },
+    });
     this.fanOuts = new Batcher({
       run: (events) => this.deliveries.fanOutMany(events, this.clock.now()),
       delayMs: 0,

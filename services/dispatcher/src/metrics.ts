@@ -11,6 +11,7 @@ export interface DispatcherMetrics extends ServiceMetrics {
   deactivations: Counter;
   consumerPending: Gauge;
   eventToFirstAttempt: Histogram;
+  secretUnreadable: Counter;
 }
 
 export function createDispatcherMetrics(): DispatcherMetrics {
@@ -67,6 +68,11 @@ export function createDispatcherMetrics(): DispatcherMetrics {
       name: 'fcd_dispatcher_event_to_first_attempt_seconds',
       help: "From the event's created_at to the start of its first delivery attempt.",
       buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
+      registers,
+    }),
+    secretUnreadable: new Counter({
+      name: 'fcd_dispatcher_secret_unreadable_total',
+      help: 'Claimed deliveries put back because their subscription secret did not decrypt (a key misconfiguration).',
       registers,
     }),
   };

@@ -240,6 +240,17 @@ describe('GET /v1/facilities/{id} and its violations and cases', () => {
     expect(res.body.data).toMatchObject({ ...source });
   });
 
+  it('refuses an unknown query parameter on the by-id routes too, naming it', async () => {
+    const listed = (await get<List<Facility>>('/v1/facilities?limit=1')).body.data[0] as Facility;
+    const aCase = (await get<List<{ id: string }>>('/v1/cases?limit=1')).body.data[0] as { id: string };
+    for (const url of [`/v1/facilities/${listed.id}?expand=violations`, `/v1/cases/${aCase.id}?expand=violations`]) {
+      const res = await get<{ error: { code: string; details: { fields: { field: string }[] } } }>(url);
+      expect(res.status, url).toBe(400);
+      expect(res.body.error.code).toBe('VALIDATION_ERROR');
+      expect(res.body.error.details.fields.map((f) => f.field)).toEqual(['expand']);
+    }
+  });
+
   it('answers 404 NOT_FOUND for an unknown id and for a malformed one', async () => {
     const unknown = await get<{ error: { code: string } }>('/v1/facilities/7d3f3c1e-9a4b-4c2d-8e1f-0a1b2c3d4e5f');
     expect(unknown.status).toBe(404);

@@ -375,6 +375,33 @@ describe('GET, PATCH and DELETE /v1/webhooks/{id}', () => {
     expect(await countRows(account)).toBe(0);
   });
 
+  it('refuses an unknown query parameter on every route with 400 VALIDATION_ERROR naming it, and changes nothing', async () => {
+    const account = newAccount();
+    const { data } = (await create(account, { url: url(), events: ['case.new'] })).json();
+    const routes: Array<[InjectOptions['method'], string, object | undefined]> = [
+      ['POST', '/v1/webhooks', { url: url('/other'), events: ['case.new'] }],
+      ['GET', `/v1/webhooks/${data.id}`, undefined],
+      ['PATCH', `/v1/webhooks/${data.id}`, { is_active: false }],
+      ['DELETE', `/v1/webhooks/${data.id}`, undefined],
+      ['POST', `/v1/webhooks/${data.id}/test`, undefined],
+      ['POST', `/v1/webhooks/${data.id}/rotate-secret`, undefined],
+      ['POST', `/v1/webhooks/${data.id}/deliveries/dlv_${randomUUID()}/retry`, undefined],
+    ];
+    for (const [method, path, payload] of routes) {
+      const res = await call(account, { method, url: `${path}?dry_run=1`, ...(payload ? { payload } : {}) });
+      expectValidationError(res, ['dry_run']);
+    }
+    const after = (await get(account, data.id)).json().data;
+    expect(after).toEqual({ ...data, secret: after.secret });
+    expect(after.secret).toBe(`whsec_********${data.secret.slice(-4)}`);
+    expect(after.is_active).toBe(true);
+    expect(await countRows(account)).toBe(1);
+    const { rows } = await ctx.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM webhook.deliveries WHERE subscription_id = $1', [
+      data.id,
+    ]);
+    expect(rows[0]?.n).toBe(0);
+  });
+
   it("answers 404 NOT_FOUND for another account's id, an unknown id and a malformed id, for every verb", async () => {
     const owner = newAccount();
     const intruder = newAccount();

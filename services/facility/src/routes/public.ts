@@ -24,6 +24,7 @@ import {
   FacilityViolationsQuerySchema,
   IdParams,
   listOf,
+  NoQuery,
   ViolationListQuerySchema,
   ViolationSchema,
 } from './schemas';
@@ -93,7 +94,7 @@ export async function publicRoutes(app: FastifyInstance, opts: PublicRoutesOptio
 
   app.get<{ Params: Static<typeof IdParams> }>(
     '/v1/facilities/:id',
-    { schema: { params: IdParams, response: { 200: dataOf(FacilitySchema) } } },
+    { schema: { params: IdParams, querystring: NoQuery, response: { 200: dataOf(FacilitySchema) } } },
     async (request) => {
       const facility = await getFacility(db, pathId(request.params.id, 'facility'));
       if (!facility) throw notFound('facility');
@@ -184,7 +185,7 @@ export async function publicRoutes(app: FastifyInstance, opts: PublicRoutesOptio
 
   app.get<{ Params: Static<typeof IdParams> }>(
     '/v1/cases/:id',
-    { schema: { params: IdParams, response: { 200: dataOf(CaseSchema) } } },
+    { schema: { params: IdParams, querystring: NoQuery, response: { 200: dataOf(CaseSchema) } } },
     async (request) => {
       const found = await getCase(db, pathId(request.params.id, 'case'));
       if (!found) throw notFound('case');

@@ -36,6 +36,8 @@ export const ListQuery = Type.Object(
 );
 
 export const IdParams = Type.Object({ id: Type.String() });
+/** Routes without query parameters still refuse unknown ones (SPEC §2: VALIDATION_ERROR naming the parameter). */
+export const NoQuery = Type.Object({}, { additionalProperties: false });
 
 const Timestamp = Type.String();
 

@@ -10,6 +10,7 @@ import {
   type DeliveryParams,
   type IdParams,
   ListQuery,
+  NoQuery,
   PatchBody,
   SubscriptionEnvelope,
   SubscriptionList,
@@ -80,7 +81,7 @@ export async function webhookRoutes(app: FastifyInstance, options: WebhookRoutes
   app.post<{ Body: Static<typeof CreateBody> }>(
     '/v1/webhooks',
     {
-      schema: { body: CreateBody, response: { 201: SubscriptionEnvelope } },
+      schema: { body: CreateBody, querystring: NoQuery, response: { 201: SubscriptionEnvelope } },
       validatorCompiler: strictBodyCompiler,
       attachValidation: true,
     },
@@ -98,21 +99,21 @@ export async function webhookRoutes(app: FastifyInstance, options: WebhookRoutes
 
   app.get<{ Params: Static<typeof IdParams> }>(
     '/v1/webhooks/:id',
-    { schema: { response: { 200: SubscriptionEnvelope } } },
+    { schema: { querystring: NoQuery, response: { 200: SubscriptionEnvelope } } },
     async (request) => ({ data: await service.get(account(request), request.params.id) }),
   );
 
   app.patch<{ Params: Static<typeof IdParams>; Body: Static<typeof PatchBody> }>(
     '/v1/webhooks/:id',
     {
-      schema: { body: PatchBody, response: { 200: SubscriptionEnvelope } },
+      schema: { body: PatchBody, querystring: NoQuery, response: { 200: SubscriptionEnvelope } },
       validatorCompiler: strictBodyCompiler,
       attachValidation: true,
     },
     async (request) => ({ data: await service.update(account(request), request.params.id, request.body, schemaProblems(request)) }),
   );
 
-  app.delete<{ Params: Static<typeof IdParams> }>('/v1/webhooks/:id', async (request, reply) => {
+  app.delete<{ Params: Static<typeof IdParams> }>('/v1/webhooks/:id', { schema: { querystring: NoQuery } }, async (request, reply) => {
     await service.delete(account(request), request.params.id);
     return reply.code(204).send();
   });
@@ -125,7 +126,7 @@ export async function webhookRoutes(app: FastifyInstance, options: WebhookRoutes
 
   app.post<{ Params: Static<typeof DeliveryParams> }>(
     '/v1/webhooks/:id/deliveries/:delivery_id/retry',
-    { schema: { response: { 202: DeliveryEnvelope } } },
+    { schema: { querystring: NoQuery, response: { 202: DeliveryEnvelope } } },
     async (request, reply) => {
       const delivery = await service.retryDelivery(account(request), request.params.id, request.params.delivery_id);
       return reply.code(202).send({ data: delivery });
@@ -134,13 +135,13 @@ export async function webhookRoutes(app: FastifyInstance, options: WebhookRoutes
 
   app.post<{ Params: Static<typeof IdParams> }>(
     '/v1/webhooks/:id/test',
-    { schema: { response: { 202: DeliveryEnvelope } } },
+    { schema: { querystring: NoQuery, response: { 202: DeliveryEnvelope } } },
     async (request, reply) => reply.code(202).send({ data: await service.sendTest(account(request), request.params.id) }),
   );
 
   app.post<{ Params: Static<typeof IdParams> }>(
     '/v1/webhooks/:id/rotate-secret',
-    { schema: { response: { 200: SubscriptionEnvelope } } },
+    { schema: { querystring: NoQuery, response: { 200: SubscriptionEnvelope } } },
     async (request) => ({ data: await service.rotateSecret(account(request), request.params.id) }),
   );
 
