@@ -141,7 +141,7 @@ describe('optional features', () => {
     expect(of('defaults', 'Ingress')).toEqual([]);
   });
 
-  it('renders the ServiceMonitor, the PrometheusRule with the six alerts and the dashboard only when enabled', () => {
+  it('renders the ServiceMonitor, the PrometheusRule with the seven alerts and the dashboard only when enabled', () => {
     const [rule] = of('all-features', 'PrometheusRule');
     const alerts = rule?.spec.groups.flatMap((g: { rules: { alert: string }[] }) => g.rules.map((r) => r.alert));
     expect(alerts).toEqual([
@@ -151,6 +151,7 @@ describe('optional features', () => {
       'FcdWebhookDeliveryFailureRatio',
       'FcdDispatcherConsumerLag',
       'FcdWebhookDeactivations',
+      'FcdWebhookSecretUnreadable',
     ]);
     expect(of('all-features', 'ServiceMonitor')[0]?.spec.endpoints).toEqual([
       expect.objectContaining({ port: 'metrics', path: '/metrics' }),

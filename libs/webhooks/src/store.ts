@@ -280,3 +280,28 @@ export class SubscriptionStore {
     return (rowCount ?? 0) > 0;
   }
 }
+
+/**
+ * Deactivates every active subscription of an account for a reason (an
+ * operator's `deactivate-account`, e.g. after a downgrade below Pro) and
+ * cancels their pending deliveries, in one transaction. Returns the ids
+ * deactivated now; already inactive ones keep their time and reason.
+ */
+export async function deactivateAccountSubscriptions(pool: Pool, accountId: string, reason: string, now: number): Promise<string[]> {
+  return withTransaction(pool, async (client) => {
+    const { rows } = await client.query<{ id: string }>(
+      `UPDATE webhook.subscriptions SET is_active = false, deactivated_at = $2, deactivation_reason = $3, updated_at = $2
+        WHERE account_id = $1 AND is_active RETURNING id`,
+      [accountId, new Date(now), reason],
+    );
+    const ids = rows.map((r) => r.id).sort();
+    if (ids.length > 0) {
+      await client.query(
+        `UPDATE webhook.deliveries SET status = 'cancelled', next_attempt_at = NULL, updated_at = $2
+          WHERE subscription_id = ANY($1::text[]) AND status = 'pending'`,
+        [ids, new Date(now)],
+      );
+    }
+    return ids;
+  });
+}

@@ -1,4 +1,4 @@
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { createTestDatabase, repoRoot, type ServiceProcess, startService, type TestDatabase } from '@fcd/testing';
@@ -90,6 +90,56 @@ describe('webhook service process', () => {
     expect(text).toMatch(/fcd_requests_total\{[^}]*route="\/v1\/webhooks"[^}]*status="201"/);
     expect(text).toMatch(/fcd_webhook_subscription_changes_total\{[^}]*operation="create"[^}]*\} 1/);
     expect(text).toMatch(/fcd_webhook_url_refusals_total\{[^}]*reason="scheme"[^}]*\} 1/);
+  });
+
+  it('deactivate-account (CLI) deactivates every subscription of one account and cancels its pending deliveries', async () => {
+    const downgraded = newAccount();
+    const other = newAccount();
+    const create = async (account: string) => {
+      const res = await fetch(`${base}/v1/webhooks`, {
+        method: 'POST',
+        headers: { ...asAccount(account), 'content-type': 'application/json' },
+        body: JSON.stringify({ url: 'https://93.184.215.14/hook', events: ['case.new'] }),
+      });
+      return ((await res.json()) as { data: { id: string } }).data.id;
+    };
+    const a1 = await create(downgraded);
+    const a2 = await create(downgraded);
+    const b1 = await create(other);
+    // A test event: a pending delivery (no dispatcher runs here).
+    const test = await fetch(`${base}/v1/webhooks/${a1}/test`, { method: 'POST', headers: asAccount(downgraded) });
+    expect(test.status).toBe(202);
+    const cli = (args: string[]) =>
+      spawnSync(process.execPath, [resolve(repoRoot, 'services/webhook/dist/cli.js'), ...args], {
+        env: { PATH: process.env.PATH ?? '', DATABASE_URL: db.url },
+        encoding: 'utf8',
+      });
+    const run = cli(['deactivate-account', '--account', downgraded, '--json']);
+    expect(run.status, run.stderr).toBe(0);
+    expect(JSON.parse(run.stdout)).toEqual({ account_id: downgraded, reason: 'tier_downgraded', deactivated: [a1, a2].sort() });
+    for (const id of [a1, a2]) {
+      const { data } = (await (await fetch(`${base}/v1/webhooks/${id}`, { headers: asAccount(downgraded) })).json()) as {
+        data: { is_active: boolean; deactivation_reason: string | null };
+      };
+      expect(data).toMatchObject({ is_active: false, deactivation_reason: 'tier_downgraded' });
+    }
+    const deliveries = (await (await fetch(`${base}/v1/webhooks/${a1}/deliveries`, { headers: asAccount(downgraded) })).json()) as {
+      data: Array<{ status: string }>;
+    };
+    expect(deliveries.data.map((d) => d.status)).toEqual(['cancelled']);
+    const untouched = (await (await fetch(`${base}/v1/webhooks/${b1}`, { headers: asAccount(other) })).json()) as {
+      data: { is_active: boolean };
+    };
+    expect(untouched.data.is_active).toBe(true);
+    // Again: nothing left to deactivate. Bad invocations exit 2 and change nothing.
+    expect(JSON.parse(cli(['deactivate-account', '--account', downgraded, '--json']).stdout).deactivated).toEqual([]);
+    expect(cli(['deactivate-account']).status).toBe(2);
+    expect(cli(['deactivate-account', '--account', other, '--reason', 'Bad Reason']).status).toBe(2);
+    expect(cli(['frobnicate']).status).toBe(2);
+    const still = (await (await fetch(`${base}/v1/webhooks/${b1}`, { headers: asAccount(other) })).json()) as {
+      data: { is_active: boolean };
+    };
+    expect(still.data.is_active).toBe(true);
   });
 
   it('stops on a bad configuration with one line naming the variable', async () => {
