@@ -122,6 +122,28 @@ export function spanProcessorsFromEnv(env: NodeJS.ProcessEnv = process.env): Spa
 
 const UNTRACED_PATHS = /^\/(healthz|readyz|metrics)(\?|$)/;
 
+export interface TelemetryOptions {
+  /**
+   * Outgoing HTTP (undici) spans keep only the scheme, host and port of the
+   * URL: the path and query become "REDACTED". For callers whose destinations
+   * are customers' URLs (webhook deliveries), where a path or query often is
+   * the receiver's credential (`https://hooks.example.com/T0/B0/XXXX?token=…`).
+   */
+  redactOutgoingUrls?: boolean;
+}
+
+/** The URL attributes of an outgoing span with path and query redacted (see TelemetryOptions). */
+export function redactedUrlAttributes(origin: string, path: string): Attributes {
+  let url: URL;
+  try {
+    url = new URL(path, origin);
+  } catch {
+    return {};
+  }
+  const query = url.search ? '?REDACTED' : '';
+  return { 'url.full': `${url.origin}/REDACTED${query}`, 'url.path': '/REDACTED', 'url.query': query };
+}
+
 /**
  * Starts the OpenTelemetry SDK for `serviceName` when an exporter is
  * configured: W3C trace context, and spans for HTTP in and out (node:http,
@@ -129,7 +151,11 @@ const UNTRACED_PATHS = /^\/(healthz|readyz|metrics)(\?|$)/;
  * under another span (background polling is not traced); statements are
  * recorded without values, Redis commands by name only. Returns whether it started.
  */
-export async function startTelemetry(serviceName: string, env: NodeJS.ProcessEnv = process.env): Promise<boolean> {
+export async function startTelemetry(
+  serviceName: string,
+  env: NodeJS.ProcessEnv = process.env,
+  options: TelemetryOptions = {},
+): Promise<boolean> {
   let spanProcessors: SpanProcessor[];
   try {
     spanProcessors = spanProcessorsFromEnv(env);
@@ -154,7 +180,9 @@ export async function startTelemetry(serviceName: string, env: NodeJS.ProcessEnv
       new HttpInstrumentation({
         ignoreIncomingRequestHook: (req) => UNTRACED_PATHS.test(req.url ?? ''),
       }),
-      new UndiciInstrumentation(),
+      new UndiciInstrumentation(
+        options.redactOutgoingUrls ? { startSpanHook: (request) => redactedUrlAttributes(request.origin, request.path) } : {},
+      ),
       // The authorization stream is long-lived: each batch item carries its own trace context instead.
       new GrpcInstrumentation({ ignoreGrpcMethods: ['AuthorizeStream', 'Check', 'Watch'] }),
       new PgInstrumentation({ requireParentSpan: true, enhancedDatabaseReporting: false }),

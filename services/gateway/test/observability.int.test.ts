@@ -258,7 +258,9 @@ describe('tracing across the services', () => {
   });
 
   it('one trace spans facility ingest → NATS publish → dispatcher consume → delivery POST, and the receiver gets its traceparent', async () => {
-    const hook = `/hook/${randomUUID()}`;
+    // The receiver's credential in path and query: the delivery's span must not show either.
+    const token = randomUUID();
+    const hook = `/hook/${randomUUID()}?token=${token}`;
     const created = await call('/v1/webhooks', {
       method: 'POST',
       body: { url: `http://127.0.0.1:${receiverPort}${hook}`, events: ['violation.new'], facility_ids: [facilityId] },
@@ -301,6 +303,12 @@ describe('tracing across the services', () => {
     const post = trace.find((s) => s.spanId === postSpanId) as SpanRecord;
     expect(post).toMatchObject({ service: 'dispatcher', kind: KIND.CLIENT, scope: '@opentelemetry/instrumentation-undici' });
     expect(post.attributes['http.response.status_code']).toBe(204);
+    expect(post.attributes).toMatchObject({
+      'url.full': `http://127.0.0.1:${receiverPort}/REDACTED?REDACTED`,
+      'url.path': '/REDACTED',
+      'url.query': '?REDACTED',
+    });
+    expect(JSON.stringify(spans().map((s) => s.attributes))).not.toContain(token);
     const chain = ancestors(post, trace).map((s) => ({ service: s.service, kind: s.kind, name: s.name }));
     expect(chain).toEqual([
       { service: 'dispatcher', kind: KIND.INTERNAL, name: 'deliver violation.new' },
