@@ -141,6 +141,24 @@ describe('optional features', () => {
     expect(of('defaults', 'Ingress')).toEqual([]);
   });
 
+  it('opens egress to the OpenTelemetry collector for every service only when networkPolicy.telemetry is enabled', () => {
+    const collector = {
+      ports: [
+        { protocol: 'TCP', port: 4317 },
+        { protocol: 'TCP', port: 4318 },
+      ],
+      to: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'observability' } } }],
+    };
+    for (const name of SERVICES) {
+      expect(byComponent('all-features', 'NetworkPolicy', name).spec.egress, name).toContainEqual(collector);
+      const egress = byComponent('defaults', 'NetworkPolicy', name).spec.egress as { ports?: { port: number }[] }[];
+      expect(
+        egress.flatMap((r) => r.ports ?? []).some((p) => p.port === 4317 || p.port === 4318),
+        name,
+      ).toBe(false);
+    }
+  });
+
   it('renders the ServiceMonitor, the PrometheusRule with the seven alerts and the dashboard only when enabled', () => {
     const [rule] = of('all-features', 'PrometheusRule');
     const alerts = rule?.spec.groups.flatMap((g: { rules: { alert: string }[] }) => g.rules.map((r) => r.alert));
