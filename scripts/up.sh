@@ -99,7 +99,7 @@ echo "starting services…"
 start usage GRPC_PORT=50051 PORT=8090 METRICS_PORT=9464
 start facility PORT=8081 METRICS_PORT=9465
 start webhook PORT=8082 METRICS_PORT=9466 FACILITY_URL=http://127.0.0.1:8081
-if [ -f services/dispatcher/dist/main.js ]; then start dispatcher PORT=8083 METRICS_PORT=9467; fi
+if [ -f services/dispatcher/dist/main.js ]; then start dispatcher PORT=8083 METRICS_PORT=9467 USAGE_GRPC_ADDRESS=127.0.0.1:50051; fi
 start gateway PORT=8080 METRICS_PORT=9463 USAGE_GRPC_ADDRESS=127.0.0.1:50051 FACILITY_URL=http://127.0.0.1:8081 WEBHOOK_URL=http://127.0.0.1:8082
 if [ -n "$SIMULATE" ]; then
   node services/facility/dist/cli.js simulate --rate "$SIMULATE" >.run/logs/simulate.log 2>&1 &

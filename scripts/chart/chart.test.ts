@@ -102,11 +102,18 @@ describe.each(CI_VALUES.map(valuesName))('chart rendered with ci/%s-values.yaml'
       const external = p.spec.ingress.filter((r: { from: { namespaceSelector?: unknown }[] }) => r.from.some((f) => f.namespaceSelector));
       for (const rule of external) expect(rule.ports).toEqual([{ protocol: 'TCP', port: 'metrics' }]);
     }
-    expect(sources(byComponent(values, 'NetworkPolicy', 'usage'))).toEqual(['gateway']);
+    expect(sources(byComponent(values, 'NetworkPolicy', 'usage'))).toEqual(['gateway', 'dispatcher']);
     expect(sources(byComponent(values, 'NetworkPolicy', 'webhook'))).toEqual(['gateway', 'dispatcher']);
     expect(sources(byComponent(values, 'NetworkPolicy', 'dispatcher'))).toEqual([]);
     for (const s of sources(byComponent(values, 'NetworkPolicy', 'facility'))) expect(['gateway', 'webhook', 'dispatcher']).toContain(s);
     const dispatcherEgress = byComponent(values, 'NetworkPolicy', 'dispatcher').spec.egress;
+    // The dispatcher asks the usage service for tiers (gRPC) before sending.
+    expect(dispatcherEgress).toContainEqual({
+      to: [{ podSelector: { matchLabels: expect.objectContaining({ 'app.kubernetes.io/component': 'usage' }) } }],
+      ports: [{ protocol: 'TCP', port: 50051 }],
+    });
+    const dispatcherEnv = byComponent(values, 'Deployment', 'dispatcher').spec.template.spec.containers[0].env;
+    expect(dispatcherEnv).toContainEqual({ name: 'USAGE_GRPC_ADDRESS', value: expect.stringMatching(/-usage:50051$/) });
     expect(dispatcherEgress).toContainEqual(expect.objectContaining({ ports: [{ protocol: 'TCP', port: 443 }] }));
   });
 

@@ -24,6 +24,9 @@ beforeAll(async () => {
         if (req.accountId === 'missing') throw new AppError('NOT_FOUND', 'No such account.');
         return create(GetUsageResponseSchema, { tier: 'pro', dailyLimit: 25_000, billingPeriod: { totalRequests: 7n } });
       },
+      async getAccounts() {
+        throw new Error('unused');
+      },
     },
     { onUnary: (method, code) => calls.push({ method, code }) },
   );
@@ -41,6 +44,7 @@ describe('protobuf-es ↔ grpc-js adapter', () => {
       authorizeStream: ['/usage.v1.UsageService/AuthorizeStream', true, true],
       authorize: ['/usage.v1.UsageService/Authorize', false, false],
       getUsage: ['/usage.v1.UsageService/GetUsage', false, false],
+      getAccounts: ['/usage.v1.UsageService/GetAccounts', false, false],
     });
   });
 

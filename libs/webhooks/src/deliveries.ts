@@ -28,6 +28,8 @@ export interface FanOutEvent {
 export interface ClaimedDelivery {
   id: string;
   subscriptionId: string;
+  /** The subscription's owner (the dispatcher checks the account is still entitled to webhooks). */
+  accountId: string;
   eventId: string;
   eventType: string;
   body: string;
@@ -260,6 +262,7 @@ export class DeliveryStore {
       first_attempt_at: Date;
       created_at: Date;
       url: string;
+      account_id: string;
       secret_ciphertext: string;
       trace_context: string | null;
     }>(
@@ -275,7 +278,7 @@ export class DeliveryStore {
          FROM due, webhook.subscriptions s
         WHERE d.id = due.id AND s.id = d.subscription_id
        RETURNING d.id, d.subscription_id, d.event_id, d.event_type, COALESCE(d.body, d.payload::text) AS body, d.attempt_count,
-                 d.manual, d.first_attempt_at, d.created_at, s.url, s.secret_ciphertext, d.trace_context`,
+                 d.manual, d.first_attempt_at, d.created_at, s.url, s.account_id, s.secret_ciphertext, d.trace_context`,
       [new Date(now), limit, new Date(leaseUntil)],
     );
     const secrets = this.secrets;
@@ -292,6 +295,7 @@ export class DeliveryStore {
       claimed.push({
         id: r.id,
         subscriptionId: r.subscription_id,
+        accountId: r.account_id,
         eventId: r.event_id,
         eventType: r.event_type,
         body: r.body,

@@ -36,6 +36,13 @@ export const ConfigSchema = Type.Object({
   /** Events fetched from JetStream per pull. */
   DISPATCHER_FETCH_BATCH: Env.int(100, 1, 1000),
   USER_AGENT: Type.String({ default: 'FacilityCompliance-Webhooks/1.0', minLength: 1 }),
+  /**
+   * host:port of the usage service's gRPC API: before sending, the dispatcher
+   * checks that each account is still Pro or above. Unset: not checked.
+   */
+  USAGE_GRPC_ADDRESS: Type.Optional(Type.String({ minLength: 3 })),
+  /** How long an account's tier is trusted (a downgrade stops deliveries within this time). */
+  ENTITLEMENT_CACHE_TTL_MS: Env.int(60_000, 10, 3_600_000),
   LOG_LEVEL: Env.logLevel(),
 });
 

@@ -1,9 +1,17 @@
 import { type Clock, type Logger, type Pool, systemClock, traceContextColumn } from '@fcd/service-kit';
-import { DeliveryStore, type FanOutEvent, type Resolver, type SecretBox } from '@fcd/webhooks';
+import {
+  type ClaimedDelivery,
+  DeliveryStore,
+  deactivateAccountSubscriptions,
+  type FanOutEvent,
+  type Resolver,
+  type SecretBox,
+} from '@fcd/webhooks';
 import { Batcher } from './batcher';
 import type { Config } from './config';
 import { parseEvent } from './domain/envelope';
 import { parseRetrySchedule } from './domain/retry';
+import { type AccountDirectory, Entitlements } from './entitlements';
 import type { DispatcherMetrics } from './metrics';
 import { Sender } from './sender';
 import { EventConsumer, type Verdict } from './store/event-consumer';
@@ -20,7 +28,14 @@ export interface DispatcherDeps {
   resolver?: Resolver;
   /** Extra TLS options for the sender (tests); processes use NODE_EXTRA_CA_CERTS. */
   tls?: { ca?: string | Buffer };
+  /** The usage service's tiers; without it, entitlement is not checked (docs/dispatcher.md). */
+  accounts?: AccountDirectory;
 }
+
+/** "Pro and above" (SPEC §3): tier rank free 0 < pro 1 < enterprise 2. */
+const PRO_RANK = 1;
+/** The deactivation reason a client sees after a downgrade below Pro. */
+export const TIER_DEACTIVATION_REASON = 'tier_downgraded';
 
 /**
  * The dispatcher's two halves: the event consumer (JetStream → one delivery
@@ -35,6 +50,7 @@ export class Dispatcher {
   private readonly clock: Clock;
   /** The events in hand fanned out together: one INSERT for all of them (`DeliveryStore.fanOutMany`). */
   private readonly fanOuts: Batcher<FanOutEvent, string[]>;
+  private readonly entitlements: Entitlements | undefined;
 
   constructor(private readonly deps: DispatcherDeps) {
     const { config, logger, metrics } = deps;
@@ -61,6 +77,16 @@ export class Dispatcher {
       resolver: deps.resolver,
       tls: deps.tls,
     });
+    this.entitlements = deps.accounts
+      ? new Entitlements({
+          directory: deps.accounts,
+          clock: this.clock,
+          logger,
+          ttlMs: config.ENTITLEMENT_CACHE_TTL_MS,
+          minRank: PRO_RANK,
+          onUnavailable: () => metrics?.entitlementUnavailable.inc(),
+        })
+      : undefined;
     this.worker = new DeliveryWorker({
       store: this.deliveries,
       sender: this.sender,
@@ -72,6 +98,7 @@ export class Dispatcher {
       pollMs: config.DISPATCHER_POLL_MS,
       leaseMs: config.WEBHOOK_CONNECT_TIMEOUT_MS + config.WEBHOOK_TIMEOUT_MS + 15_000,
       userAgent: config.USER_AGENT,
+      ...(this.entitlements ? { admit: (claimed: ClaimedDelivery[], now: number) => this.admit(claimed, now) } : {}),
     });
     this.consumer = new EventConsumer({
       url: config.NATS_URL,
@@ -111,6 +138,33 @@ export class Dispatcher {
       this.worker.nudge();
     }
     return { ack: true };
+  }
+
+  /**
+   * The entitlement check of a claim: the accounts the usage service reports
+   * below Pro have every subscription deactivated (reason "tier_downgraded",
+   * pending deliveries cancelled, these included); the rest is sent. Fails
+   * open (Entitlements); a failure to deactivate leaves those deliveries
+   * leased and unsent, so the next claim after the lease tries again.
+   */
+  private async admit(claimed: ClaimedDelivery[], now: number): Promise<ClaimedDelivery[]> {
+    const entitlements = this.entitlements as Entitlements;
+    const refused = await entitlements.notEntitled(claimed.map((c) => c.accountId));
+    if (refused.size === 0) return claimed;
+    for (const accountId of refused) {
+      try {
+        const ids = await deactivateAccountSubscriptions(this.deps.pool, accountId, TIER_DEACTIVATION_REASON, now);
+        entitlements.forget(accountId);
+        this.deps.metrics?.tierDeactivations.inc(ids.length);
+        this.deps.logger.info(
+          { account_id: accountId, subscriptions: ids },
+          'account below Pro: its webhook subscriptions deactivated, pending deliveries cancelled',
+        );
+      } catch (err) {
+        this.deps.logger.warn({ account_id: accountId, err: { message: (err as Error).message } }, 'deactivating subscriptions failed');
+      }
+    }
+    return claimed.filter((c) => !refused.has(c.accountId));
   }
 
   start(): void {

@@ -4,6 +4,7 @@ import { buildApp } from './app';
 import { ConfigSchema } from './config';
 import { Dispatcher } from './dispatcher';
 import { createDispatcherMetrics } from './metrics';
+import { UsageAccountDirectory } from './usage-directory';
 
 // config → build → listen → signals
 const config = loadConfigOrExit('dispatcher', ConfigSchema);
@@ -24,7 +25,9 @@ try {
   process.exit(1);
 }
 
-const dispatcher = new Dispatcher({ config, pool, secretBox, logger, metrics });
+const accounts = config.USAGE_GRPC_ADDRESS ? new UsageAccountDirectory(config.USAGE_GRPC_ADDRESS) : undefined;
+if (!accounts) logger.warn('USAGE_GRPC_ADDRESS is unset: accounts downgraded below Pro keep receiving webhooks');
+const dispatcher = new Dispatcher({ config, pool, secretBox, logger, metrics, ...(accounts ? { accounts } : {}) });
 let shuttingDown = false;
 const app = await buildApp({
   logger,
@@ -48,5 +51,6 @@ installShutdown(logger, [
   { name: 'stop consuming, finish in-flight sends', run: () => dispatcher.stop() },
   { name: 'stop accepting', run: () => app.close() },
   { name: 'close metrics server', run: () => new Promise((r) => metricsServer.close(() => r(undefined))) },
+  { name: 'close usage client', run: () => accounts?.close() },
   { name: 'close postgres pool', run: () => pool.end() },
 ]);

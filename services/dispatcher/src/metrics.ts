@@ -12,6 +12,8 @@ export interface DispatcherMetrics extends ServiceMetrics {
   consumerPending: Gauge;
   eventToFirstAttempt: Histogram;
   secretUnreadable: Counter;
+  tierDeactivations: Counter;
+  entitlementUnavailable: Counter;
 }
 
 export function createDispatcherMetrics(): DispatcherMetrics {
@@ -73,6 +75,16 @@ export function createDispatcherMetrics(): DispatcherMetrics {
     secretUnreadable: new Counter({
       name: 'fcd_dispatcher_secret_unreadable_total',
       help: 'Claimed deliveries put back because their subscription secret did not decrypt (a key misconfiguration).',
+      registers,
+    }),
+    tierDeactivations: new Counter({
+      name: 'fcd_dispatcher_tier_deactivations_total',
+      help: 'Subscriptions deactivated because their account is below Pro (reason tier_downgraded).',
+      registers,
+    }),
+    entitlementUnavailable: new Counter({
+      name: 'fcd_dispatcher_entitlement_unavailable_total',
+      help: 'Tier lookups the usage service could not answer (deliveries were sent unchecked: fail open).',
       registers,
     }),
   };

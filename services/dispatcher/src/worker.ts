@@ -20,6 +20,11 @@ export interface WorkerOptions {
   userAgent: string;
   /** How long a finished attempt waits for others to be recorded in the same transaction. */
   recordFlushMs?: number;
+  /**
+   * Decides which claimed deliveries are sent (the others must have been
+   * settled by it, e.g. cancelled): the entitlement check. Default: all.
+   */
+  admit?: (claimed: ClaimedDelivery[], now: number) => Promise<ClaimedDelivery[]>;
 }
 
 /** When the worker is full, how long it lets slots free up before claiming (one claim fills them all). */
@@ -114,6 +119,8 @@ export class DeliveryWorker {
         await Promise.race([...this.inFlight, ...this.recording]);
         continue;
       }
+      // `due`: what the claim took; `claimed`: what is sent (all of it unless `admit` settled some).
+      let due: ClaimedDelivery[] = [];
       let claimed: ClaimedDelivery[] = [];
       const now = this.o.clock.now();
       try {
@@ -122,7 +129,9 @@ export class DeliveryWorker {
           const cancelled = await this.o.store.cancelInactiveDue(now);
           if (cancelled > 0) this.o.logger.info({ cancelled }, 'pending deliveries of inactive subscriptions cancelled');
         }
-        claimed = await this.o.store.claimDue(now, free, now + this.o.leaseMs);
+        due = await this.o.store.claimDue(now, free, now + this.o.leaseMs);
+        // If admitting fails, nothing of the claim is sent: the leases end and the next claim retries.
+        claimed = this.o.admit && due.length > 0 ? await this.o.admit(due, now) : due;
       } catch (err) {
         this.o.logger.warn({ err: { message: (err as Error).message } }, 'claiming deliveries failed');
       }
@@ -135,7 +144,7 @@ export class DeliveryWorker {
       }
       if (this.stopping) break;
       // A full batch: there may be more due work right away (once a slot frees up).
-      if (claimed.length > 0 && claimed.length === free) {
+      if (due.length > 0 && due.length === free) {
         if (this.free() <= 0) {
           await Promise.race([...this.inFlight, ...this.recording]);
           // Let a few more slots free up, so the next claim fills several at once.
@@ -143,7 +152,7 @@ export class DeliveryWorker {
         }
         continue;
       }
-      if (claimed.length === 0) {
+      if (due.length === 0) {
         // Retries scheduled before a restart or by another replica: wake when the earliest is due.
         const next = await this.o.store.nextDueAt().catch(() => null);
         if (next !== null && next > this.o.clock.now()) this.wakeAt(next);

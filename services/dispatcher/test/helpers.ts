@@ -121,6 +121,8 @@ export async function teardownDb(db: TestDb | undefined): Promise<void> {
 
 export interface NewSub {
   url: string;
+  /** Default `acct_test` (an account the usage service does not know). */
+  account_id?: string;
   events?: string[];
   facility_ids?: string[] | null;
 }
@@ -131,7 +133,7 @@ export async function subscribe(db: TestDb, input: NewSub): Promise<{ id: string
   const created = await db.subscriptions.create(
     {
       id: `wh_${randomUUID()}`,
-      account_id: 'acct_test',
+      account_id: input.account_id ?? 'acct_test',
       url: input.url,
       events: input.events ?? ['violation.new'],
       facility_ids: input.facility_ids === undefined ? null : input.facility_ids,

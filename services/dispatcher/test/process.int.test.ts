@@ -1,7 +1,11 @@
 import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { rmSync } from 'node:fs';
-import { eventually, freePort, type LogLine, repoRoot, type ServiceProcess, startService, uniqueName } from '@fcd/testing';
+import { resolve } from 'node:path';
+import { create } from '@bufbuild/protobuf';
+import { createClient, grpc } from '@fcd/grpc';
+import { GetAccountsRequestSchema, UsageService } from '@fcd/proto';
+import { eventually, freePort, type LogLine, repoRoot, type ServiceProcess, startService, testUrls, uniqueName } from '@fcd/testing';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import {
   attemptsOf,
@@ -34,7 +38,7 @@ const running: ServiceProcess[] = [];
 const buses: Bus[] = [];
 
 beforeAll(async () => {
-  execFileSync('npm', ['run', 'build', '-w', '@fcd/dispatcher'], { cwd: repoRoot, stdio: 'ignore' });
+  execFileSync('npm', ['run', 'build', '-w', '@fcd/dispatcher', '-w', '@fcd/usage'], { cwd: repoRoot, stdio: 'ignore' });
   cert = testCertificate();
   db = await setupDb('dispatcher_proc');
   nats = new PrivateNats(await freePort());
@@ -107,6 +111,98 @@ async function bus(stream: string): Promise<Bus> {
 const path = () => `/hook/${randomUUID()}`;
 
 describe('the dispatcher process', () => {
+  it('stops delivering to an account downgraded below Pro (subscriptions deactivated, reason tier_downgraded); fails open while the usage service is down', async () => {
+    const grpcPort = await freePort();
+    const usage = await startService('usage', {
+      DATABASE_URL: db.database.url,
+      REDIS_URL: testUrls.redis,
+      REDIS_KEY_PREFIX: `${uniqueName('dp_tier')}:`,
+      GRPC_PORT: String(grpcPort),
+      PORT: '0',
+      METRICS_PORT: '0',
+      HOST: '127.0.0.1',
+    });
+    running.push(usage);
+    const usageCli = (...args: string[]) =>
+      JSON.parse(
+        execFileSync(process.execPath, [resolve(repoRoot, 'services/usage/dist/cli.js'), ...args, '--json'], {
+          env: { PATH: process.env.PATH ?? '', DATABASE_URL: db.database.url },
+          encoding: 'utf8',
+        }),
+      ) as { id: string };
+    const pro = usageCli('accounts', 'create', '--name', 'to be downgraded', '--tier', 'pro');
+    const enterprise = usageCli('accounts', 'create', '--name', 'stays', '--tier', 'enterprise');
+    // The RPC itself: tiers of the accounts that exist, unknown ids left out; more than 1,000 ids refused.
+    const client = createClient(UsageService, `127.0.0.1:${grpcPort}`);
+    try {
+      const res = await client.unary.getAccounts(create(GetAccountsRequestSchema, { accountIds: [pro.id, 'acct_unknown', enterprise.id] }));
+      const byId = (x: unknown[], y: unknown[]) => (String(x[0]) < String(y[0]) ? -1 : 1);
+      expect(res.accounts.map((x) => [x.accountId, x.tier, x.tierRank]).sort(byId)).toEqual(
+        [
+          [pro.id, 'pro', 1],
+          [enterprise.id, 'enterprise', 2],
+        ].sort(byId),
+      );
+      const tooMany = await client.unary
+        .getAccounts(create(GetAccountsRequestSchema, { accountIds: Array.from({ length: 1001 }, (_, i) => `acct_${i}`) }))
+        .catch((err: unknown) => err as { code: number });
+      expect((tooMany as { code: number }).code).toBe(grpc.status.INVALID_ARGUMENT);
+    } finally {
+      client.close();
+    }
+    const stream = uniqueName('DP_TIER').toUpperCase();
+    // A 10 ms tier cache: each claim below asks the usage service again.
+    const { metrics } = await start(env(stream, { USAGE_GRPC_ADDRESS: `127.0.0.1:${grpcPort}`, ENTITLEMENT_CACHE_TTL_MS: '10' }));
+    const facility = randomUUID();
+    const [pa, pb] = [path(), path()];
+    const a = await subscribe(db, { url: receiver.url(pa), facility_ids: [facility], account_id: pro.id });
+    const b = await subscribe(db, { url: receiver.url(pb), facility_ids: [facility], account_id: enterprise.id });
+    const events = await bus(stream);
+
+    await events.publish(violationEvent(facility));
+    await eventually(
+      async () => [receiver.at(pa).length, receiver.at(pb).length],
+      ([x, y]) => x === 1 && y === 1,
+    );
+
+    usageCli('accounts', 'set-tier', '--account', pro.id, '--tier', 'free');
+    await events.publish(violationEvent(facility));
+    await eventually(
+      async () => receiver.at(pb).length,
+      (n) => n === 2,
+    );
+    const state = async (id: string) =>
+      (
+        await db.pool.query<{ is_active: boolean; deactivation_reason: string | null }>(
+          'SELECT is_active, deactivation_reason FROM webhook.subscriptions WHERE id = $1',
+          [id],
+        )
+      ).rows[0];
+    expect(
+      await eventually(
+        () => state(a.id),
+        (s) => s?.is_active === false,
+      ),
+    ).toEqual({ is_active: false, deactivation_reason: 'tier_downgraded' });
+    expect((await deliveriesOf(db, a.id)).map((d) => d.status)).toEqual(['succeeded', 'cancelled']);
+    expect(receiver.at(pa)).toHaveLength(1);
+    expect(await state(b.id)).toEqual({ is_active: true, deactivation_reason: null });
+    const text = await (await fetch(`${metrics}/metrics`)).text();
+    expect(text).toMatch(/fcd_dispatcher_tier_deactivations_total\{[^}]*\} 1\n/);
+
+    // Usage down: tiers cannot be checked, so deliveries go out (fail open), even to an account downgraded meanwhile.
+    await usage.stop('SIGKILL');
+    usageCli('accounts', 'set-tier', '--account', enterprise.id, '--tier', 'free');
+    await events.publish(violationEvent(facility));
+    await eventually(
+      async () => receiver.at(pb).length,
+      (n) => n === 3,
+    );
+    expect(await state(b.id)).toEqual({ is_active: true, deactivation_reason: null });
+    const after = await (await fetch(`${metrics}/metrics`)).text();
+    expect(after).toMatch(/fcd_dispatcher_entitlement_unavailable_total\{[^}]*\} [1-9]/);
+  });
+
   it('serves /healthz, /readyz (Postgres and NATS) and /metrics, and delivers over HTTPS trusting NODE_EXTRA_CA_CERTS', async () => {
     const stream = uniqueName('DP_BASIC').toUpperCase();
     const { base, metrics, svc } = await start(env(stream));

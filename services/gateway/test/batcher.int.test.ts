@@ -36,6 +36,9 @@ async function fakeUsage(options: { delayMs?: number; port?: number } = {}) {
     async getUsage() {
       throw new Error('unused');
     },
+    async getAccounts() {
+      throw new Error('unused');
+    },
   });
   const port = await new Promise<number>((res, rej) =>
     server.bindAsync(`127.0.0.1:${options.port ?? 0}`, grpc.ServerCredentials.createInsecure(), (e, p) => (e ? rej(e) : res(p))),

@@ -57,7 +57,7 @@ export async function startUsageService(config: UsageConfig, options: { clock?: 
   };
   let shuttingDown = false;
 
-  const { server: grpcServer, health } = createGrpcServer(meter, logger, metrics);
+  const { server: grpcServer, health } = createGrpcServer(meter, accounts, logger, metrics);
   const grpcPort = await new Promise<number>((resolve, reject) =>
     grpcServer.bindAsync(`${config.HOST}:${config.GRPC_PORT}`, grpc.ServerCredentials.createInsecure(), (err, port) =>
       err ? reject(err) : resolve(port),

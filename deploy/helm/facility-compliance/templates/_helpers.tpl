@@ -227,6 +227,8 @@ app.kubernetes.io/managed-by: {{ .ctx.Release.Service }}
 {{ include "fcd.env.internalAuth" $ctx }}
 {{ include "fcd.env.webhookKey" $ctx }}
 {{- else if eq .name "dispatcher" }}
+- name: USAGE_GRPC_ADDRESS
+  value: {{ printf "%s:%v" (include "fcd.componentName" (dict "ctx" $ctx "name" "usage")) $ctx.Values.usage.containerPorts.grpc | quote }}
 {{ include "fcd.env.database" $ctx }}
 {{ include "fcd.env.nats" $ctx }}
 {{ include "fcd.env.webhookKey" $ctx }}

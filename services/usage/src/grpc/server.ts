@@ -7,6 +7,7 @@ import {
   AuthorizeResultSchema,
   AuthorizeStreamResponseSchema,
   Decision,
+  GetAccountsResponseSchema,
   GetUsageResponseSchema,
   UsageService,
 } from '@fcd/proto';
@@ -15,6 +16,7 @@ import { HealthImplementation } from 'grpc-health-check';
 import type { Logger } from 'pino';
 import type { Decision as MeterDecision, MeterResult, UsageMeter, UsageReport } from '../meter';
 import type { UsageMetrics } from '../metrics';
+import type { AccountStore } from '../store/accounts';
 
 const DECISION: Record<MeterDecision, Decision> = {
   allowed: Decision.ALLOWED,
@@ -77,8 +79,12 @@ function itemSpans(items: AuthorizeItem[]): Array<Span | undefined> {
 
 export const HEALTH_SERVICE_NAME = UsageService.typeName;
 
+/** At most this many account ids per GetAccounts call. */
+export const MAX_ACCOUNTS_PER_CALL = 1000;
+
 export function createGrpcServer(
   meter: UsageMeter,
+  accounts: AccountStore,
   logger: Logger,
   metrics: UsageMetrics,
 ): { server: grpc.Server; health: HealthImplementation } {
@@ -130,6 +136,15 @@ export function createGrpcServer(
         const report = await meter.usage(request.accountId);
         if (!report) throw new AppError('NOT_FOUND', 'No such account.');
         return toUsage(report);
+      },
+      async getAccounts(request) {
+        if (request.accountIds.length > MAX_ACCOUNTS_PER_CALL) {
+          throw new AppError('VALIDATION_ERROR', `At most ${MAX_ACCOUNTS_PER_CALL} account ids per call.`);
+        }
+        const found = await accounts.tiersOf(request.accountIds);
+        return create(GetAccountsResponseSchema, {
+          accounts: found.map((a) => ({ accountId: a.accountId, tier: a.tier, tierRank: a.rank })),
+        });
       },
     },
     {

@@ -78,6 +78,17 @@ export class AccountStore {
     }));
   }
 
+  /** Tier and rank of each of the given accounts that exists. */
+  async tiersOf(accountIds: readonly string[]): Promise<Array<{ accountId: string; tier: string; rank: number }>> {
+    if (accountIds.length === 0) return [];
+    const { rows } = await this.pool.query<{ id: string; tier: string; rank: number }>(
+      `SELECT a.id, a.tier, t.rank FROM usage.accounts a JOIN usage.tiers t ON t.name = a.tier
+        WHERE a.id = ANY($1::text[]) ORDER BY a.id`,
+      [[...new Set(accountIds)]],
+    );
+    return rows.map((r) => ({ accountId: r.id, tier: r.tier, rank: r.rank }));
+  }
+
   async accountWithTier(accountId: string): Promise<{ account: AccountRow; tier: Tier } | undefined> {
     const { rows } = await this.pool.query<{
       id: string;

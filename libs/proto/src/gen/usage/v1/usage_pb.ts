@@ -10,7 +10,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file usage/v1/usage.proto.
  */
 export const file_usage_v1_usage: GenFile = /*@__PURE__*/
-  fileDesc("ChR1c2FnZS92MS91c2FnZS5wcm90bxIIdXNhZ2UudjEifgoNQXV0aG9yaXplSXRlbRIPCgdhcGlfa2V5GAEgASgJEg4KBm1ldGhvZBgCIAEoCRIMCgRwYXRoGAMgASgJEhUKDWluY2x1ZGVfdXNhZ2UYBCABKAgSEwoLdHJhY2VwYXJlbnQYBSABKAkSEgoKdHJhY2VzdGF0ZRgGIAEoCSL+AQoPQXV0aG9yaXplUmVzdWx0EiQKCGRlY2lzaW9uGAEgASgOMhIudXNhZ2UudjEuRGVjaXNpb24SEgoKYWNjb3VudF9pZBgCIAEoCRIMCgR0aWVyGAMgASgJEhMKC2RhaWx5X2xpbWl0GAQgASgNEg0KBWNvdW50GAUgASgNEhEKCXJlbWFpbmluZxgGIAEoDRIRCglyZXNldHNfYXQYByABKAkSGwoTcmV0cnlfYWZ0ZXJfc2Vjb25kcxgIIAEoBRIpCgV1c2FnZRgJIAEoCzIaLnVzYWdlLnYxLkdldFVzYWdlUmVzcG9uc2USEQoJdGllcl9yYW5rGAogASgNIjoKEEF1dGhvcml6ZVJlcXVlc3QSJgoFaXRlbXMYASADKAsyFy51c2FnZS52MS5BdXRob3JpemVJdGVtIj8KEUF1dGhvcml6ZVJlc3BvbnNlEioKB3Jlc3VsdHMYASADKAsyGS51c2FnZS52MS5BdXRob3JpemVSZXN1bHQiUgoWQXV0aG9yaXplU3RyZWFtUmVxdWVzdBIQCghiYXRjaF9pZBgBIAEoDRImCgVpdGVtcxgCIAMoCzIXLnVzYWdlLnYxLkF1dGhvcml6ZUl0ZW0iVwoXQXV0aG9yaXplU3RyZWFtUmVzcG9uc2USEAoIYmF0Y2hfaWQYASABKA0SKgoHcmVzdWx0cxgCIAMoCzIZLnVzYWdlLnYxLkF1dGhvcml6ZVJlc3VsdCIlCg9HZXRVc2FnZVJlcXVlc3QSEgoKYWNjb3VudF9pZBgBIAEoCSJJCgpUb2RheVVzYWdlEhUKDXJlcXVlc3RfY291bnQYASABKA0SEQoJcmVtYWluaW5nGAIgASgNEhEKCXJlc2V0c19hdBgDIAEoCSKxAQoNQmlsbGluZ1BlcmlvZBINCgVzdGFydBgBIAEoCRILCgNlbmQYAiABKAkSFgoOdG90YWxfcmVxdWVzdHMYAyABKAMSGQoRaW5jbHVkZWRfcmVxdWVzdHMYBCABKAMSGAoQb3ZlcmFnZV9yZXF1ZXN0cxgFIAEoAxIYChBvdmVyYWdlX3JhdGVfdXNkGAYgASgJEh0KFWVzdGltYXRlZF9vdmVyYWdlX3VzZBgHIAEoCSKLAQoQR2V0VXNhZ2VSZXNwb25zZRIMCgR0aWVyGAEgASgJEhMKC2RhaWx5X2xpbWl0GAIgASgNEiMKBXRvZGF5GAMgASgLMhQudXNhZ2UudjEuVG9kYXlVc2FnZRIvCg5iaWxsaW5nX3BlcmlvZBgEIAEoCzIXLnVzYWdlLnYxLkJpbGxpbmdQZXJpb2QqjQEKCERlY2lzaW9uEhgKFERFQ0lTSU9OX1VOU1BFQ0lGSUVEEAASFAoQREVDSVNJT05fQUxMT1dFRBABEhwKGERFQ0lTSU9OX1VOQVVUSEVOVElDQVRFRBACEhkKFURFQ0lTSU9OX1JBVEVfTElNSVRFRBADEhgKFERFQ0lTSU9OX1VOQVZBSUxBQkxFEAQy8wEKDFVzYWdlU2VydmljZRJaCg9BdXRob3JpemVTdHJlYW0SIC51c2FnZS52MS5BdXRob3JpemVTdHJlYW1SZXF1ZXN0GiEudXNhZ2UudjEuQXV0aG9yaXplU3RyZWFtUmVzcG9uc2UoATABEkQKCUF1dGhvcml6ZRIaLnVzYWdlLnYxLkF1dGhvcml6ZVJlcXVlc3QaGy51c2FnZS52MS5BdXRob3JpemVSZXNwb25zZRJBCghHZXRVc2FnZRIZLnVzYWdlLnYxLkdldFVzYWdlUmVxdWVzdBoaLnVzYWdlLnYxLkdldFVzYWdlUmVzcG9uc2ViBnByb3RvMw");
+  fileDesc("ChR1c2FnZS92MS91c2FnZS5wcm90bxIIdXNhZ2UudjEifgoNQXV0aG9yaXplSXRlbRIPCgdhcGlfa2V5GAEgASgJEg4KBm1ldGhvZBgCIAEoCRIMCgRwYXRoGAMgASgJEhUKDWluY2x1ZGVfdXNhZ2UYBCABKAgSEwoLdHJhY2VwYXJlbnQYBSABKAkSEgoKdHJhY2VzdGF0ZRgGIAEoCSL+AQoPQXV0aG9yaXplUmVzdWx0EiQKCGRlY2lzaW9uGAEgASgOMhIudXNhZ2UudjEuRGVjaXNpb24SEgoKYWNjb3VudF9pZBgCIAEoCRIMCgR0aWVyGAMgASgJEhMKC2RhaWx5X2xpbWl0GAQgASgNEg0KBWNvdW50GAUgASgNEhEKCXJlbWFpbmluZxgGIAEoDRIRCglyZXNldHNfYXQYByABKAkSGwoTcmV0cnlfYWZ0ZXJfc2Vjb25kcxgIIAEoBRIpCgV1c2FnZRgJIAEoCzIaLnVzYWdlLnYxLkdldFVzYWdlUmVzcG9uc2USEQoJdGllcl9yYW5rGAogASgNIjoKEEF1dGhvcml6ZVJlcXVlc3QSJgoFaXRlbXMYASADKAsyFy51c2FnZS52MS5BdXRob3JpemVJdGVtIj8KEUF1dGhvcml6ZVJlc3BvbnNlEioKB3Jlc3VsdHMYASADKAsyGS51c2FnZS52MS5BdXRob3JpemVSZXN1bHQiUgoWQXV0aG9yaXplU3RyZWFtUmVxdWVzdBIQCghiYXRjaF9pZBgBIAEoDRImCgVpdGVtcxgCIAMoCzIXLnVzYWdlLnYxLkF1dGhvcml6ZUl0ZW0iVwoXQXV0aG9yaXplU3RyZWFtUmVzcG9uc2USEAoIYmF0Y2hfaWQYASABKA0SKgoHcmVzdWx0cxgCIAMoCzIZLnVzYWdlLnYxLkF1dGhvcml6ZVJlc3VsdCIlCg9HZXRVc2FnZVJlcXVlc3QSEgoKYWNjb3VudF9pZBgBIAEoCSJJCgpUb2RheVVzYWdlEhUKDXJlcXVlc3RfY291bnQYASABKA0SEQoJcmVtYWluaW5nGAIgASgNEhEKCXJlc2V0c19hdBgDIAEoCSKxAQoNQmlsbGluZ1BlcmlvZBINCgVzdGFydBgBIAEoCRILCgNlbmQYAiABKAkSFgoOdG90YWxfcmVxdWVzdHMYAyABKAMSGQoRaW5jbHVkZWRfcmVxdWVzdHMYBCABKAMSGAoQb3ZlcmFnZV9yZXF1ZXN0cxgFIAEoAxIYChBvdmVyYWdlX3JhdGVfdXNkGAYgASgJEh0KFWVzdGltYXRlZF9vdmVyYWdlX3VzZBgHIAEoCSKLAQoQR2V0VXNhZ2VSZXNwb25zZRIMCgR0aWVyGAEgASgJEhMKC2RhaWx5X2xpbWl0GAIgASgNEiMKBXRvZGF5GAMgASgLMhQudXNhZ2UudjEuVG9kYXlVc2FnZRIvCg5iaWxsaW5nX3BlcmlvZBgEIAEoCzIXLnVzYWdlLnYxLkJpbGxpbmdQZXJpb2QiKQoSR2V0QWNjb3VudHNSZXF1ZXN0EhMKC2FjY291bnRfaWRzGAEgAygJIj4KB0FjY291bnQSEgoKYWNjb3VudF9pZBgBIAEoCRIMCgR0aWVyGAIgASgJEhEKCXRpZXJfcmFuaxgDIAEoDSI6ChNHZXRBY2NvdW50c1Jlc3BvbnNlEiMKCGFjY291bnRzGAEgAygLMhEudXNhZ2UudjEuQWNjb3VudCqNAQoIRGVjaXNpb24SGAoUREVDSVNJT05fVU5TUEVDSUZJRUQQABIUChBERUNJU0lPTl9BTExPV0VEEAESHAoYREVDSVNJT05fVU5BVVRIRU5USUNBVEVEEAISGQoVREVDSVNJT05fUkFURV9MSU1JVEVEEAMSGAoUREVDSVNJT05fVU5BVkFJTEFCTEUQBDK/AgoMVXNhZ2VTZXJ2aWNlEloKD0F1dGhvcml6ZVN0cmVhbRIgLnVzYWdlLnYxLkF1dGhvcml6ZVN0cmVhbVJlcXVlc3QaIS51c2FnZS52MS5BdXRob3JpemVTdHJlYW1SZXNwb25zZSgBMAESRAoJQXV0aG9yaXplEhoudXNhZ2UudjEuQXV0aG9yaXplUmVxdWVzdBobLnVzYWdlLnYxLkF1dGhvcml6ZVJlc3BvbnNlEkEKCEdldFVzYWdlEhkudXNhZ2UudjEuR2V0VXNhZ2VSZXF1ZXN0GhoudXNhZ2UudjEuR2V0VXNhZ2VSZXNwb25zZRJKCgtHZXRBY2NvdW50cxIcLnVzYWdlLnYxLkdldEFjY291bnRzUmVxdWVzdBodLnVzYWdlLnYxLkdldEFjY291bnRzUmVzcG9uc2ViBnByb3RvMw");
 
 /**
  * @generated from message usage.v1.AuthorizeItem
@@ -355,6 +355,69 @@ export const GetUsageResponseSchema: GenMessage<GetUsageResponse> = /*@__PURE__*
   messageDesc(file_usage_v1_usage, 9);
 
 /**
+ * @generated from message usage.v1.GetAccountsRequest
+ */
+export type GetAccountsRequest = Message<"usage.v1.GetAccountsRequest"> & {
+  /**
+   * @generated from field: repeated string account_ids = 1;
+   */
+  accountIds: string[];
+};
+
+/**
+ * Describes the message usage.v1.GetAccountsRequest.
+ * Use `create(GetAccountsRequestSchema)` to create a new message.
+ */
+export const GetAccountsRequestSchema: GenMessage<GetAccountsRequest> = /*@__PURE__*/
+  messageDesc(file_usage_v1_usage, 10);
+
+/**
+ * @generated from message usage.v1.Account
+ */
+export type Account = Message<"usage.v1.Account"> & {
+  /**
+   * @generated from field: string account_id = 1;
+   */
+  accountId: string;
+
+  /**
+   * @generated from field: string tier = 2;
+   */
+  tier: string;
+
+  /**
+   * free 0 < pro 1 < enterprise 2 (usage.tiers.rank).
+   *
+   * @generated from field: uint32 tier_rank = 3;
+   */
+  tierRank: number;
+};
+
+/**
+ * Describes the message usage.v1.Account.
+ * Use `create(AccountSchema)` to create a new message.
+ */
+export const AccountSchema: GenMessage<Account> = /*@__PURE__*/
+  messageDesc(file_usage_v1_usage, 11);
+
+/**
+ * @generated from message usage.v1.GetAccountsResponse
+ */
+export type GetAccountsResponse = Message<"usage.v1.GetAccountsResponse"> & {
+  /**
+   * @generated from field: repeated usage.v1.Account accounts = 1;
+   */
+  accounts: Account[];
+};
+
+/**
+ * Describes the message usage.v1.GetAccountsResponse.
+ * Use `create(GetAccountsResponseSchema)` to create a new message.
+ */
+export const GetAccountsResponseSchema: GenMessage<GetAccountsResponse> = /*@__PURE__*/
+  messageDesc(file_usage_v1_usage, 12);
+
+/**
  * @generated from enum usage.v1.Decision
  */
 export enum Decision {
@@ -438,6 +501,17 @@ export const UsageService: GenService<{
     methodKind: "unary";
     input: typeof GetUsageRequestSchema;
     output: typeof GetUsageResponseSchema;
+  },
+  /**
+   * The current tier of up to 1,000 accounts (the dispatcher checks that an
+   * account is still entitled to webhooks). Unknown ids are left out.
+   *
+   * @generated from rpc usage.v1.UsageService.GetAccounts
+   */
+  getAccounts: {
+    methodKind: "unary";
+    input: typeof GetAccountsRequestSchema;
+    output: typeof GetAccountsResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_usage_v1_usage, 0);
