@@ -26,7 +26,9 @@ const children = [];
 
 function start(script, env) {
   return new Promise((resolvePort, reject) => {
-    const child = spawn(process.execPath, [script], {
+    // BENCH_PROFILE_DIR: every service writes a V8 CPU profile there when it exits (chrome://inspect, speedscope).
+    const profile = process.env.BENCH_PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE_DIR}`] : [];
+    const child = spawn(process.execPath, [...profile, script], {
       env: { PATH: process.env.PATH, LOG_LEVEL: 'info', ...env },
       stdio: ['ignore', 'pipe', 'inherit'],
     });
