@@ -9,6 +9,14 @@ describe('monthBounds', () => {
     expect(monthBounds(at('2028-02-29T23:59:59.999Z'))).toEqual({ start: '2028-02-01', end: '2028-02-29', days: 29 });
     expect(monthBounds(at('2026-12-31T23:59:59.999Z'))).toEqual({ start: '2026-12-01', end: '2026-12-31', days: 31 });
   });
+
+  it('remembers the last day asked for, and moves on at the first millisecond of the next one', () => {
+    expect(monthBounds(at('2026-11-30T00:00:00.000Z'))).toEqual({ start: '2026-11-01', end: '2026-11-30', days: 30 });
+    expect(monthBounds(at('2026-11-30T23:59:59.999Z'))).toEqual({ start: '2026-11-01', end: '2026-11-30', days: 30 });
+    expect(monthBounds(at('2026-12-01T00:00:00.000Z'))).toEqual({ start: '2026-12-01', end: '2026-12-31', days: 31 });
+    // Back in time (an injected clock): computed again, not the remembered month.
+    expect(monthBounds(at('2026-11-30T23:59:59.999Z'))).toEqual({ start: '2026-11-01', end: '2026-11-30', days: 30 });
+  });
 });
 
 describe('multiplyUsd', () => {

@@ -18,7 +18,19 @@ export interface BillingFigures {
   estimatedOverageUsd: string;
 }
 
+const DAY_MS = 86_400_000;
+/** The bounds of the last UTC day asked for: every request of a day asks for the same month (hot path). */
+let lastBounds: { day: number; bounds: { start: string; end: string; days: number } } | undefined;
+
 export function monthBounds(nowMs: number): { start: string; end: string; days: number } {
+  const day = Math.floor(nowMs / DAY_MS);
+  if (lastBounds?.day === day) return lastBounds.bounds;
+  const bounds = computeMonthBounds(nowMs);
+  lastBounds = { day, bounds };
+  return bounds;
+}
+
+function computeMonthBounds(nowMs: number): { start: string; end: string; days: number } {
   const d = new Date(nowMs);
   const y = d.getUTCFullYear();
   const m = d.getUTCMonth();
