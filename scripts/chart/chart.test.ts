@@ -210,4 +210,8 @@ describe('values.schema.json and required values', () => {
     expect(() => helmTemplate(defaults, ['--set', 'externalDatabase.existingSecret='])).toThrow(/externalDatabase/);
     expect(() => helmTemplate(defaults, ['--set', 'secrets.internalAuth.existingSecret=', '--set', 'secrets.generate=true'])).not.toThrow();
   });
+
+  it('refuses collector egress without a destination (it would open the OTLP ports to any address)', () => {
+    expect(() => helmTemplate(defaults, ['--set', 'networkPolicy.telemetry.enabled=true'])).toThrow(/networkPolicy\.telemetry\.to/);
+  });
 });

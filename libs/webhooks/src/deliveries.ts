@@ -43,6 +43,16 @@ export interface ClaimedDelivery {
   secret: string;
   /** The trace context stored by the fan-out, or null. */
   traceContext: string | null;
+  /** What `releaseClaims` needs to undo this claim exactly. */
+  claim: ClaimRef;
+}
+
+/** A claim as it was taken: its attempt number and the attempt times it replaced. */
+export interface ClaimRef {
+  id: string;
+  attempt: number;
+  previousFirstAttemptAt: Date | null;
+  previousLastAttemptAt: Date | null;
 }
 
 export interface AttemptResult {
@@ -260,6 +270,8 @@ export class DeliveryStore {
       attempt_count: number;
       manual: boolean;
       first_attempt_at: Date;
+      prev_first_attempt_at: Date | null;
+      prev_last_attempt_at: Date | null;
       created_at: Date;
       url: string;
       account_id: string;
@@ -267,7 +279,8 @@ export class DeliveryStore {
       trace_context: string | null;
     }>(
       `WITH due AS (
-         SELECT d.id FROM webhook.deliveries d JOIN webhook.subscriptions s ON s.id = d.subscription_id
+         SELECT d.id, d.first_attempt_at AS prev_first, d.last_attempt_at AS prev_last
+           FROM webhook.deliveries d JOIN webhook.subscriptions s ON s.id = d.subscription_id
           WHERE d.status = 'pending' AND d.next_attempt_at <= $1 AND s.is_active
           ORDER BY d.next_attempt_at
           LIMIT $2
@@ -278,21 +291,29 @@ export class DeliveryStore {
          FROM due, webhook.subscriptions s
         WHERE d.id = due.id AND s.id = d.subscription_id
        RETURNING d.id, d.subscription_id, d.event_id, d.event_type, COALESCE(d.body, d.payload::text) AS body, d.attempt_count,
-                 d.manual, d.first_attempt_at, d.created_at, s.url, s.account_id, s.secret_ciphertext, d.trace_context`,
+                 d.manual, d.first_attempt_at, due.prev_first AS prev_first_attempt_at, due.prev_last AS prev_last_attempt_at,
+                 d.created_at, s.url, s.account_id, s.secret_ciphertext, d.trace_context`,
       [new Date(now), limit, new Date(leaseUntil)],
     );
     const secrets = this.secrets;
     const claimed: ClaimedDelivery[] = [];
-    const unreadable = new Map<string, string[]>();
+    const unreadable = new Map<string, ClaimRef[]>();
     for (const r of rows) {
+      const claim: ClaimRef = {
+        id: r.id,
+        attempt: r.attempt_count,
+        previousFirstAttemptAt: r.prev_first_attempt_at,
+        previousLastAttemptAt: r.prev_last_attempt_at,
+      };
       let secret: string;
       try {
         secret = this.secretOf(secrets, r.secret_ciphertext, r.subscription_id);
       } catch {
-        unreadable.set(r.subscription_id, [...(unreadable.get(r.subscription_id) ?? []), r.id]);
+        unreadable.set(r.subscription_id, [...(unreadable.get(r.subscription_id) ?? []), claim]);
         continue;
       }
       claimed.push({
+        claim,
         id: r.id,
         subscriptionId: r.subscription_id,
         accountId: r.account_id,
@@ -313,22 +334,46 @@ export class DeliveryStore {
   }
 
   /**
-   * Puts back deliveries that cannot be signed: the claim is undone (the
-   * attempt number given back, first_attempt_at cleared if this was to be the
-   * first) and they come due again after SECRET_UNREADABLE_DEFER_MS. Nothing
-   * was sent, so no attempt is used up and the others of the batch go on.
+   * Puts back deliveries that cannot be signed: nothing was sent, so the
+   * claim is undone (see `releaseClaims`) and they come due again after
+   * SECRET_UNREADABLE_DEFER_MS. If even that fails, their leases end and the
+   * next claim meets them again; the rest of the batch goes on either way.
    */
-  private async deferUnreadable(now: number, unreadable: Map<string, string[]>): Promise<void> {
-    const ids = [...unreadable.values()].flat();
-    await this.pool.query(
-      `UPDATE webhook.deliveries
-          SET attempt_count = attempt_count - 1, next_attempt_at = $2, updated_at = $1,
-              first_attempt_at = CASE WHEN attempt_count = 1 THEN NULL ELSE first_attempt_at END,
-              last_attempt_at = (SELECT max(started_at) FROM webhook.delivery_attempts a WHERE a.delivery_id = webhook.deliveries.id)
-        WHERE id = ANY($3::text[]) AND status = 'pending'`,
-      [new Date(now), new Date(now + SECRET_UNREADABLE_DEFER_MS), ids],
+  private async deferUnreadable(now: number, unreadable: Map<string, ClaimRef[]>): Promise<void> {
+    await this.releaseClaims([...unreadable.values()].flat(), now, now + SECRET_UNREADABLE_DEFER_MS).catch(() => 0);
+    for (const [subscriptionId, claims] of unreadable) {
+      this.hooks.onSecretUnreadable?.(
+        subscriptionId,
+        claims.map((c) => c.id),
+      );
+    }
+  }
+
+  /**
+   * Undoes claims whose deliveries were not sent: the attempt number is given
+   * back, first_attempt_at and last_attempt_at are restored to what they were
+   * before the claim, and the delivery comes due at `dueAt`. Only a claim that
+   * is still the latest one is undone (a delivery claimed again meanwhile, or
+   * finished, is left alone). Returns how many were released.
+   */
+  async releaseClaims(claims: readonly ClaimRef[], now: number, dueAt: number): Promise<number> {
+    if (claims.length === 0) return 0;
+    const { rowCount } = await this.pool.query(
+      `UPDATE webhook.deliveries d
+          SET attempt_count = d.attempt_count - 1, next_attempt_at = $2, updated_at = $1,
+              first_attempt_at = v.prev_first, last_attempt_at = v.prev_last
+         FROM unnest($3::text[], $4::int[], $5::timestamptz[], $6::timestamptz[]) AS v(id, attempt, prev_first, prev_last)
+        WHERE d.id = v.id AND d.status = 'pending' AND d.attempt_count = v.attempt`,
+      [
+        new Date(now),
+        new Date(dueAt),
+        claims.map((c) => c.id),
+        claims.map((c) => c.attempt),
+        claims.map((c) => c.previousFirstAttemptAt),
+        claims.map((c) => c.previousLastAttemptAt),
+      ],
     );
-    for (const [subscriptionId, deliveryIds] of unreadable) this.hooks.onSecretUnreadable?.(subscriptionId, deliveryIds);
+    return rowCount ?? 0;
   }
 
   /**

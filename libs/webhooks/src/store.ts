@@ -289,10 +289,16 @@ export class SubscriptionStore {
  */
 export async function deactivateAccountSubscriptions(pool: Pool, accountId: string, reason: string, now: number): Promise<string[]> {
   return withTransaction(pool, async (client) => {
+    // Rows locked in id order first, as the dispatcher's recording locks them: no deadlock between the two.
+    const { rows: locked } = await client.query<{ id: string }>(
+      'SELECT id FROM webhook.subscriptions WHERE account_id = $1 AND is_active ORDER BY id FOR NO KEY UPDATE',
+      [accountId],
+    );
+    if (locked.length === 0) return [];
     const { rows } = await client.query<{ id: string }>(
       `UPDATE webhook.subscriptions SET is_active = false, deactivated_at = $2, deactivation_reason = $3, updated_at = $2
-        WHERE account_id = $1 AND is_active RETURNING id`,
-      [accountId, new Date(now), reason],
+        WHERE id = ANY($1::text[]) AND is_active RETURNING id`,
+      [locked.map((r) => r.id), new Date(now), reason],
     );
     const ids = rows.map((r) => r.id).sort();
     if (ids.length > 0) {

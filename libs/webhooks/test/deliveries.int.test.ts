@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   type AttemptDecision,
   type AttemptRecord,
+  type ClaimRef,
   type DecisionInput,
   DeliveryStore,
   generateSecret,
@@ -245,5 +246,62 @@ describe('DeliveryStore.recordAttempts', () => {
     ]);
     // Not due again before the deferral ends.
     expect(await store.claimDue(now + 1000, 10, now + 61_000)).toEqual([]);
+  });
+
+  it('puts back a retry exactly as it was: attempt number, first and last attempt times', async () => {
+    const type = `case.updated.${randomUUID()}`;
+    const broken = await subscription(null, [type]);
+    const foreign = new SecretBox(randomBytes(32)).encrypt(generateSecret(), broken.id);
+    await pool.query('UPDATE webhook.subscriptions SET secret_ciphertext = $2 WHERE id = $1', [broken.id, foreign]);
+    await deliveries.fanOutMany([event(type, [])], T0);
+    // Two attempts already made: the first at T0, the last at T0 + 60 s.
+    await pool.query(
+      'UPDATE webhook.deliveries SET attempt_count = 2, first_attempt_at = $2, last_attempt_at = $3, next_attempt_at = $4 WHERE subscription_id = $1',
+      [broken.id, new Date(T0), new Date(T0 + 60_000), new Date(T0 + 360_000)],
+    );
+    await pool.query("UPDATE webhook.deliveries SET next_attempt_at = '2100-01-01' WHERE status = 'pending' AND subscription_id <> $1", [
+      broken.id,
+    ]);
+    const now = T0 + 400_000;
+    expect(await deliveries.claimDue(now, 10, now + 60_000)).toEqual([]);
+    const { rows } = await pool.query(
+      'SELECT attempt_count, first_attempt_at, last_attempt_at, next_attempt_at FROM webhook.deliveries WHERE subscription_id = $1',
+      [broken.id],
+    );
+    expect(rows).toEqual([
+      {
+        attempt_count: 2,
+        first_attempt_at: new Date(T0),
+        last_attempt_at: new Date(T0 + 60_000),
+        next_attempt_at: new Date(now + SECRET_UNREADABLE_DEFER_MS),
+      },
+    ]);
+  });
+
+  it('releaseClaims undoes only the latest claim of a delivery', async () => {
+    const type = `case.new.${randomUUID()}`;
+    const sub = await subscription(null, [type]);
+    await deliveries.fanOutMany([event(type, [])], T0);
+    await pool.query("UPDATE webhook.deliveries SET next_attempt_at = '2100-01-01' WHERE status = 'pending' AND subscription_id <> $1", [
+      sub.id,
+    ]);
+    const [first] = await deliveries.claimDue(T0 + 1000, 10, T0 + 2000);
+    // The lease ended without a recorded outcome: claimed again (attempt 2).
+    const [second] = await deliveries.claimDue(T0 + 3000, 10, T0 + 4000);
+    expect([first?.attempt, second?.attempt]).toEqual([1, 2]);
+    expect(await deliveries.releaseClaims([first?.claim as ClaimRef], T0 + 3500, T0 + 9000)).toBe(0);
+    expect(await deliveries.releaseClaims([second?.claim as ClaimRef], T0 + 3500, T0 + 9000)).toBe(1);
+    const { rows } = await pool.query(
+      'SELECT attempt_count, first_attempt_at, last_attempt_at, next_attempt_at FROM webhook.deliveries WHERE subscription_id = $1',
+      [sub.id],
+    );
+    expect(rows).toEqual([
+      {
+        attempt_count: 1,
+        first_attempt_at: new Date(T0 + 1000),
+        last_attempt_at: new Date(T0 + 1000),
+        next_attempt_at: new Date(T0 + 9000),
+      },
+    ]);
   });
 });

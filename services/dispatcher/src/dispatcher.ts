@@ -36,6 +36,8 @@ export interface DispatcherDeps {
 const PRO_RANK = 1;
 /** The deactivation reason a client sees after a downgrade below Pro. */
 export const TIER_DEACTIVATION_REASON = 'tier_downgraded';
+/** When deactivating a refused account's subscriptions fails, its claimed deliveries come back after this. */
+const ENTITLEMENT_RETRY_MS = 30_000;
 
 /**
  * The dispatcher's two halves: the event consumer (JetStream → one delivery
@@ -152,15 +154,19 @@ export class Dispatcher {
     const refused = await entitlements.notEntitled(claimed.map((c) => c.accountId));
     if (refused.size === 0) return claimed;
     for (const accountId of refused) {
+      // Asked afresh next time: a re-upgrade, or a retry after a failure below, sees the current tier.
+      entitlements.forget(accountId);
       try {
         const ids = await deactivateAccountSubscriptions(this.deps.pool, accountId, TIER_DEACTIVATION_REASON, now);
-        entitlements.forget(accountId);
         this.deps.metrics?.tierDeactivations.inc(ids.length);
         this.deps.logger.info(
           { account_id: accountId, subscriptions: ids },
           'account below Pro: its webhook subscriptions deactivated, pending deliveries cancelled',
         );
       } catch (err) {
+        // Not sent and not cancelled: give the attempts back and look again shortly.
+        const mine = claimed.filter((c) => c.accountId === accountId).map((c) => c.claim);
+        await this.deliveries.releaseClaims(mine, now, now + ENTITLEMENT_RETRY_MS).catch(() => 0);
         this.deps.logger.warn({ account_id: accountId, err: { message: (err as Error).message } }, 'deactivating subscriptions failed');
       }
     }

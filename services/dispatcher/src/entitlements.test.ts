@@ -47,14 +47,19 @@ describe('Entitlements', () => {
     expect(dir.calls).toHaveLength(2);
   });
 
-  it('fails open when the usage service cannot answer, counts it, and asks again next time', async () => {
-    const { e, dir, unavailable } = setup({ acct_free: 0 });
+  it('fails open when the usage service cannot answer, counts it, and asks again after 5 s (not on every claim)', async () => {
+    const { e, dir, clock, unavailable } = setup({ acct_free: 0 });
     dir.down = true;
     expect(await e.notEntitled(['acct_free'])).toEqual(new Set());
     expect(unavailable()).toBe(1);
     dir.down = false;
+    clock.advance(4_999);
+    expect(await e.notEntitled(['acct_free'])).toEqual(new Set());
+    expect(dir.calls).toEqual([['acct_free']]);
+    clock.advance(1);
     expect(await e.notEntitled(['acct_free'])).toEqual(new Set(['acct_free']));
     expect(dir.calls).toEqual([['acct_free'], ['acct_free']]);
+    expect(unavailable()).toBe(1);
   });
 
   it('asks in chunks of 1,000 ids', async () => {

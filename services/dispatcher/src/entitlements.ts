@@ -20,6 +20,12 @@ export interface EntitlementOptions {
 
 /** Ids per directory call (the usage service's limit). */
 const CHUNK = 1000;
+/**
+ * After the directory failed, its accounts count as entitled for this long
+ * (at most the TTL) before it is asked again: a usage service that hangs costs
+ * one deadline per this interval, not one per claim.
+ */
+const UNAVAILABLE_RETRY_MS = 5_000;
 /** Accounts remembered at most (the cache is cleared beyond; it refills on the next claims). */
 const MAX_CACHED = 100_000;
 
@@ -54,11 +60,10 @@ export class Entitlements {
           { err: { message: (err as Error).message }, accounts: chunk.length },
           'usage service unavailable: tiers not checked, deliveries sent',
         );
+        this.remember(chunk, new Map(), now + Math.min(this.o.ttlMs, UNAVAILABLE_RETRY_MS));
         continue;
       }
-      const until = now + this.o.ttlMs;
-      if (this.cache.size + chunk.length > MAX_CACHED) this.cache.clear();
-      for (const id of chunk) this.cache.set(id, { rank: ranks.get(id) ?? null, until });
+      this.remember(chunk, ranks, now + this.o.ttlMs);
     }
     const out = new Set<string>();
     for (const id of unique) {
@@ -66,6 +71,12 @@ export class Entitlements {
       if (hit && hit.until > now && hit.rank !== null && hit.rank < this.o.minRank) out.add(id);
     }
     return out;
+  }
+
+  /** Caches the ranks of `ids` until `until`; ids without a rank count as entitled (unknown). */
+  private remember(ids: readonly string[], ranks: Map<string, number>, until: number): void {
+    if (this.cache.size + ids.length > MAX_CACHED) this.cache.clear();
+    for (const id of ids) this.cache.set(id, { rank: ranks.get(id) ?? null, until });
   }
 
   /** Forgets an account's rank (after acting on it, so a re-upgrade is seen at once). */
