@@ -138,3 +138,13 @@ export async function startService(
   if (options.waitReady !== false) await waitForLog((l) => l.msg === 'ready', options.readyTimeoutMs ?? 20_000);
   return sp;
 }
+
+/**
+ * Environment for `startService` that makes the given host names resolve to the
+ * given addresses inside the child process, through node:dns `lookup` (see
+ * hosts-preload.mjs). Merge it into the service's env.
+ */
+export function hostsPreloadEnv(hosts: Record<string, string | string[]>): Record<string, string> {
+  const preload = resolve(dirname(fileURLToPath(import.meta.url)), 'hosts-preload.mjs');
+  return { NODE_OPTIONS: `--import ${preload}`, FCD_TEST_HOSTS: JSON.stringify(hosts) };
+}
