@@ -52,7 +52,7 @@ const pairKey = (accountId: string, day: string) => `${accountId}|${day}`;
 
 /**
  * Authenticates and meters batches of requests: one key lookup per unknown key
- * (then cached), one Redis pipeline per batch, and a batched, idempotent flush
+ * (then cached), one Redis Lua call per batch, and a batched, idempotent flush
  * of counters to Postgres.
  */
 export class UsageMeter {

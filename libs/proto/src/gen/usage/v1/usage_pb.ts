@@ -466,7 +466,7 @@ export const DecisionSchema: GenEnum<Decision> = /*@__PURE__*/
  * gateway for every /v1 request, so its contract is designed for batching: the
  * gateway coalesces the requests of one event-loop turn into one
  * AuthorizeBatchRequest on a long-lived bidirectional stream, and the usage
- * service answers each batch with one Redis pipeline.
+ * service answers each batch with one Redis round trip (one Lua call).
  *
  * @generated from service usage.v1.UsageService
  */

@@ -1,0 +1,68 @@
+import { testUrls, uniqueName } from '@fcd/testing';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CounterStore } from '../src/store/counters';
+
+/** The counter store's one-call-per-batch Lua script against the real Redis (own key prefix). */
+let redis: Redis;
+let prefix: string;
+let store: CounterStore;
+const DAY = '2026-11-23';
+
+beforeAll(() => {
+  redis = new Redis(testUrls.redis);
+  prefix = `${uniqueName('counters')}:`;
+  store = new CounterStore(redis, prefix);
+});
+
+afterAll(async () => {
+  const keys = await redis.keys(`${prefix}*`);
+  if (keys.length > 0) await redis.del(...keys);
+  await redis.quit();
+});
+
+describe('CounterStore.authorize (one Lua call per batch)', () => {
+  it('decides each item in order: missing counters need a seed, hard limits refuse, soft limits count past the limit', async () => {
+    await store.seed([
+      { accountId: 'free-a', day: DAY, count: 98 },
+      { accountId: 'free-full', day: DAY, count: 100 },
+      { accountId: 'pro-over', day: DAY, count: 25_000 },
+    ]);
+    const outcomes = await store.authorize([
+      { accountId: 'free-a', day: DAY, limit: 100, hard: true },
+      { accountId: 'missing', day: DAY, limit: 100, hard: true },
+      { accountId: 'free-a', day: DAY, limit: 100, hard: true },
+      { accountId: 'free-full', day: DAY, limit: 100, hard: true },
+      { accountId: 'free-a', day: DAY, limit: 100, hard: true },
+      { accountId: 'pro-over', day: DAY, limit: 25_000, hard: false },
+    ]);
+    expect(outcomes).toEqual([
+      { kind: 'counted', count: 99 },
+      { kind: 'needs_seed' },
+      { kind: 'counted', count: 100 },
+      { kind: 'refused', count: 100 },
+      { kind: 'refused', count: 100 },
+      { kind: 'counted', count: 25_001 },
+    ]);
+    expect(await store.get('free-a', DAY)).toBe(100);
+    expect(await store.get('free-full', DAY)).toBe(100);
+    expect(await store.get('missing', DAY)).toBeUndefined();
+    expect(await store.get('pro-over', DAY)).toBe(25_001);
+  });
+
+  it('answers an empty batch without calling Redis, and keeps the seeded TTL on counted keys', async () => {
+    expect(await store.authorize([])).toEqual([]);
+    const ttl = await redis.ttl(store.key('free-a', DAY));
+    expect(ttl).toBeGreaterThan(3 * 86_400 - 60);
+    expect(ttl).toBeLessThanOrEqual(3 * 86_400);
+  });
+
+  it('counts a batch of 500 requests of one Free account to exactly its limit', async () => {
+    await store.seed([{ accountId: 'burst', day: DAY, count: 0 }]);
+    const outcomes = await store.authorize(Array.from({ length: 500 }, () => ({ accountId: 'burst', day: DAY, limit: 100, hard: true })));
+    expect(outcomes.filter((o) => o.kind === 'counted').map((o) => (o as { count: number }).count)).toEqual(
+      Array.from({ length: 100 }, (_, i) => i + 1),
+    );
+    expect(outcomes.slice(100).every((o) => o.kind === 'refused' && o.count === 100)).toBe(true);
+  });
+});
