@@ -16,6 +16,7 @@ import type { ServiceMetrics } from './metrics';
 import { classifyDatabaseError } from './pg';
 
 export const BODY_LIMIT_BYTES = 64 * 1024;
+export const MAX_PARAM_LENGTH = 2048;
 const REQUEST_ID_PATTERN = /^[A-Za-z0-9._:-]{1,128}$/;
 
 /** Echo a well-formed incoming X-Request-Id, else generate one. */
@@ -35,7 +36,20 @@ export function baseFastifyOptions(logger: Logger): FastifyHttpOptions<Server, F
     logController: new LogController({ requestIdLogLabel: 'request_id', disableRequestLogging: true }),
     return503OnClosing: true,
     forceCloseConnections: 'idle',
-    routerOptions: { ignoreTrailingSlash: false, maxParamLength: 200 },
+    // A path parameter up to 2,048 characters reaches its route (so the gateway authenticates and
+    // counts it, and the route answers 404/400 as for any unknown id); beyond that, and for a URL
+    // whose percent-encoding does not decode, the router gives up before any hook runs and
+    // `frameworkErrors` answers with the envelope (docs/api.md, "Malformed URLs").
+    routerOptions: { ignoreTrailingSlash: false, maxParamLength: MAX_PARAM_LENGTH },
+    frameworkErrors: (error, request, reply) => {
+      reply.header('x-request-id', request.id);
+      sendError(
+        reply,
+        error.code === 'FST_ERR_BAD_URL'
+          ? new AppError('BAD_REQUEST', 'The request URL is not valid: a percent-encoded sequence does not decode.')
+          : new AppError('NOT_FOUND', 'No such resource.'),
+      );
+    },
     ajv: {
       customOptions: {
         allErrors: true,
