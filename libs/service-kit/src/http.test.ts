@@ -7,6 +7,7 @@ const app = Fastify(baseFastifyOptions(createLogger({ service: 'http-test', leve
 
 beforeAll(async () => {
   installHttpConventions(app);
+  app.post('/v1/things', async (request) => ({ data: request.body }));
   app.get<{ Params: { id: string } }>('/v1/things/:id', async (request) => ({ data: { length: request.params.id.length } }));
   await app.ready();
 });
@@ -42,4 +43,27 @@ describe('URLs the router cannot take still get the error envelope and a request
       });
     },
   );
+});
+
+describe('JSON bodies', () => {
+  it.each([
+    ['{"a":', 'The request body is not valid JSON.'],
+    ['[1]', 'The request body must be a JSON object.'],
+    ['{"__proto__":{"admin":true}}', 'The request body must not contain "__proto__" or "constructor.prototype" keys.'],
+    ['{"constructor":{"prototype":{"admin":true}}}', 'The request body must not contain "__proto__" or "constructor.prototype" keys.'],
+  ])('answers %s with 400 BAD_REQUEST: %s', async (payload, message) => {
+    const res = await app.inject({ method: 'POST', url: '/v1/things', headers: { 'content-type': 'application/json' }, payload });
+    expect(res.statusCode).toBe(400);
+    expect(res.json()).toEqual({ error: { code: 'BAD_REQUEST', message } });
+  });
+
+  it('accepts an ordinary object', async () => {
+    const res = await app.inject({
+      method: 'POST',
+      url: '/v1/things',
+      headers: { 'content-type': 'application/json' },
+      payload: '{"a":1}',
+    });
+    expect(res.json()).toEqual({ data: { a: 1 } });
+  });
 });

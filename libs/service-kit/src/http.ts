@@ -129,6 +129,15 @@ export function toAppError(thrown: FastifyError | Error, request: FastifyRequest
   return new AppError('INTERNAL_ERROR', `An internal error occurred. Quote request id ${request.id} when reporting it.`);
 }
 
+function isJson(text: string): boolean {
+  try {
+    JSON.parse(text);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 export interface HttpConventionOptions {
   metrics?: ServiceMetrics;
 }
@@ -158,7 +167,14 @@ export function installHttpConventions(app: FastifyInstance, options: HttpConven
   const parseJson = app.getDefaultJsonParser('error', 'error');
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
     parseJson(request, body as string, (err, value) => {
-      if (err) return done(new AppError('BAD_REQUEST', 'The request body is not valid JSON.'), undefined);
+      if (err) {
+        // Fastify's parser (secure-json-parse) also refuses valid JSON with __proto__ or
+        // constructor.prototype keys (prototype poisoning); tell the client which it was.
+        const message = isJson(body as string)
+          ? 'The request body must not contain "__proto__" or "constructor.prototype" keys.'
+          : 'The request body is not valid JSON.';
+        return done(new AppError('BAD_REQUEST', message), undefined);
+      }
       if (value === null || typeof value !== 'object' || Array.isArray(value)) {
         return done(new AppError('BAD_REQUEST', 'The request body must be a JSON object.'), undefined);
       }

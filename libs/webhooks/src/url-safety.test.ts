@@ -88,6 +88,7 @@ describe('parseWebhookUrl (no network)', () => {
     ['http://example.com/hook', 'scheme', /https/],
     ['ftp://example.com/hook', 'scheme', /https/],
     ['https://user:pw@example.com/hook', 'credentials', /user name or password/],
+    ['https://example.com:0/hook', 'invalid', /port 0/],
     ['https://user@example.com/hook', 'credentials', /user name or password/],
     ['https://@example.com/hook', 'credentials', /user name or password/],
     [`https://example.com/${'a'.repeat(2049 - 20)}`, 'too_long', /2048/],

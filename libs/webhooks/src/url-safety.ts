@@ -194,6 +194,8 @@ export function parseWebhookUrl(
   if (url.username !== '' || url.password !== '' || /^[a-z]+:\/\/[^/?#]*@/i.test(input)) {
     return fail('credentials', 'must not contain a user name or password');
   }
+  // The URL parser accepts port 0, to which nothing can ever be delivered.
+  if (url.port === '0') return fail('invalid', 'must not use port 0');
   let hostname = url.hostname.toLowerCase();
   if (hostname.startsWith('[') && hostname.endsWith(']')) hostname = hostname.slice(1, -1);
   hostname = hostname.replace(/\.+$/, '');
