@@ -1,10 +1,36 @@
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { collectDefaultMetrics, Registry } from 'prom-client';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { CHART, CI_VALUES, helmLint, helmTemplate, type Manifest, render, validateManifests } from './manifests';
+import { parse } from 'yaml';
+import { CHART, CI_VALUES, helmLint, helmTemplate, type Manifest, ROOT, render, validateManifest, validateManifests } from './manifests';
 
 const SERVICES = ['gateway', 'usage', 'facility', 'webhook', 'dispatcher'];
 const rendered = new Map<string, Manifest[]>();
 const valuesName = (file: string) => file.split('/').pop()?.replace('-values.yaml', '') ?? file;
+/** The chart-managed Secret of release `fcd` (URLs by value, generated secrets). */
+const CHART_SECRET = 'fcd-facility-compliance';
+
+// ---- the values a CI file renders with: values.yaml under the file, as helm merges them ----
+type Values = Record<string, any>;
+const isMap = (v: unknown): v is Values => v !== null && typeof v === 'object' && !Array.isArray(v);
+const deepMerge = (base: Values, over: Values): Values => {
+  const out: Values = { ...base };
+  for (const [k, v] of Object.entries(over)) out[k] = isMap(v) && isMap(out[k]) ? deepMerge(out[k], v) : v;
+  return out;
+};
+const readYaml = (file: string): Values => (parse(readFileSync(file, 'utf8')) as Values | null) ?? {};
+const merged = new Map<string, Values>();
+const valuesOf = (values: string): Values => {
+  let v = merged.get(values);
+  if (!v) {
+    v = deepMerge(readYaml(join(CHART, 'values.yaml')), readYaml(join(CHART, 'ci', `${values}-values.yaml`)));
+    merged.set(values, v);
+  }
+  return v;
+};
+/** One service's values: serviceDefaults with the service's own map over it (fcd.serviceValues). */
+const serviceValues = (values: string, name: string): Values => deepMerge(valuesOf(values).serviceDefaults, valuesOf(values)[name] ?? {});
 
 beforeAll(() => {
   for (const file of CI_VALUES) rendered.set(valuesName(file), render([file]));
@@ -67,54 +93,210 @@ describe.each(CI_VALUES.map(valuesName))('chart rendered with ci/%s-values.yaml'
     }
   });
 
-  it('reads every credential from a Secret, never from a literal env value', () => {
-    const secretVars = [
-      'DATABASE_URL',
-      'REDIS_URL',
-      'NATS_URL',
-      'INTERNAL_AUTH_SECRET',
-      'WEBHOOK_SECRET_KEY',
-      'INGEST_TOKEN',
-      'ADMIN_TOKEN',
-    ];
-    for (const d of of(values, 'Deployment')) {
-      for (const e of d.spec.template.spec.containers[0].env) {
-        if (secretVars.includes(e.name)) expect(e.valueFrom?.secretKeyRef, `${component(d)} ${e.name}`).toBeDefined();
-      }
+  it('gives every service exactly the credentials its config.ts reads, each from the Secret and key the values name', () => {
+    const v = valuesOf(values);
+    type Ref = { name: string; key: string };
+    const urlRef = (cfg: Values, key: string): Ref =>
+      cfg.url ? { name: CHART_SECRET, key } : { name: cfg.existingSecret, key: cfg.existingSecretKey };
+    const secretRef = (cfg: Values, key: string): Ref | undefined => {
+      if (cfg.existingSecret) return { name: cfg.existingSecret, key: cfg.existingSecretKey };
+      return v.secrets.generate ? { name: CHART_SECRET, key } : undefined;
+    };
+    const refs: Record<string, Ref | undefined> = {
+      DATABASE_URL: urlRef(v.externalDatabase, 'database-url'),
+      REDIS_URL: urlRef(v.externalRedis, 'redis-url'),
+      NATS_URL: urlRef(v.externalNats, 'nats-url'),
+      INTERNAL_AUTH_SECRET: secretRef(v.secrets.internalAuth, 'internal-auth-secret'),
+      WEBHOOK_SECRET_KEY: secretRef(v.secrets.webhookEncryptionKey, 'webhook-secret-key'),
+      WEBHOOK_SECRET_KEY_PREVIOUS:
+        v.secrets.webhookEncryptionKey.existingSecret && v.secrets.webhookEncryptionKey.previousKeysKey
+          ? { name: v.secrets.webhookEncryptionKey.existingSecret, key: v.secrets.webhookEncryptionKey.previousKeysKey }
+          : undefined,
+      INGEST_TOKEN: secretRef(v.secrets.ingestToken, 'ingest-token'),
+      ADMIN_TOKEN: secretRef(v.secrets.adminToken, 'admin-token'), // optional: the admin API is off without it
+    };
+    const credentials = Object.keys(refs);
+    // What each service's src/config.ts reads (required ones first, then the optional ones).
+    const needs: Record<string, string[]> = {
+      gateway: ['INTERNAL_AUTH_SECRET'],
+      usage: ['DATABASE_URL', 'REDIS_URL', 'ADMIN_TOKEN'],
+      facility: ['DATABASE_URL', 'NATS_URL', 'INTERNAL_AUTH_SECRET', 'INGEST_TOKEN'],
+      webhook: ['DATABASE_URL', 'INTERNAL_AUTH_SECRET', 'WEBHOOK_SECRET_KEY', 'WEBHOOK_SECRET_KEY_PREVIOUS'],
+      dispatcher: ['DATABASE_URL', 'NATS_URL', 'WEBHOOK_SECRET_KEY', 'WEBHOOK_SECRET_KEY_PREVIOUS'],
+    };
+    const required = ['DATABASE_URL', 'REDIS_URL', 'NATS_URL', 'INTERNAL_AUTH_SECRET', 'WEBHOOK_SECRET_KEY', 'INGEST_TOKEN'];
+    type Env = { name: string; value?: string; valueFrom?: { secretKeyRef?: Ref } };
+    const fromSecrets = (env: Env[]) => {
+      for (const e of env) if (credentials.includes(e.name)) expect(e.value, `${e.name} is never a literal`).toBeUndefined();
+      return Object.fromEntries(env.filter((e) => credentials.includes(e.name)).map((e) => [e.name, e.valueFrom?.secretKeyRef]));
+    };
+    for (const name of SERVICES) {
+      const config = readFileSync(join(ROOT, 'services', name, 'src/config.ts'), 'utf8');
+      const needed = needs[name] ?? [];
+      expect(needed.length, name).toBeGreaterThan(0);
+      expect(
+        credentials.filter((c) => new RegExp(`\\b${c}\\s*:`).test(config)),
+        `${name}: credentials named in src/config.ts`,
+      ).toEqual([...needed].sort((a, b) => credentials.indexOf(a) - credentials.indexOf(b)));
+      const expected = Object.fromEntries(needed.filter((c) => refs[c]).map((c) => [c, refs[c]]));
+      for (const c of needed) if (required.includes(c)) expect(expected[c], `${name} ${c} has a source`).toBeDefined();
+      const env = byComponent(values, 'Deployment', name).spec.template.spec.containers[0].env as Env[];
+      expect(fromSecrets(env), name).toEqual(expected);
+    }
+    const [job] = of(values, 'Job');
+    const steps = job ? [...job.spec.template.spec.initContainers, ...job.spec.template.spec.containers] : [];
+    expect(steps).toHaveLength(3);
+    for (const c of steps) {
+      expect(fromSecrets(c.env), `migration ${c.name}`).toEqual({ DATABASE_URL: refs.DATABASE_URL });
     }
   });
 
-  it('admits ingress-controller traffic to the gateway only, and domain services only from their callers', () => {
+  it('reads every credential from the Secrets named by the values file', () => {
+    const refs = of(values, 'Deployment')
+      .flatMap(
+        (d) => d.spec.template.spec.containers[0].env as { name: string; valueFrom?: { secretKeyRef?: { name: string; key: string } } }[],
+      )
+      .flatMap((e) => (e.valueFrom?.secretKeyRef ? [`${e.name} ${e.valueFrom.secretKeyRef.name}/${e.valueFrom.secretKeyRef.key}`] : []));
+    const expected: Record<string, string[]> = {
+      defaults: [
+        'DATABASE_URL facility-compliance-secrets/database-url',
+        'REDIS_URL facility-compliance-secrets/redis-url',
+        'NATS_URL facility-compliance-secrets/nats-url',
+        'INTERNAL_AUTH_SECRET facility-compliance-secrets/internal-auth-secret',
+        'WEBHOOK_SECRET_KEY facility-compliance-secrets/webhook-secret-key',
+        'INGEST_TOKEN facility-compliance-secrets/ingest-token',
+      ],
+      'all-features': [
+        `DATABASE_URL ${CHART_SECRET}/database-url`,
+        `REDIS_URL ${CHART_SECRET}/redis-url`,
+        `NATS_URL ${CHART_SECRET}/nats-url`,
+        `INTERNAL_AUTH_SECRET ${CHART_SECRET}/internal-auth-secret`,
+        `WEBHOOK_SECRET_KEY ${CHART_SECRET}/webhook-secret-key`,
+        `INGEST_TOKEN ${CHART_SECRET}/ingest-token`,
+        `ADMIN_TOKEN ${CHART_SECRET}/admin-token`,
+      ],
+      // ci/external-secrets-values.yaml: one Secret per concern, custom keys, a previous key for rotation.
+      'external-secrets': [
+        'DATABASE_URL fcd-postgres/uri',
+        'REDIS_URL fcd-redis/uri',
+        'NATS_URL fcd-nats/uri',
+        'INTERNAL_AUTH_SECRET fcd-app/internal-auth',
+        'WEBHOOK_SECRET_KEY fcd-webhook-key/current',
+        'WEBHOOK_SECRET_KEY_PREVIOUS fcd-webhook-key/previous',
+        'INGEST_TOKEN fcd-app/ingest',
+        'ADMIN_TOKEN fcd-app/admin',
+      ],
+    };
+    expect([...new Set(refs)].sort()).toEqual([...(expected[values] ?? ['no expectation'])].sort());
+  });
+
+  it('admits ingress-controller traffic to the gateway only, and each domain service exactly from its callers', () => {
+    const v = valuesOf(values);
     const policies = of(values, 'NetworkPolicy');
     expect(policies.map(component).sort()).toEqual([...SERVICES, 'migrate'].sort());
     for (const p of policies) expect(p.spec.policyTypes).toEqual(['Ingress', 'Egress']);
-    const fromNamespaces = (p: Manifest) =>
-      p.spec.ingress.flatMap((r: { from: { namespaceSelector?: unknown }[] }) => r.from.filter((f) => f.namespaceSelector));
-    const sources = (p: Manifest) =>
-      p.spec.ingress.flatMap((r: { from: { podSelector?: { matchLabels?: Record<string, string> } }[] }) =>
-        r.from.map((f) => f.podSelector?.matchLabels?.['app.kubernetes.io/component']).filter(Boolean),
-      );
-    const gateway = byComponent(values, 'NetworkPolicy', 'gateway');
-    expect(fromNamespaces(gateway).length).toBe(2); // ingress controller (http) + monitoring (metrics)
-    for (const name of ['usage', 'facility', 'webhook', 'dispatcher']) {
-      const p = byComponent(values, 'NetworkPolicy', name);
-      // Only the monitoring namespace, on the metrics port, comes from outside the release.
-      const external = p.spec.ingress.filter((r: { from: { namespaceSelector?: unknown }[] }) => r.from.some((f) => f.namespaceSelector));
-      for (const rule of external) expect(rule.ports).toEqual([{ protocol: 'TCP', port: 'metrics' }]);
-    }
-    expect(sources(byComponent(values, 'NetworkPolicy', 'usage'))).toEqual(['gateway', 'dispatcher']);
-    expect(sources(byComponent(values, 'NetworkPolicy', 'webhook'))).toEqual(['gateway', 'dispatcher']);
-    expect(sources(byComponent(values, 'NetworkPolicy', 'dispatcher'))).toEqual([]);
-    for (const s of sources(byComponent(values, 'NetworkPolicy', 'facility'))) expect(['gateway', 'webhook', 'dispatcher']).toContain(s);
-    const dispatcherEgress = byComponent(values, 'NetworkPolicy', 'dispatcher').spec.egress;
-    // The dispatcher asks the usage service for tiers (gRPC) before sending.
-    expect(dispatcherEgress).toContainEqual({
-      to: [{ podSelector: { matchLabels: expect.objectContaining({ 'app.kubernetes.io/component': 'usage' }) } }],
-      ports: [{ protocol: 'TCP', port: 50051 }],
+    const peer = (name: string) => ({
+      podSelector: {
+        matchLabels: {
+          'app.kubernetes.io/name': 'facility-compliance',
+          'app.kubernetes.io/instance': 'fcd',
+          'app.kubernetes.io/component': name,
+        },
+      },
     });
+    const tcp = (port: string) => [{ protocol: 'TCP', port }];
+    const monitoring = { from: [{ namespaceSelector: v.networkPolicy.metrics.namespaceSelector, podSelector: {} }], ports: tcp('metrics') };
+    // usage: tier checks (gateway, dispatcher); facility: the webhook service checks the facility ids of
+    // a subscription (a deliberate opening, docs/operations.md "Security"); webhook: the gateway only.
+    const callers: Record<string, string[]> = {
+      usage: ['gateway', 'dispatcher'],
+      facility: ['gateway', 'webhook'],
+      webhook: ['gateway'],
+      dispatcher: [],
+    };
+    for (const [name, from] of Object.entries(callers)) {
+      const api = from.length > 0 ? [{ from: from.map(peer), ports: tcp(name === 'usage' ? 'grpc' : 'http') }] : [];
+      expect(byComponent(values, 'NetworkPolicy', name).spec.ingress, name).toEqual([
+        ...api,
+        monitoring,
+        ...(serviceValues(values, name).networkPolicyExtraIngress ?? []),
+      ]);
+    }
+    expect(byComponent(values, 'NetworkPolicy', 'gateway').spec.ingress).toEqual([
+      {
+        from: [{ namespaceSelector: v.networkPolicy.ingressController.namespaceSelector, podSelector: {} }, peer('test')],
+        ports: tcp('http'),
+      },
+      monitoring,
+    ]);
+    expect(byComponent(values, 'NetworkPolicy', 'migrate').spec.ingress).toEqual([]);
+    // The other half of each opening: the caller's egress to the callee's port, and nothing more.
+    const egressTo = (caller: string) =>
+      (
+        byComponent(values, 'NetworkPolicy', caller).spec.egress as {
+          to?: { podSelector?: { matchLabels: Record<string, string> } }[];
+          ports: unknown;
+        }[]
+      )
+        .filter((r) => r.to?.some((t) => t.podSelector))
+        .map((r) => ({ callee: r.to?.[0]?.podSelector?.matchLabels['app.kubernetes.io/component'], ports: r.ports }));
+    const port = (name: string) => serviceValues(values, name).containerPorts[name === 'usage' ? 'grpc' : 'http'];
+    for (const caller of SERVICES) {
+      const callees = Object.entries(callers).flatMap(([callee, from]) => (from.includes(caller) ? [callee] : []));
+      expect(egressTo(caller), caller).toEqual(
+        SERVICES.filter((s) => callees.includes(s)).map((callee) => ({ callee, ports: [{ protocol: 'TCP', port: port(callee) }] })),
+      );
+    }
+    const dispatcherEgress = byComponent(values, 'NetworkPolicy', 'dispatcher').spec.egress;
     const dispatcherEnv = byComponent(values, 'Deployment', 'dispatcher').spec.template.spec.containers[0].env;
     expect(dispatcherEnv).toContainEqual({ name: 'USAGE_GRPC_ADDRESS', value: expect.stringMatching(/-usage:50051$/) });
     expect(dispatcherEgress).toContainEqual(expect.objectContaining({ ports: [{ protocol: 'TCP', port: 443 }] }));
+  });
+
+  it('scales every service with autoscaling on through an HPA on its Deployment, which then leaves `replicas` to the HPA', () => {
+    const hpas = of(values, 'HorizontalPodAutoscaler');
+    const autoscaled = SERVICES.filter((name) => serviceValues(values, name).autoscaling.enabled);
+    expect(hpas.map(component)).toEqual(autoscaled);
+    for (const name of SERVICES) {
+      const sv = serviceValues(values, name);
+      const deployment = byComponent(values, 'Deployment', name);
+      if (!sv.autoscaling.enabled) {
+        expect(deployment.spec.replicas, name).toBe(sv.replicaCount);
+        continue;
+      }
+      expect(Object.keys(deployment.spec), name).not.toContain('replicas');
+      const hpa = byComponent(values, 'HorizontalPodAutoscaler', name);
+      expect(hpa.apiVersion).toBe('autoscaling/v2');
+      const target = (resource: string, utilization: number | null) =>
+        utilization == null
+          ? []
+          : [{ type: 'Resource', resource: { name: resource, target: { type: 'Utilization', averageUtilization: utilization } } }];
+      expect(hpa.spec, name).toEqual({
+        scaleTargetRef: { apiVersion: 'apps/v1', kind: 'Deployment', name: deployment.metadata.name },
+        minReplicas: sv.autoscaling.minReplicas,
+        maxReplicas: sv.autoscaling.maxReplicas,
+        metrics: [
+          ...target('cpu', sv.autoscaling.targetCPUUtilizationPercentage),
+          ...target('memory', sv.autoscaling.targetMemoryUtilizationPercentage),
+        ],
+        behavior: { scaleDown: { stabilizationWindowSeconds: 300 } },
+      });
+      expect(hpa.spec.metrics.length, name).toBeGreaterThan(0);
+    }
+    // The values files cover both branches: what they set, in literal numbers.
+    const expected: Record<string, Record<string, [number, number] | { replicas: number }>> = {
+      defaults: { gateway: [2, 10], usage: [2, 10], facility: [2, 10], webhook: [2, 10], dispatcher: [2, 10] },
+      'all-features': { gateway: [3, 20], usage: [2, 10], facility: [2, 10], webhook: [2, 10], dispatcher: { replicas: 2 } },
+      'external-secrets': { gateway: [2, 10], usage: [2, 10], facility: [2, 10], webhook: [2, 10], dispatcher: [2, 10] },
+    };
+    const actual = Object.fromEntries(
+      SERVICES.map((name) => {
+        const hpa = hpas.find((h) => component(h) === name);
+        const replicas = byComponent(values, 'Deployment', name).spec.replicas;
+        return [name, hpa ? [hpa.spec.minReplicas, hpa.spec.maxReplicas] : { replicas }];
+      }),
+    );
+    expect(actual).toEqual(expected[values]);
   });
 
   it('runs the schema migrations as a pre-install/pre-upgrade hook Job, one step per schema', () => {
@@ -186,6 +368,126 @@ describe('optional features', () => {
     for (const kind of ['ServiceMonitor', 'PrometheusRule', 'ConfigMap', 'Secret']) expect(of('defaults', kind)).toEqual([]);
   });
 
+  it('links every alert to its runbook: a `### <AlertName>` section of docs/operations.md, and a runbook_url to its anchor', () => {
+    const docs = readFileSync(join(ROOT, 'docs/operations.md'), 'utf8');
+    const start = docs.indexOf('\n## Runbooks\n');
+    expect(start).toBeGreaterThan(0);
+    const end = docs.indexOf('\n## ', start + 1);
+    const runbooks = docs.slice(start, end < 0 ? undefined : end);
+    const sections = new Map<string, string>();
+    for (const part of runbooks.split(/^### /m).slice(1)) {
+      const newline = part.indexOf('\n');
+      sections.set(part.slice(0, newline).trim(), part.slice(newline + 1));
+    }
+    const base = valuesOf('all-features').metrics.prometheusRule.runbookBaseUrl;
+    expect(base).toBe('https://docs.example.com/facility-compliance/operations.md');
+    expect(valuesOf('defaults').metrics.prometheusRule.runbookBaseUrl).toBe('');
+    const alertRules = (values: string, args: string[] = []) =>
+      render(
+        CI_VALUES.filter((f) => valuesName(f) === values),
+        args,
+      )
+        .filter((m) => m.kind === 'PrometheusRule')
+        .flatMap((m) => m.spec.groups.flatMap((g: { rules: unknown[] }) => g.rules)) as {
+        alert: string;
+        annotations: Record<string, string>;
+      }[];
+    const rules = alertRules('all-features');
+    expect(rules).toHaveLength(7);
+    for (const { alert, annotations } of rules) {
+      // The heading is the alert name alone, so its GitHub anchor is the name in lower case.
+      expect([...sections.keys()], 'docs/operations.md runbook headings').toContain(alert);
+      expect(sections.get(alert) ?? '', `the steps under "### ${alert}"`).toMatch(/^\s*\S[\s\S]*\n1\. \S/);
+      expect(annotations.runbook_url).toBe(`${base}#${alert.toLowerCase()}`);
+      expect(Object.keys(annotations).sort()).toEqual(['description', 'runbook_url', 'summary']);
+    }
+    const unlinked = alertRules('all-features', ['--set', 'metrics.prometheusRule.runbookBaseUrl=']);
+    expect(unlinked.map((r) => Object.keys(r.annotations).sort())).toEqual(rules.map(() => ['description', 'summary']));
+    const defaults = [join(CHART, 'ci/defaults-values.yaml')];
+    expect(() => helmTemplate(defaults, ['--set', 'metrics.prometheusRule.runbookBaseUrl=https://docs.example.com/ops#x'])).toThrow(
+      /runbookBaseUrl/,
+    );
+  });
+
+  it('queries only metrics the services export (alerts, dashboard, runbooks)', async () => {
+    // Series each metric type exports under its name.
+    const series: Record<string, string[]> = {
+      counter: [''],
+      gauge: [''],
+      histogram: ['_bucket', '_sum', '_count'],
+      summary: ['', '_sum', '_count'],
+    };
+    const exported = new Map<string, string>(); // series -> where declared
+    const sourceFiles = (dir: string): string[] =>
+      readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+        e.isDirectory() ? sourceFiles(join(dir, e.name)) : /\.ts$/.test(e.name) && !/\.test\.ts$/.test(e.name) ? [join(dir, e.name)] : [],
+      );
+    const roots = ['services', 'libs'].flatMap((top) => readdirSync(join(ROOT, top)).map((d) => join(ROOT, top, d, 'src')));
+    for (const file of roots.flatMap((r) => {
+      try {
+        return sourceFiles(r);
+      } catch {
+        return [];
+      }
+    })) {
+      const text = readFileSync(file, 'utf8');
+      for (const [, type, name] of text.matchAll(/new (Counter|Gauge|Histogram|Summary)\(\{\s*name:\s*'([a-zA-Z_:][a-zA-Z0-9_:]*)'/g)) {
+        for (const suffix of series[(type as string).toLowerCase()] ?? []) exported.set(`${name}${suffix}`, file.slice(ROOT.length + 1));
+      }
+    }
+    // prom-client's default metrics (collectDefaultMetrics in libs/service-kit/src/metrics.ts).
+    const defaults = new Registry();
+    collectDefaultMetrics({ register: defaults });
+    for (const m of await defaults.getMetricsAsJSON()) {
+      for (const suffix of series[m.type] ?? []) exported.set(`${m.name}${suffix}`, 'prom-client default metrics');
+    }
+    expect(exported.get('fcd_request_duration_seconds_bucket')).toBe('libs/service-kit/src/metrics.ts');
+    expect(exported.get('fcd_dispatcher_consumer_pending')).toBe('services/dispatcher/src/metrics.ts');
+    expect(exported.has('fcd_requests_total_bucket')).toBe(false);
+
+    const names = (text: string) => [...new Set(text.match(/\b(?:fcd|process|nodejs)_[a-zA-Z0-9_:]+/g) ?? [])];
+    const [rule] = of('all-features', 'PrometheusRule');
+    const ruleExprs = rule?.spec.groups.flatMap((g: { rules: { expr: string }[] }) => g.rules.map((r) => r.expr)).join('\n');
+    const panels: string[] = [];
+    const collect = (node: unknown): void => {
+      if (Array.isArray(node)) for (const n of node) collect(n);
+      else if (isMap(node)) {
+        for (const [k, v] of Object.entries(node)) {
+          if (k === 'expr' && typeof v === 'string') panels.push(v);
+          else collect(v);
+        }
+      }
+    };
+    collect(JSON.parse(of('all-features', 'ConfigMap')[0]?.data['facility-compliance.json']));
+    const docs = readFileSync(join(ROOT, 'docs/operations.md'), 'utf8');
+    const used: Record<string, string[]> = {
+      PrometheusRule: names(ruleExprs),
+      dashboard: names(panels.join('\n')),
+      'docs/operations.md': names(docs),
+    };
+    const missing = Object.entries(used).flatMap(([where, list]) => list.filter((n) => !exported.has(n)).map((n) => `${where}: ${n}`));
+    expect(missing).toEqual([]);
+    expect(used.PrometheusRule?.sort()).toEqual([
+      'fcd_dispatcher_attempts_total',
+      'fcd_dispatcher_consumer_pending',
+      'fcd_dispatcher_deactivations_total',
+      'fcd_dispatcher_secret_unreadable_total',
+      'fcd_facility_outbox_oldest_age_seconds',
+      'fcd_request_duration_seconds_bucket',
+      'fcd_requests_total',
+    ]);
+    expect(used.dashboard?.sort()).toEqual([
+      'fcd_dispatcher_attempts_total',
+      'fcd_dispatcher_consumer_pending',
+      'fcd_dispatcher_deactivations_total',
+      'fcd_facility_events_published_total',
+      'fcd_facility_outbox_oldest_age_seconds',
+      'fcd_rate_limit_decisions_total',
+      'fcd_request_duration_seconds_bucket',
+      'fcd_requests_total',
+    ]);
+  });
+
   it('keeps the chart-managed Secret (URLs by value, generated secrets) as a hook ordered before the migration Job', () => {
     const [secret] = of('all-features', 'Secret');
     expect(secret?.metadata.annotations).toMatchObject({ 'helm.sh/hook': 'pre-install,pre-upgrade', 'helm.sh/hook-weight': '-10' });
@@ -213,5 +515,47 @@ describe('values.schema.json and required values', () => {
 
   it('refuses collector egress without a destination (it would open the OTLP ports to any address)', () => {
     expect(() => helmTemplate(defaults, ['--set', 'networkPolicy.telemetry.enabled=true'])).toThrow(/networkPolicy\.telemetry\.to/);
+  });
+});
+
+describe('manifest validation (scripts/chart/validate.ts)', () => {
+  const deployment = () => structuredClone(byComponent('defaults', 'Deployment', 'gateway'));
+  const where = 'Deployment/fcd-facility-compliance-gateway';
+
+  it('accepts the rendered manifests, maps with any keys included', async () => {
+    const d = deployment();
+    d.metadata.annotations = { 'example.com/any-key': 'x' };
+    d.spec.template.spec.containers[0].resources.limits['example.com/gpu'] = '1';
+    expect(await validateManifest(d)).toEqual([]);
+  });
+
+  it('rejects a misspelled securityContext field (the schemas alone accept unknown fields)', async () => {
+    const d = deployment();
+    const sc = d.spec.template.spec.containers[0].securityContext;
+    sc.readOnlyRootFilesytem = sc.readOnlyRootFilesystem;
+    delete sc.readOnlyRootFilesystem;
+    d.spec.template.spec.securityContext.runAsNonRooot = true;
+    expect(await validateManifest(d)).toEqual([
+      `${where}: unknown field spec.template.spec.securityContext.runAsNonRooot`,
+      `${where}: unknown field spec.template.spec.containers[0].securityContext.readOnlyRootFilesytem`,
+    ]);
+  });
+
+  it('rejects unknown fields at the top, in metadata and in a custom resource', async () => {
+    const d = deployment();
+    d.spce = {};
+    Object.assign(d.metadata, { label: {} });
+    expect((await validateManifest(d)).sort()).toEqual([`${where}: unknown field metadata.label`, `${where}: unknown field spce`]);
+    const rule = structuredClone(of('all-features', 'PrometheusRule')[0] as Manifest);
+    rule.spec.groups[0].rules[0].fore = '5m';
+    expect(await validateManifest(rule)).toEqual([`PrometheusRule/fcd-facility-compliance: unknown field spec.groups[0].rules[0].fore`]);
+  });
+
+  it('still reports schema errors (wrong types) as before', async () => {
+    const d = deployment();
+    d.spec.template.spec.containers[0].securityContext.readOnlyRootFilesystem = 'yes';
+    const problems = await validateManifest(d);
+    expect(problems).toHaveLength(1);
+    expect(problems[0]).toMatch(/^Deployment\/fcd-facility-compliance-gateway: .*readOnlyRootFilesystem must be boolean/);
   });
 });

