@@ -1,0 +1,82 @@
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { describe, expect, it } from 'vitest';
+
+/**
+ * What can be shown of the image without a Docker engine (none runs on this project's machines):
+ * the Dockerfile's shape, and that its production-only dependency install covers every package
+ * the service bundles import at run time (a devDependency imported by a bundle would crash the
+ * container at start). Requires the services to be built (`npm run build`, as scripts/test.sh does).
+ */
+const root = resolve(import.meta.dirname, '../..');
+const dockerfile = readFileSync(join(root, 'Dockerfile'), 'utf8');
+const instructions = dockerfile
+  .replace(/\\\n/g, ' ')
+  .split('\n')
+  .map((l) => l.trim())
+  .filter((l) => l && !l.startsWith('#'));
+const SERVICES = readdirSync(join(root, 'services')).filter((s) => existsSync(join(root, 'services', s, 'package.json')));
+
+type Manifest = { name: string; dependencies?: Record<string, string>; devDependencies?: Record<string, string> };
+const manifest = (dir: string): Manifest => JSON.parse(readFileSync(join(root, dir, 'package.json'), 'utf8'));
+const workspaces = new Map<string, Manifest>(
+  [...readdirSync(join(root, 'libs')).map((l) => `libs/${l}`), ...SERVICES.map((s) => `services/${s}`)]
+    .filter((d) => existsSync(join(root, d, 'package.json')))
+    .map((d) => [manifest(d).name, manifest(d)]),
+);
+
+/** A workspace's production dependencies, following its @fcd/* workspace dependencies. */
+function productionClosure(name: string, seen = new Set<string>()): Set<string> {
+  const out = new Set<string>();
+  if (seen.has(name)) return out;
+  seen.add(name);
+  for (const dep of Object.keys(workspaces.get(name)?.dependencies ?? {})) {
+    if (workspaces.has(dep)) for (const d of productionClosure(dep, seen)) out.add(d);
+    else out.add(dep);
+  }
+  return out;
+}
+
+/** Bare package names a bundle imports (esbuild keeps npm packages external). */
+function bundleImports(file: string): Set<string> {
+  const text = readFileSync(file, 'utf8');
+  const names = new Set<string>();
+  for (const m of text.matchAll(/(?:\bfrom\s*|\bimport\s*\(\s*|\brequire\s*\(\s*)"([^"./][^"]*)"/g)) {
+    const spec = m[1] as string;
+    if (spec.startsWith('node:')) continue;
+    names.add(spec.startsWith('@') ? spec.split('/').slice(0, 2).join('/') : (spec.split('/')[0] as string));
+  }
+  return names;
+}
+
+describe('Dockerfile', () => {
+  it('builds in stages: build with all dependencies, then production dependencies only, then a runtime stage', () => {
+    const stages = instructions.filter((l) => l.startsWith('FROM ')).map((l) => l.split(/\s+AS\s+/i)[1]);
+    expect(stages).toEqual(['build', 'deps', 'runtime']);
+    const deps = instructions.slice(instructions.findIndex((l) => / AS deps$/i.test(l)));
+    expect(deps.find((l) => l.startsWith('RUN ') && l.includes('npm install'))).toMatch(/--omit=dev/);
+  });
+
+  it('runs as a non-root numeric user and starts the gateway with its telemetry preloaded by default', () => {
+    const runtime = instructions.slice(instructions.findIndex((l) => / AS runtime$/i.test(l)));
+    expect(runtime.filter((l) => l.startsWith('USER '))).toEqual(['USER 1000:1000']);
+    expect(runtime.at(-1)).toBe('CMD ["node", "--import", "./services/gateway/dist/telemetry.js", "services/gateway/dist/main.js"]');
+  });
+
+  it('keeps dependencies, build output and secrets out of the build context', () => {
+    const ignored = readFileSync(join(root, '.dockerignore'), 'utf8').split('\n');
+    for (const entry of ['**/node_modules', '**/dist', '.git', '.env', '.env.*', '**/test']) expect(ignored).toContain(entry);
+  });
+});
+
+describe.each(SERVICES)('the %s bundles', (service) => {
+  it('import only packages the production-only install provides', () => {
+    const dist = join(root, 'services', service, 'dist');
+    const bundles = readdirSync(dist).filter((f) => f.endsWith('.js'));
+    expect(bundles).toContain('main.js');
+    const provided = productionClosure(manifest(`services/${service}`).name);
+    const missing = new Set<string>();
+    for (const b of bundles) for (const name of bundleImports(join(dist, b))) if (!provided.has(name)) missing.add(name);
+    expect([...missing], `imported by services/${service}/dist but not a production dependency`).toEqual([]);
+  });
+});
