@@ -1,101 +1,191 @@
 import { execFileSync } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
-import { eventually, type LogLine, repoRoot, type ServiceProcess, startService, testUrls, uniqueName } from '@fcd/testing';
+import { createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
+import {
+  eventually,
+  freePort,
+  repoRoot,
+  type ServiceProcess,
+  type Stack,
+  startService,
+  startStack,
+  TEST_INTERNAL_AUTH_SECRET,
+  testUrls,
+  uniqueName,
+} from '@fcd/testing';
 import { verify as octokitVerify } from '@octokit/webhooks-methods';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { type Bus, openBus, Receiver, SECRET_KEY, setupDb, subscribe, type TestDb, teardownDb, testCertificate } from './helpers';
+import {
+  attemptsOf,
+  type Bus,
+  openBus,
+  Receiver,
+  SECRET_KEY,
+  setupDb,
+  subscribe,
+  type TestDb,
+  teardownDb,
+  testCertificate,
+} from './helpers';
 
 /**
  * End to end through real services: ingestion into the facility service →
- * outbox → relay → JetStream → dispatcher process → HTTPS receiver.
+ * outbox → relay → JetStream → dispatcher process → HTTPS receiver; and the
+ * webhook API through the gateway (usage service for keys and tiers, webhook
+ * service) on the same database, so what a customer does through the API is
+ * what the dispatcher sends.
  */
 let db: TestDb;
 let receiver: Receiver;
 let bus: Bus;
 let cert: ReturnType<typeof testCertificate>;
+let stack: Stack | undefined;
+let facilityBase: string;
+let gateway: string;
 const running: ServiceProcess[] = [];
 const stream = uniqueName('DISP_E2E').toUpperCase();
 const INGEST_TOKEN = 'e2e-ingest-token-0123456789abcdef0123456789';
 
 beforeAll(async () => {
-  execFileSync('npm', ['run', 'build', '-w', '@fcd/facility'], { cwd: repoRoot, stdio: 'ignore' });
-  execFileSync('npm', ['run', 'build', '-w', '@fcd/dispatcher'], { cwd: repoRoot, stdio: 'ignore' });
+  execFileSync(
+    'npm',
+    ['run', 'build', '-w', '@fcd/facility', '-w', '@fcd/dispatcher', '-w', '@fcd/webhook', '-w', '@fcd/usage', '-w', '@fcd/gateway'],
+    { cwd: repoRoot, stdio: 'ignore' },
+  );
   cert = testCertificate();
   db = await setupDb('dispatcher_e2e');
   receiver = new Receiver(cert);
   await receiver.start();
   bus = await openBus(stream);
-}, 120_000);
-
-afterAll(async () => {
-  for (const p of running) await p.stop();
-  await receiver?.close();
-  await bus?.close();
-  await teardownDb(db);
-});
-
-it('a violation.new ingested by the facility service reaches the receiver: the envelope with data.violation, signed', async () => {
   const common = {
     DATABASE_URL: db.database.url,
     NATS_URL: testUrls.nats,
     EVENTS_STREAM: stream,
     EVENTS_SUBJECT_PREFIX: stream.toLowerCase(),
-  };
-  const facility = await startService('facility', {
-    ...common,
     PORT: '0',
     METRICS_PORT: '0',
     HOST: '127.0.0.1',
-    INTERNAL_AUTH_SECRET: 'e2e-internal-auth-secret-0123456789abcdef',
-    INGEST_TOKEN,
-    OUTBOX_POLL_MS: '50',
-  });
-  running.push(facility);
+  };
+  // Facility, webhook and the usage + gateway stack start together, on ports chosen here.
+  const [facilityPort, webhookPort] = [await freePort(), await freePort()];
+  facilityBase = `http://127.0.0.1:${facilityPort}`;
+  const started = await Promise.allSettled([
+    startService('facility', {
+      ...common,
+      PORT: String(facilityPort),
+      INTERNAL_AUTH_SECRET: TEST_INTERNAL_AUTH_SECRET,
+      INGEST_TOKEN,
+      OUTBOX_POLL_MS: '50',
+    }),
+    // The receiver is on loopback: this stack allows private destinations in the API and the dispatcher.
+    startService('webhook', {
+      ...common,
+      PORT: String(webhookPort),
+      INTERNAL_AUTH_SECRET: TEST_INTERNAL_AUTH_SECRET,
+      WEBHOOK_SECRET_KEY: SECRET_KEY,
+      WEBHOOK_ALLOW_PRIVATE_URLS: 'true',
+      FACILITY_URL: facilityBase,
+    }),
+    startStack({
+      label: 'dispatcher_e2e',
+      database: db.database,
+      facilityUrl: facilityBase,
+      webhookUrl: `http://127.0.0.1:${webhookPort}`,
+    }),
+  ]);
+  const [facility, webhook, startedStack] = started;
+  if (facility.status === 'fulfilled') running.push(facility.value);
+  if (webhook.status === 'fulfilled') running.push(webhook.value);
+  if (startedStack.status === 'fulfilled') stack = startedStack.value;
+  const failed = started.find((r) => r.status === 'rejected');
+  if (failed) throw failed.reason;
+  gateway = stack?.gatewayUrls[0] as string;
   running.push(
     await startService('dispatcher', {
       ...common,
-      PORT: '0',
-      METRICS_PORT: '0',
-      HOST: '127.0.0.1',
       DISPATCHER_CONSUMER: 'e2e',
       WEBHOOK_SECRET_KEY: SECRET_KEY,
       WEBHOOK_ALLOW_PRIVATE_URLS: 'true',
       NODE_EXTRA_CA_CERTS: cert.certFile,
+      USAGE_GRPC_ADDRESS: `127.0.0.1:${stack?.usageEnv.GRPC_PORT}`,
     }),
   );
-  const port = (facility.logs().find((l) => l.msg === 'ready') as LogLine & { port: number }).port;
-  const ingest = (body: object) =>
-    fetch(`http://127.0.0.1:${port}/internal/v1/ingest`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${INGEST_TOKEN}`, 'content-type': 'application/json' },
-      body: JSON.stringify(body),
-    }).then((r) => r.status);
+}, 120_000);
 
-  const registryId = `11${Date.now()}`.slice(0, 12);
+afterAll(async () => {
+  for (const p of running.reverse()) await p.stop();
+  await stack?.stop();
+  await receiver?.close();
+  await bus?.close();
+  await teardownDb(db);
+});
+
+function ingest(body: object): Promise<number> {
+  return fetch(`${facilityBase}/internal/v1/ingest`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${INGEST_TOKEN}`, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  }).then((r) => r.status);
+}
+
+/** A new facility (ingested) and its id. */
+async function newFacility(registryId: string): Promise<string> {
   expect(
     await ingest({ facilities: [{ registry_id: registryId, name: 'Acme Smelting', state: 'OH', compliance_status: 'no_violation' }] }),
   ).toBe(200);
   const { rows } = await db.pool.query<{ id: string }>('SELECT id FROM facility.facilities WHERE registry_id = $1', [registryId]);
-  const facilityId = rows[0]?.id as string;
+  return rows[0]?.id as string;
+}
+
+function ingestViolation(registryId: string): Promise<number> {
+  return ingest({
+    violations: [
+      {
+        source_id: `V-${randomUUID()}`,
+        registry_id: registryId,
+        program: 'CAA',
+        violation_type: 'emissions_exceedance',
+        violation_date: '2026-11-20',
+        severity: 'significant',
+      },
+    ],
+  });
+}
+
+async function call(
+  path: string,
+  key: string,
+  init: { method?: string; body?: unknown } = {},
+): Promise<{ status: number; text: string; body: any }> {
+  const res = await fetch(`${gateway}${path}`, {
+    method: init.method ?? 'GET',
+    headers: { 'x-api-key': key, ...(init.body === undefined ? {} : { 'content-type': 'application/json' }) },
+    body: init.body === undefined ? undefined : JSON.stringify(init.body),
+  });
+  const text = await res.text();
+  return { status: res.status, text, body: text ? JSON.parse(text) : undefined };
+}
+
+/** The signature check a receiver writes with node:crypto alone. */
+function hmacVerifies(secret: string, body: string, header: string | undefined): boolean {
+  const expected = Buffer.from(`sha256=${createHmac('sha256', secret).update(body).digest('hex')}`);
+  const got = Buffer.from(header ?? '');
+  return got.length === expected.length && timingSafeEqual(got, expected);
+}
+
+async function signedBy(secret: string, r: { body: string; headers: Record<string, string> } | undefined): Promise<[boolean, boolean]> {
+  const header = r?.headers['x-service-signature'] ?? '';
+  return [await octokitVerify(secret, r?.body ?? '', header), hmacVerifies(secret, r?.body ?? '', header)];
+}
+
+it('a violation.new ingested by the facility service reaches the receiver: the envelope with data.violation, signed', async () => {
+  const registryId = `11${Date.now()}`.slice(0, 12);
+  const facilityId = await newFacility(registryId);
   const p = `/hook/${randomUUID()}`;
   const sub = await subscribe(db, { url: receiver.url(p), facility_ids: [facilityId] });
   const other = `/hook/${randomUUID()}`;
   await subscribe(db, { url: receiver.url(other), events: ['case.new'], facility_ids: [facilityId] });
 
-  expect(
-    await ingest({
-      violations: [
-        {
-          source_id: `V-${randomUUID()}`,
-          registry_id: registryId,
-          program: 'CAA',
-          violation_type: 'emissions_exceedance',
-          violation_date: '2026-11-20',
-          severity: 'significant',
-        },
-      ],
-    }),
-  ).toBe(200);
+  expect(await ingestViolation(registryId)).toBe(200);
   const [got] = await eventually(
     async () => receiver.at(p),
     (r) => r.length === 1,
@@ -114,4 +204,173 @@ it('a violation.new ingested by the facility service reaches the receiver: the e
   expect(got?.headers['x-service-event-id']).toBe(envelope.id);
   expect(await octokitVerify(sub.secret, got?.body ?? '', got?.headers['x-service-signature'] ?? '')).toBe(true);
   expect(receiver.at(other)).toHaveLength(0);
+}, 60_000);
+
+it('through the gateway with a Pro key: subscriptions (one facility, all facilities) get ingested events; the delivery log shows every attempt; manual retry, test event and rotate-secret work end to end', async () => {
+  const { apiKey } = await (stack as Stack).createAccount('pro');
+  const registryId = `12${Date.now()}`.slice(0, 12);
+  const facilityId = await newFacility(registryId);
+  const [p, pAll] = [`/hook/${randomUUID()}`, `/hook/${randomUUID()}`];
+
+  const created = await call('/v1/webhooks', apiKey, {
+    method: 'POST',
+    body: { url: receiver.url(p), events: ['violation.new'], facility_ids: [facilityId] },
+  });
+  expect(created.status, created.text).toBe(201);
+  const sub = created.body.data as { id: string; secret: string; facility_ids: string[] | null };
+  expect(sub.facility_ids).toEqual([facilityId]);
+  // facility_ids omitted: every facility, shown as null.
+  const createdAll = await call('/v1/webhooks', apiKey, { method: 'POST', body: { url: receiver.url(pAll), events: ['violation.new'] } });
+  expect(createdAll.status, createdAll.text).toBe(201);
+  const all = createdAll.body.data as { id: string; secret: string; facility_ids: string[] | null };
+  expect(all.facility_ids).toBeNull();
+
+  // 1. An ingested violation reaches both subscriptions, each signed with its own secret.
+  expect(await ingestViolation(registryId)).toBe(200);
+  await eventually(
+    async () => [receiver.at(p).length, receiver.at(pAll).length],
+    ([a, b]) => a === 1 && b === 1,
+    20_000,
+  );
+  const first = receiver.at(p)[0]!;
+  const envelope = JSON.parse(first.body);
+  expect(envelope).toMatchObject({ type: 'violation.new', data: { violation: { facility_id: facilityId } } });
+  expect(first.headers['x-service-event-id']).toBe(envelope.id);
+  expect(first.headers['x-service-delivery-attempt']).toBe('1');
+  expect(await signedBy(sub.secret, first)).toEqual([true, true]);
+  const firstAll = receiver.at(pAll)[0]!;
+  expect(firstAll.body).toBe(first.body);
+  expect(firstAll.headers['x-service-event-id']).toBe(envelope.id);
+  expect(await signedBy(all.secret, firstAll)).toEqual([true, true]);
+
+  // 2. The delivery log through the API: the delivery and its one attempt, as recorded.
+  const deliveriesPath = `/v1/webhooks/${sub.id}/deliveries`;
+  const logged = async (attempts: number) =>
+    eventually(
+      () => call(deliveriesPath, apiKey),
+      (r) => r.body?.data?.[0]?.attempts?.length === attempts && r.body.data[0].status !== 'pending',
+    );
+  const log1 = await logged(1);
+  expect(log1.status).toBe(200);
+  const deliveryId = first.headers['x-service-delivery-id'] as string;
+  // The API's attempt view of the rows the dispatcher recorded (latency_ms is duration_ms).
+  const recorded = async () =>
+    (await attemptsOf(db, sub.id)).map((a) => ({
+      attempt: a.attempt,
+      started_at: a.started_at.toISOString(),
+      latency_ms: a.duration_ms,
+      response_status: a.response_status,
+      error: a.error,
+      outcome: a.outcome,
+    }));
+  const attempts1 = await recorded();
+  expect(attempts1).toEqual([
+    { attempt: 1, started_at: expect.any(String), latency_ms: expect.any(Number), response_status: 204, error: null, outcome: 'success' },
+  ]);
+  expect(log1.body).toEqual({
+    data: [
+      {
+        id: deliveryId,
+        event_id: envelope.id,
+        event_type: 'violation.new',
+        status: 'succeeded',
+        attempt_count: 1,
+        next_attempt_at: null,
+        created_at: expect.any(String),
+        updated_at: expect.any(String),
+        attempts: attempts1,
+      },
+    ],
+    pagination: { limit: 25, next_cursor: null, has_more: false },
+  });
+
+  // 3. The receiver fails the next request; a manual retry sends the same event again (attempt 2, failed, no
+  //    automatic retry), a second manual retry succeeds (attempt 3). The log shows all three.
+  receiver.behaviours.set(p, (_r, n) => (n === 2 ? 500 : 204));
+  const retry = () => call(`${deliveriesPath}/${deliveryId}/retry`, apiKey, { method: 'POST' });
+  const retried = await retry();
+  expect(retried.status, retried.text).toBe(202);
+  expect(retried.body.data).toMatchObject({ id: deliveryId, status: 'pending', attempt_count: 1 });
+  const log2 = await logged(2);
+  expect(log2.body.data[0]).toMatchObject({ status: 'failed', attempt_count: 2, next_attempt_at: null });
+  expect((await retry()).status).toBe(202);
+  const log3 = await logged(3);
+  const attempts3 = await recorded();
+  expect(attempts3.map((a) => [a.attempt, a.outcome, a.response_status, a.error])).toEqual([
+    [1, 'success', 204, null],
+    [2, 'failure', 500, 'HTTP 500'],
+    [3, 'success', 204, null],
+  ]);
+  expect(log3.body.data).toEqual([
+    {
+      id: deliveryId,
+      event_id: envelope.id,
+      event_type: 'violation.new',
+      status: 'succeeded',
+      attempt_count: 3,
+      next_attempt_at: null,
+      created_at: log1.body.data[0].created_at,
+      updated_at: expect.any(String),
+      attempts: attempts3,
+    },
+  ]);
+  const sent = receiver.at(p);
+  expect(
+    sent.map((r) => [r.headers['x-service-event-id'], r.headers['x-service-delivery-id'], r.headers['x-service-delivery-attempt']]),
+  ).toEqual([
+    [envelope.id, deliveryId, '1'],
+    [envelope.id, deliveryId, '2'],
+    [envelope.id, deliveryId, '3'],
+  ]);
+  expect(sent.every((r) => r.body === first.body)).toBe(true);
+  expect(receiver.at(pAll)).toHaveLength(1);
+
+  // 4. A test event: one signed webhook.test delivery, to this subscription only.
+  const test = await call(`/v1/webhooks/${sub.id}/test`, apiKey, { method: 'POST' });
+  expect(test.status, test.text).toBe(202);
+  expect(test.body.data).toMatchObject({ event_type: 'webhook.test', status: 'pending', attempt_count: 0, attempts: [] });
+  const [testGot] = await eventually(
+    async () => receiver.at(p).filter((r) => r.headers['x-service-event-type'] === 'webhook.test'),
+    (r) => r.length === 1,
+  );
+  expect(JSON.parse(testGot?.body ?? '{}')).toEqual({
+    id: test.body.data.event_id,
+    type: 'webhook.test',
+    created_at: expect.any(String),
+    data: { webhook_id: sub.id, message: 'This is a test event sent from the webhook settings.' },
+  });
+  expect([
+    testGot?.headers['x-service-event-id'],
+    testGot?.headers['x-service-delivery-id'],
+    testGot?.headers['x-service-delivery-attempt'],
+  ]).toEqual([test.body.data.event_id, test.body.data.id, '1']);
+  expect(await signedBy(sub.secret, testGot)).toEqual([true, true]);
+  expect(receiver.at(pAll)).toHaveLength(1);
+
+  // 5. rotate-secret: the new secret is returned once; the next delivery verifies with it and not with the old one.
+  const rotated = await call(`/v1/webhooks/${sub.id}/rotate-secret`, apiKey, { method: 'POST' });
+  expect(rotated.status, rotated.text).toBe(200);
+  const newSecret = rotated.body.data.secret as string;
+  expect(newSecret).toMatch(/^whsec_[A-Za-z0-9_-]{32,}$/);
+  expect(newSecret).not.toBe(sub.secret);
+  expect((await call(`/v1/webhooks/${sub.id}`, apiKey)).body.data.secret).toBe(`whsec_********${newSecret.slice(-4)}`);
+  const before = receiver.at(p).length;
+  expect(await ingestViolation(registryId)).toBe(200);
+  const [next] = await eventually(
+    async () => receiver.at(p).slice(before),
+    (r) => r.length === 1,
+    20_000,
+  );
+  const nextEnvelope = JSON.parse(next?.body ?? '{}');
+  expect(nextEnvelope).toMatchObject({ type: 'violation.new', data: { violation: { facility_id: facilityId } } });
+  expect(nextEnvelope.id).not.toBe(envelope.id);
+  expect(await signedBy(newSecret, next)).toEqual([true, true]);
+  expect(await signedBy(sub.secret, next)).toEqual([false, false]);
+  // The all-facilities subscription got it too, still signed with its own (unrotated) secret.
+  const [, nextAll] = await eventually(
+    async () => receiver.at(pAll),
+    (r) => r.length === 2,
+  );
+  expect(nextAll?.headers['x-service-event-id']).toBe(nextEnvelope.id);
+  expect(await signedBy(all.secret, nextAll)).toEqual([true, true]);
 }, 60_000);

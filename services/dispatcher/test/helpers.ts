@@ -14,8 +14,8 @@ export const SECRET_KEY = randomBytes(32).toString('base64');
 export const secretBox = SecretBox.fromEnv(SECRET_KEY);
 export const silentLogger = createLogger({ service: 'dispatcher-test', level: 'silent' });
 
-/** A self-signed certificate for localhost and 127.0.0.1, made with the openssl CLI. */
-export function testCertificate(): { certFile: string; cert: string; key: string } {
+/** A self-signed certificate for localhost, 127.0.0.1 and any extra DNS names, made with the openssl CLI. */
+export function testCertificate(extraNames: string[] = []): { certFile: string; cert: string; key: string } {
   const dir = mkdtempSync(join(tmpdir(), 'dispatcher-cert-'));
   const certFile = join(dir, 'cert.pem');
   const keyFile = join(dir, 'key.pem');
@@ -36,7 +36,7 @@ export function testCertificate(): { certFile: string; cert: string; key: string
       '-subj',
       '/CN=localhost',
       '-addext',
-      'subjectAltName=DNS:localhost,IP:127.0.0.1',
+      `subjectAltName=${['DNS:localhost', 'IP:127.0.0.1', ...extraNames.map((n) => `DNS:${n}`)].join(',')}`,
     ],
     { stdio: 'ignore' },
   );
@@ -50,8 +50,8 @@ export interface Received {
   body: string;
 }
 
-/** How the receiver answers one request: a status, or 'hang' (never answers). */
-export type Behaviour = (r: Received, countForPath: number) => number | 'hang';
+/** How the receiver answers one request: a status, a status after a delay, or 'hang' (never answers). */
+export type Behaviour = (r: Received, countForPath: number) => number | { status: number; delayMs: number } | 'hang';
 
 /** A real HTTPS receiver recording every request; behaviour per path. */
 export class Receiver {
@@ -75,7 +75,8 @@ export class Receiver {
         const count = this.requests.filter((x) => x.path === r.path).length;
         const answer = (this.behaviours.get(r.path) ?? (() => 204))(r, count);
         if (answer === 'hang') return;
-        res.writeHead(answer, { 'content-type': 'text/plain' }).end('ok');
+        if (typeof answer === 'number') res.writeHead(answer, { 'content-type': 'text/plain' }).end('ok');
+        else setTimeout(() => res.writeHead(answer.status, { 'content-type': 'text/plain' }).end('ok'), answer.delayMs);
       });
     });
   }

@@ -5,7 +5,17 @@ import { resolve } from 'node:path';
 import { create } from '@bufbuild/protobuf';
 import { createClient, grpc } from '@fcd/grpc';
 import { GetAccountsRequestSchema, UsageService } from '@fcd/proto';
-import { eventually, freePort, type LogLine, repoRoot, type ServiceProcess, startService, testUrls, uniqueName } from '@fcd/testing';
+import {
+  eventually,
+  freePort,
+  hostsPreloadEnv,
+  type LogLine,
+  repoRoot,
+  type ServiceProcess,
+  startService,
+  testUrls,
+  uniqueName,
+} from '@fcd/testing';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import {
   attemptsOf,
@@ -34,12 +44,14 @@ let db: TestDb;
 let nats: PrivateNats;
 let receiver: Receiver;
 let cert: ReturnType<typeof testCertificate>;
+/** A name the hosts preload (hostsPreloadEnv) resolves to 127.0.0.1 inside a dispatcher process; in the receiver's certificate. */
+const REBIND_HOST = 'rebind.example.test';
 const running: ServiceProcess[] = [];
 const buses: Bus[] = [];
 
 beforeAll(async () => {
   execFileSync('npm', ['run', 'build', '-w', '@fcd/dispatcher', '-w', '@fcd/usage'], { cwd: repoRoot, stdio: 'ignore' });
-  cert = testCertificate();
+  cert = testCertificate([REBIND_HOST]);
   db = await setupDb('dispatcher_proc');
   nats = new PrivateNats(await freePort());
   await nats.start();
@@ -109,6 +121,13 @@ async function bus(stream: string): Promise<Bus> {
 }
 
 const path = () => `/hook/${randomUUID()}`;
+
+/** The value of a counter sample on a process's /metrics, by its `result` label (0 when absent). */
+async function counter(metrics: string, name: string, result: string): Promise<number> {
+  const text = await (await fetch(`${metrics}/metrics`)).text();
+  const line = text.split('\n').find((l) => l.startsWith(`${name}{`) && l.includes(`result="${result}"`));
+  return line === undefined ? 0 : Number(line.slice(line.lastIndexOf(' ') + 1));
+}
 
 describe('the dispatcher process', () => {
   it('stops delivering to an account downgraded below Pro (subscriptions deactivated, reason tier_downgraded); fails open while the usage service is down', async () => {
@@ -265,12 +284,15 @@ describe('the dispatcher process', () => {
     expect((await attemptsOf(db, sub.id)).map((a) => a.outcome)).toEqual(['failure', 'success']);
   });
 
-  it('two replicas share the consumer and the due work: each delivery is sent once', async () => {
+  it('two replicas share the consumer and the due work: both send, each delivery is sent once', async () => {
     const stream = uniqueName('DP_TWO').toUpperCase();
-    await start(env(stream));
-    await start(env(stream));
+    // Two sends at a time per replica and a receiver answering after 50 ms: one replica alone would need
+    // about a second for the 40 deliveries, so the other one's claims (woken every 100 ms) find due work.
+    const e = env(stream, { DISPATCHER_CONCURRENCY: '2' });
+    const replicas = [await start(e), await start(e)];
     const facility = randomUUID();
     const p = path();
+    receiver.behaviours.set(p, () => ({ status: 204, delayMs: 50 }));
     const sub = await subscribe(db, { url: receiver.url(p), facility_ids: [facility] });
     const b = await bus(stream);
     const events = Array.from({ length: 40 }, () => violationEvent(facility));
@@ -283,18 +305,56 @@ describe('the dispatcher process', () => {
     const ids = receiver.at(p).map((r) => r.headers['x-service-event-id']);
     expect(ids).toHaveLength(40);
     expect(new Set(ids)).toEqual(new Set(events.map((ev) => ev.id)));
-    expect((await deliveriesOf(db, sub.id)).every((d) => d.attempt_count === 1)).toBe(true);
+    expect(receiver.at(p).map((r) => r.headers['x-service-delivery-attempt'])).toEqual(Array(40).fill('1'));
+    const deliveries = await deliveriesOf(db, sub.id);
+    expect(deliveries.map((d) => [d.status, d.attempt_count])).toEqual(Array(40).fill(['succeeded', 1]));
+    // Each replica made some of the 40 attempts, and together exactly 40 (nothing else is due in this database now).
+    const perReplica = await eventually(
+      () => Promise.all(replicas.map((r) => counter(r.metrics, 'fcd_dispatcher_attempts_total', 'success'))),
+      (n) => n[0]! + n[1]! === 40,
+    );
+    expect(perReplica[0]).toBeGreaterThan(0);
+    expect(perReplica[1]).toBeGreaterThan(0);
+    const succeeded = await Promise.all(replicas.map((r) => counter(r.metrics, 'fcd_dispatcher_deliveries_total', 'succeeded')));
+    expect(succeeded).toEqual(perReplica);
   });
 
-  it('NATS restarted mid-stream: no event is lost', async () => {
+  it('NATS restarted with events not yet consumed, and again under a connected dispatcher: no event is lost', async () => {
     const stream = uniqueName('DP_NATS').toUpperCase();
-    await start(env(stream));
+    const e = env(stream);
+    const consumer = e.DISPATCHER_CONSUMER as string;
+    const first = await start(e);
     const facility = randomUUID();
     const p = path();
     await subscribe(db, { url: receiver.url(p), facility_ids: [facility] });
     const b = await bus(stream);
+    // The stream and the durable consumer exist; then no dispatcher runs while the first events are published.
+    expect(await first.svc.stop()).toBe(0);
     const before = Array.from({ length: 10 }, () => violationEvent(facility));
     for (const ev of before) await b.publish(ev);
+    const info = await b.jsm.consumers.info(stream, consumer);
+    expect([info.num_pending, info.num_ack_pending]).toEqual([10, 0]);
+    expect(receiver.at(p)).toHaveLength(0);
+
+    // NATS stops with the 10 events only in its stream; a dispatcher starts meanwhile (serves, not ready).
+    await nats.stop();
+    const second = await startService('dispatcher', e);
+    running.push(second);
+    const port = (second.logs().find((l) => l.msg === 'ready') as LogLine & { port: number }).port;
+    const notReady = await fetch(`http://127.0.0.1:${port}/readyz`);
+    expect(notReady.status).toBe(503);
+    expect(
+      ((await notReady.json()) as { error: { details: { checks: { nats: { status: string } } } } }).error.details.checks.nats.status,
+    ).toBe('down');
+    await nats.start();
+    await eventually(
+      async () => new Set(receiver.at(p).map((r) => r.headers['x-service-event-id'])).size,
+      (n) => n === 10,
+      20_000,
+    );
+    expect(new Set(receiver.at(p).map((r) => r.headers['x-service-event-id']))).toEqual(new Set(before.map((ev) => ev.id)));
+
+    // Restarted again under the connected dispatcher: it reconnects and consumes what is published next.
     await nats.stop();
     await sleep(300);
     await nats.start();
@@ -331,6 +391,51 @@ describe('the dispatcher process', () => {
     expect(attempts[0]).toMatchObject({ outcome: 'failure', response_status: null });
     expect(attempts[0]?.error).toContain('url refused');
     expect(receiver.at(p)).toHaveLength(0);
+  });
+
+  it('with private URLs disallowed, a host name that resolves to 127.0.0.1 is never contacted: the attempt is refused at connect time', async () => {
+    const hosts = hostsPreloadEnv({ [REBIND_HOST]: '127.0.0.1' });
+    const stream = uniqueName('DP_REBIND').toUpperCase();
+    const url = (p: string) => `https://${REBIND_HOST}:${receiver.port}${p}`;
+
+    // Control: the same name in the same process set-up with private destinations allowed reaches the receiver,
+    // so the refusal below is the policy's doing, not a name that does not resolve or a receiver out of reach.
+    const allowed = await start(env(stream, hosts));
+    const controlFacility = randomUUID();
+    const pc = path();
+    await subscribe(db, { url: url(pc), facility_ids: [controlFacility] });
+    const b = await bus(stream);
+    const controlEvent = violationEvent(controlFacility);
+    await b.publish(controlEvent);
+    const [control] = await eventually(
+      async () => receiver.at(pc),
+      (r) => r.length === 1,
+    );
+    expect([control?.headers.host, control?.headers['x-service-event-id']]).toEqual([`${REBIND_HOST}:${receiver.port}`, controlEvent.id]);
+    expect(await allowed.svc.stop()).toBe(0);
+
+    // Disallowed (the default): the name passes the URL check, resolves to 127.0.0.1 at connect time and is refused.
+    // A one-hour retry keeps the delivery's next attempt out of this test.
+    const { metrics } = await start(
+      env(stream, { ...hosts, WEBHOOK_ALLOW_PRIVATE_URLS: 'false', WEBHOOK_RETRY_SCHEDULE: '1h,1h,1h,1h,1h' }),
+    );
+    const facility = randomUUID();
+    const p = path();
+    const sub = await subscribe(db, { url: url(p), facility_ids: [facility] });
+    const requestsBefore = receiver.requests.length;
+    await b.publish(violationEvent(facility));
+    const attempts = await eventually(
+      () => attemptsOf(db, sub.id),
+      (a) => a.length >= 1,
+    );
+    expect(attempts.map((a) => [a.attempt, a.outcome, a.response_status, a.error])).toEqual([
+      [1, 'failure', null, `blocked: refused to connect to ${REBIND_HOST}: a loopback address`],
+    ]);
+    expect((await deliveriesOf(db, sub.id)).map((d) => [d.status, d.attempt_count])).toEqual([['pending', 1]]);
+    expect(await counter(metrics, 'fcd_dispatcher_attempts_total', 'blocked')).toBe(1);
+    expect(receiver.at(p)).toHaveLength(0);
+    // Not one request reached the receiver's port while this dispatcher ran.
+    expect(receiver.requests.slice(requestsBefore)).toEqual([]);
   });
 
   it('SIGTERM finishes the send in flight, records it, and exits 0', async () => {
