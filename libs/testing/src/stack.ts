@@ -138,3 +138,105 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     },
   };
 }
+
+export const TEST_INGEST_TOKEN = 'test-ingest-token-0123456789abcdef0123456789';
+
+export interface ApiStackOptions {
+  label: string;
+  /** Base64 of the 32-byte key the webhook service encrypts secrets with. */
+  webhookSecretKey: string;
+  database?: TestDatabase;
+  /** JetStream stream for the facility service's outbox relay; without it the relay is off. */
+  eventsStream?: string;
+  facilityEnv?: Record<string, string>;
+  webhookEnv?: Record<string, string>;
+  usageEnv?: Record<string, string>;
+  gatewayEnv?: Record<string, string>;
+}
+
+export interface ApiStack extends Stack {
+  facility: ServiceProcess;
+  webhook: ServiceProcess;
+  facilityUrl: string;
+  webhookUrl: string;
+  /** The (first) gateway's base URL. */
+  gateway: string;
+  /** POST /internal/v1/ingest on the facility service (token-protected, not routed by the gateway). */
+  ingest(body: object): Promise<{ status: number; text: string }>;
+  /** Stops the gateway, usage, webhook and facility processes (and drops the database it created). */
+  stop(): Promise<void>;
+}
+
+/**
+ * The whole public API on one database: facility and webhook services, a usage
+ * service and a gateway routing to them, started together on ports chosen here.
+ * The dispatcher is the caller's (its receivers and certificates differ per test).
+ */
+export async function startApiStack(options: ApiStackOptions): Promise<ApiStack> {
+  const db = options.database ?? (await createTestDatabase(options.label));
+  const [facilityPort, webhookPort] = [await freePort(), await freePort()];
+  const facilityUrl = `http://127.0.0.1:${facilityPort}`;
+  const webhookUrl = `http://127.0.0.1:${webhookPort}`;
+  const common = { DATABASE_URL: db.url, METRICS_PORT: '0', HOST: '127.0.0.1', INTERNAL_AUTH_SECRET: TEST_INTERNAL_AUTH_SECRET };
+  const events: Record<string, string> = options.eventsStream
+    ? { EVENTS_STREAM: options.eventsStream, EVENTS_SUBJECT_PREFIX: options.eventsStream.toLowerCase(), OUTBOX_POLL_MS: '50' }
+    : { RELAY_ENABLED: 'false' };
+  const started = await Promise.allSettled([
+    startService('facility', {
+      ...common,
+      ...events,
+      PORT: String(facilityPort),
+      NATS_URL: testUrls.nats,
+      INGEST_TOKEN: TEST_INGEST_TOKEN,
+      ...options.facilityEnv,
+    }),
+    startService('webhook', {
+      ...common,
+      PORT: String(webhookPort),
+      WEBHOOK_SECRET_KEY: options.webhookSecretKey,
+      FACILITY_URL: facilityUrl,
+      ...options.webhookEnv,
+    }),
+    startStack({
+      label: options.label,
+      database: db,
+      facilityUrl,
+      webhookUrl,
+      usageEnv: options.usageEnv,
+      gatewayEnv: options.gatewayEnv,
+    }),
+  ]);
+  const [facility, webhook, stack] = started;
+  if (facility.status === 'rejected' || webhook.status === 'rejected' || stack.status === 'rejected') {
+    // One did not come up: stop what did, so no process outlives the failed test file.
+    await Promise.allSettled([
+      facility.status === 'fulfilled' ? facility.value.stop('SIGKILL') : undefined,
+      webhook.status === 'fulfilled' ? webhook.value.stop('SIGKILL') : undefined,
+      stack.status === 'fulfilled' ? stack.value.stop() : undefined,
+    ]);
+    if (!options.database) await db.drop().catch(() => undefined);
+    throw (started.find((r) => r.status === 'rejected') as PromiseRejectedResult).reason;
+  }
+  const base = stack.value;
+  // Inherits from the usage + gateway stack rather than copying it: its `usage` getter follows restarts.
+  return Object.assign(Object.create(base) as Stack, {
+    facility: facility.value,
+    webhook: webhook.value,
+    facilityUrl,
+    webhookUrl,
+    gateway: base.gatewayUrls[0] as string,
+    async ingest(body: object) {
+      const res = await fetch(`${facilityUrl}/internal/v1/ingest`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${TEST_INGEST_TOKEN}`, 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+      return { status: res.status, text: await res.text() };
+    },
+    async stop() {
+      await base.stop();
+      await Promise.all([webhook.value.stop(), facility.value.stop()]);
+      if (!options.database) await db.drop();
+    },
+  });
+}

@@ -1,17 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
-import {
-  eventually,
-  freePort,
-  repoRoot,
-  type ServiceProcess,
-  type Stack,
-  startService,
-  startStack,
-  TEST_INTERNAL_AUTH_SECRET,
-  testUrls,
-  uniqueName,
-} from '@fcd/testing';
+import { type ApiStack, eventually, repoRoot, type ServiceProcess, startApiStack, startService, testUrls, uniqueName } from '@fcd/testing';
 import { verify as octokitVerify } from '@octokit/webhooks-methods';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import {
@@ -38,12 +27,10 @@ let db: TestDb;
 let receiver: Receiver;
 let bus: Bus;
 let cert: ReturnType<typeof testCertificate>;
-let stack: Stack | undefined;
-let facilityBase: string;
+let stack: ApiStack;
+let dispatcher: ServiceProcess | undefined;
 let gateway: string;
-const running: ServiceProcess[] = [];
 const stream = uniqueName('DISP_E2E').toUpperCase();
-const INGEST_TOKEN = 'e2e-ingest-token-0123456789abcdef0123456789';
 
 beforeAll(async () => {
   execFileSync(
@@ -56,7 +43,16 @@ beforeAll(async () => {
   receiver = new Receiver(cert);
   await receiver.start();
   bus = await openBus(stream);
-  const common = {
+  // The receiver is on loopback: this stack allows private destinations in the API and the dispatcher.
+  stack = await startApiStack({
+    label: 'dispatcher_e2e',
+    database: db.database,
+    webhookSecretKey: SECRET_KEY,
+    eventsStream: stream,
+    webhookEnv: { WEBHOOK_ALLOW_PRIVATE_URLS: 'true' },
+  });
+  gateway = stack.gateway;
+  dispatcher = await startService('dispatcher', {
     DATABASE_URL: db.database.url,
     NATS_URL: testUrls.nats,
     EVENTS_STREAM: stream,
@@ -64,67 +60,24 @@ beforeAll(async () => {
     PORT: '0',
     METRICS_PORT: '0',
     HOST: '127.0.0.1',
-  };
-  // Facility, webhook and the usage + gateway stack start together, on ports chosen here.
-  const [facilityPort, webhookPort] = [await freePort(), await freePort()];
-  facilityBase = `http://127.0.0.1:${facilityPort}`;
-  const started = await Promise.allSettled([
-    startService('facility', {
-      ...common,
-      PORT: String(facilityPort),
-      INTERNAL_AUTH_SECRET: TEST_INTERNAL_AUTH_SECRET,
-      INGEST_TOKEN,
-      OUTBOX_POLL_MS: '50',
-    }),
-    // The receiver is on loopback: this stack allows private destinations in the API and the dispatcher.
-    startService('webhook', {
-      ...common,
-      PORT: String(webhookPort),
-      INTERNAL_AUTH_SECRET: TEST_INTERNAL_AUTH_SECRET,
-      WEBHOOK_SECRET_KEY: SECRET_KEY,
-      WEBHOOK_ALLOW_PRIVATE_URLS: 'true',
-      FACILITY_URL: facilityBase,
-    }),
-    startStack({
-      label: 'dispatcher_e2e',
-      database: db.database,
-      facilityUrl: facilityBase,
-      webhookUrl: `http://127.0.0.1:${webhookPort}`,
-    }),
-  ]);
-  const [facility, webhook, startedStack] = started;
-  if (facility.status === 'fulfilled') running.push(facility.value);
-  if (webhook.status === 'fulfilled') running.push(webhook.value);
-  if (startedStack.status === 'fulfilled') stack = startedStack.value;
-  const failed = started.find((r) => r.status === 'rejected');
-  if (failed) throw failed.reason;
-  gateway = stack?.gatewayUrls[0] as string;
-  running.push(
-    await startService('dispatcher', {
-      ...common,
-      DISPATCHER_CONSUMER: 'e2e',
-      WEBHOOK_SECRET_KEY: SECRET_KEY,
-      WEBHOOK_ALLOW_PRIVATE_URLS: 'true',
-      NODE_EXTRA_CA_CERTS: cert.certFile,
-      USAGE_GRPC_ADDRESS: `127.0.0.1:${stack?.usageEnv.GRPC_PORT}`,
-    }),
-  );
+    DISPATCHER_CONSUMER: 'e2e',
+    WEBHOOK_SECRET_KEY: SECRET_KEY,
+    WEBHOOK_ALLOW_PRIVATE_URLS: 'true',
+    NODE_EXTRA_CA_CERTS: cert.certFile,
+    USAGE_GRPC_ADDRESS: `127.0.0.1:${stack.usageEnv.GRPC_PORT}`,
+  });
 }, 120_000);
 
 afterAll(async () => {
-  for (const p of running.reverse()) await p.stop();
+  await dispatcher?.stop();
   await stack?.stop();
   await receiver?.close();
   await bus?.close();
   await teardownDb(db);
 });
 
-function ingest(body: object): Promise<number> {
-  return fetch(`${facilityBase}/internal/v1/ingest`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${INGEST_TOKEN}`, 'content-type': 'application/json' },
-    body: JSON.stringify(body),
-  }).then((r) => r.status);
+async function ingest(body: object): Promise<number> {
+  return (await stack.ingest(body)).status;
 }
 
 /** A new facility (ingested) and its id. */
@@ -207,7 +160,7 @@ it('a violation.new ingested by the facility service reaches the receiver: the e
 }, 60_000);
 
 it('through the gateway with a Pro key: subscriptions (one facility, all facilities) get ingested events; the delivery log shows every attempt; manual retry, test event and rotate-secret work end to end', async () => {
-  const { apiKey } = await (stack as Stack).createAccount('pro');
+  const { apiKey } = await stack.createAccount('pro');
   const registryId = `12${Date.now()}`.slice(0, 12);
   const facilityId = await newFacility(registryId);
   const [p, pAll] = [`/hook/${randomUUID()}`, `/hook/${randomUUID()}`];

@@ -1,16 +1,6 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import {
-  createTestDatabase,
-  repoRoot,
-  type ServiceProcess,
-  type Stack,
-  startService,
-  startStack,
-  TEST_INTERNAL_AUTH_SECRET,
-  type TestDatabase,
-  testUrls,
-} from '@fcd/testing';
+import { type ApiStack, repoRoot, startApiStack } from '@fcd/testing';
 import { Ajv2020 } from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
 import createClient from 'openapi-fetch';
@@ -46,7 +36,6 @@ const CHROMIUM_ARGS = [
   '--disable-component-update',
   '--disable-sync',
 ];
-const INGEST_TOKEN = 'openapi-test-ingest-token-0123456789abcdef';
 const SECRET_KEY = Buffer.alloc(32, 7);
 const HOOK_URL = 'https://93.184.215.14/hook';
 const UNKNOWN_UUID = '00000000-0000-4000-8000-000000000000';
@@ -102,15 +91,11 @@ function expectDocumented(operation: string, answer: Answer): void {
 }
 
 // ---- the stack ----
-let db: TestDatabase;
-let facility: ServiceProcess;
-let webhook: ServiceProcess;
-let stack: Stack;
+let stack: ApiStack;
 let gateway: string;
 let proKey: string;
 let freeKey: string;
 const ids = { facility: '', case: '' };
-const portOf = (p: ServiceProcess) => p.logs().find((l) => l.msg === 'ready')?.port as number;
 
 /** Authorization decisions the usage service has made (every series of fcd_rate_limit_decisions_total). */
 async function usageDecisions(): Promise<number> {
@@ -142,81 +127,50 @@ async function call(path: string, init: { method?: string; key?: string; body?: 
 }
 
 beforeAll(async () => {
-  db = await createTestDatabase('gateway_openapi');
-  facility = await startService('facility', {
-    PORT: '0',
-    METRICS_PORT: '0',
-    HOST: '127.0.0.1',
-    DATABASE_URL: db.url,
-    NATS_URL: testUrls.nats,
-    INTERNAL_AUTH_SECRET: TEST_INTERNAL_AUTH_SECRET,
-    INGEST_TOKEN,
-    RELAY_ENABLED: 'false',
+  stack = await startApiStack({ label: 'gateway_openapi', webhookSecretKey: SECRET_KEY.toString('base64') });
+  gateway = stack.gateway;
+  const ingest = await stack.ingest({
+    facilities: [
+      {
+        registry_id: '110000000101',
+        name: 'OpenAPI Refinery',
+        street: '1 Main St',
+        city: 'Houston',
+        state: 'TX',
+        zip: '77001',
+        county: 'Harris',
+        latitude: 29.76,
+        longitude: -95.37,
+        naics_codes: ['324110'],
+        programs: ['CAA', 'RCRA'],
+        compliance_status: 'violation',
+        last_inspection_date: '2026-01-15',
+      },
+      { registry_id: '110000000102', name: 'OpenAPI Mill', state: 'VT', compliance_status: 'no_violation', programs: ['CWA'] },
+    ],
+    violations: [
+      {
+        source_id: 'openapi-v1',
+        registry_id: '110000000101',
+        program: 'CAA',
+        violation_type: 'Emissions',
+        violation_date: '2026-02-01',
+        severity: 'significant',
+      },
+    ],
+    cases: [
+      {
+        case_number: 'OPENAPI-CASE-1',
+        case_type: 'judicial',
+        status: 'filed',
+        lead_agency: 'EPA',
+        filed_date: '2026-03-01',
+        registry_ids: ['110000000101'],
+      },
+    ],
   });
-  const facilityBase = `http://127.0.0.1:${portOf(facility)}`;
-  webhook = await startService('webhook', {
-    PORT: '0',
-    METRICS_PORT: '0',
-    HOST: '127.0.0.1',
-    DATABASE_URL: db.url,
-    INTERNAL_AUTH_SECRET: TEST_INTERNAL_AUTH_SECRET,
-    WEBHOOK_SECRET_KEY: SECRET_KEY.toString('base64'),
-    FACILITY_URL: facilityBase,
-  });
-  stack = await startStack({
-    label: 'gateway_openapi',
-    database: db,
-    facilityUrl: facilityBase,
-    webhookUrl: `http://127.0.0.1:${portOf(webhook)}`,
-  });
-  gateway = stack.gatewayUrls[0] as string;
-  const ingest = await fetch(`${facilityBase}/internal/v1/ingest`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${INGEST_TOKEN}`, 'content-type': 'application/json' },
-    body: JSON.stringify({
-      facilities: [
-        {
-          registry_id: '110000000101',
-          name: 'OpenAPI Refinery',
-          street: '1 Main St',
-          city: 'Houston',
-          state: 'TX',
-          zip: '77001',
-          county: 'Harris',
-          latitude: 29.76,
-          longitude: -95.37,
-          naics_codes: ['324110'],
-          programs: ['CAA', 'RCRA'],
-          compliance_status: 'violation',
-          last_inspection_date: '2026-01-15',
-        },
-        { registry_id: '110000000102', name: 'OpenAPI Mill', state: 'VT', compliance_status: 'no_violation', programs: ['CWA'] },
-      ],
-      violations: [
-        {
-          source_id: 'openapi-v1',
-          registry_id: '110000000101',
-          program: 'CAA',
-          violation_type: 'Emissions',
-          violation_date: '2026-02-01',
-          severity: 'significant',
-        },
-      ],
-      cases: [
-        {
-          case_number: 'OPENAPI-CASE-1',
-          case_type: 'judicial',
-          status: 'filed',
-          lead_agency: 'EPA',
-          filed_date: '2026-03-01',
-          registry_ids: ['110000000101'],
-        },
-      ],
-    }),
-  });
-  const ingested = await ingest.text();
-  expect(ingest.status, ingested).toBe(200);
-  expect(JSON.parse(ingested).data.errors, ingested).toEqual([]);
+  expect(ingest.status, ingest.text).toBe(200);
+  expect(JSON.parse(ingest.text).data.errors, ingest.text).toEqual([]);
   proKey = (await stack.createAccount('pro')).apiKey;
   freeKey = (await stack.createAccount('free')).apiKey;
   const listed = (await call('/v1/facilities?state=TX', { key: proKey })).body as { data: Array<{ id: string }> };
@@ -227,9 +181,6 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await stack?.stop();
-  await webhook?.stop();
-  await facility?.stop();
-  await db?.drop();
 });
 
 describe('the OpenAPI document and the route table', () => {

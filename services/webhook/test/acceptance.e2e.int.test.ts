@@ -1,17 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { ERROR_STATUS } from '@fcd/service-kit';
-import {
-  createTestDatabase,
-  hostsPreloadEnv,
-  type ServiceProcess,
-  type Stack,
-  startService,
-  startStack,
-  TEST_INTERNAL_AUTH_SECRET,
-  type TestAccount,
-  type TestDatabase,
-  testUrls,
-} from '@fcd/testing';
+import { type ApiStack, hostsPreloadEnv, type ServiceProcess, startApiStack, type TestAccount } from '@fcd/testing';
 import { EVENT_TYPES } from '@fcd/webhooks';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -33,7 +22,6 @@ const HOSTS = {
   'rebind.example.test': '127.0.0.1',
 };
 const HOOK_URL = 'https://hooks.example.test/fcd';
-const INGEST_TOKEN = 'webhook-acceptance-ingest-token-0123456789abcdef';
 
 const UUID = '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}';
 const WH_ID = new RegExp(`^wh_${UUID}$`);
@@ -51,17 +39,13 @@ const SUBSCRIPTION_KEYS = [
   'url',
 ];
 
-let db: TestDatabase;
-let facility: ServiceProcess;
 let webhook: ServiceProcess;
-let stack: Stack;
+let stack: ApiStack;
 let gateway: string;
 /** Facilities that exist in the real facility service (ids as it lists them). */
 let F1: string;
 let F2: string;
 const UNKNOWN_F = randomUUID();
-
-const portOf = (p: ServiceProcess) => p.logs().find((l) => l.msg === 'ready')?.port as number;
 
 interface Answer {
   status: number;
@@ -126,48 +110,22 @@ let pro2: TestAccount;
 let free: TestAccount;
 
 beforeAll(async () => {
-  db = await createTestDatabase('webhook_acceptance_e2e');
-  facility = await startService('facility', {
-    PORT: '0',
-    METRICS_PORT: '0',
-    HOST: '127.0.0.1',
-    DATABASE_URL: db.url,
-    NATS_URL: testUrls.nats,
-    INTERNAL_AUTH_SECRET: TEST_INTERNAL_AUTH_SECRET,
-    INGEST_TOKEN,
-    RELAY_ENABLED: 'false',
-  });
-  const facilityBase = `http://127.0.0.1:${portOf(facility)}`;
-  // Production default: WEBHOOK_ALLOW_PRIVATE_URLS unset.
-  webhook = await startService('webhook', {
-    PORT: '0',
-    METRICS_PORT: '0',
-    HOST: '127.0.0.1',
-    DATABASE_URL: db.url,
-    INTERNAL_AUTH_SECRET: TEST_INTERNAL_AUTH_SECRET,
-    WEBHOOK_SECRET_KEY: SECRET_KEY.toString('base64'),
-    FACILITY_URL: facilityBase,
-    ...hostsPreloadEnv(HOSTS),
-  });
-  stack = await startStack({
+  // Production default for the webhook service: WEBHOOK_ALLOW_PRIVATE_URLS unset.
+  stack = await startApiStack({
     label: 'webhook_acceptance_e2e',
-    database: db,
-    facilityUrl: facilityBase,
-    webhookUrl: `http://127.0.0.1:${portOf(webhook)}`,
+    webhookSecretKey: SECRET_KEY.toString('base64'),
+    webhookEnv: hostsPreloadEnv(HOSTS),
   });
-  gateway = stack.gatewayUrls[0] as string;
+  webhook = stack.webhook;
+  gateway = stack.gateway;
 
-  const ingest = await fetch(`${facilityBase}/internal/v1/ingest`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${INGEST_TOKEN}`, 'content-type': 'application/json' },
-    body: JSON.stringify({
-      facilities: [
-        { registry_id: '110000000101', name: 'Acceptance Plant One', state: 'VT', compliance_status: 'no_violation', programs: ['CAA'] },
-        { registry_id: '110000000102', name: 'Acceptance Plant Two', state: 'VT', compliance_status: 'violation', programs: ['CWA'] },
-      ],
-    }),
+  const ingest = await stack.ingest({
+    facilities: [
+      { registry_id: '110000000101', name: 'Acceptance Plant One', state: 'VT', compliance_status: 'no_violation', programs: ['CAA'] },
+      { registry_id: '110000000102', name: 'Acceptance Plant Two', state: 'VT', compliance_status: 'violation', programs: ['CWA'] },
+    ],
   });
-  expect(ingest.status, await ingest.text()).toBe(200);
+  expect(ingest.status, ingest.text).toBe(200);
 
   [pro, pro2, free] = await Promise.all([stack.createAccount('pro'), stack.createAccount('pro'), stack.createAccount('free')]);
   const listed = await call('/v1/facilities?state=VT', pro.apiKey);
@@ -179,9 +137,6 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await stack?.stop();
-  await webhook?.stop();
-  await facility?.stop();
-  await db?.drop();
 });
 
 describe('the stack under test', () => {
