@@ -5,16 +5,15 @@ import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
-  createTestDatabase,
+  type ApiStack,
   eventually,
   repoRoot,
   type ServiceProcess,
-  type Stack,
+  startApiStack,
   startService,
-  startStack,
+  TEST_INGEST_TOKEN,
   TEST_INTERNAL_AUTH_SECRET,
   type TestAccount,
-  type TestDatabase,
   testUrls,
   uniqueName,
 } from '@fcd/testing';
@@ -43,13 +42,11 @@ const KIND = { INTERNAL: 0, SERVER: 1, CLIENT: 2, PRODUCER: 3, CONSUMER: 4 } as 
 const SERVICES = ['usage', 'facility', 'webhook', 'dispatcher', 'gateway'] as const;
 type Name = (typeof SERVICES)[number];
 
-const INGEST_TOKEN = `obs-ingest-token-${randomBytes(12).toString('hex')}`;
 const SECRET_KEY = randomBytes(32).toString('base64');
 const stream = uniqueName('OBS').toUpperCase();
 const spansDir = mkdtempSync(join(tmpdir(), 'fcd-spans-'));
 
-let db: TestDatabase;
-let stack: Stack;
+let stack: ApiStack;
 let pro: TestAccount;
 const procs: Partial<Record<Name, ServiceProcess>> = {};
 const ports: Partial<Record<Name, { port: number; metricsPort: number }>> = {};
@@ -130,7 +127,7 @@ async function ready(name: Name, p: ServiceProcess) {
 async function ingest(body: object): Promise<number> {
   const res = await fetch(`http://127.0.0.1:${ports.facility?.port}/internal/v1/ingest`, {
     method: 'POST',
-    headers: { authorization: `Bearer ${INGEST_TOKEN}`, 'content-type': 'application/json' },
+    headers: { authorization: `Bearer ${TEST_INGEST_TOKEN}`, 'content-type': 'application/json' },
     body: JSON.stringify(body),
   });
   await res.text();
@@ -160,49 +157,31 @@ beforeAll(async () => {
   await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
   receiverPort = (receiver.address() as { port: number }).port;
 
-  db = await createTestDatabase('observability');
-  const events = { NATS_URL: testUrls.nats, EVENTS_STREAM: stream, EVENTS_SUBJECT_PREFIX: stream.toLowerCase() };
-  const common = { DATABASE_URL: db.url, PORT: '0', METRICS_PORT: '0', HOST: '127.0.0.1' };
-  await ready(
-    'facility',
-    await startService('facility', {
-      ...common,
-      ...events,
-      ...telemetryEnv('facility'),
-      INTERNAL_AUTH_SECRET: TEST_INTERNAL_AUTH_SECRET,
-      INGEST_TOKEN,
-      OUTBOX_POLL_MS: '50',
-    }),
-  );
-  const facilityUrl = `http://127.0.0.1:${ports.facility?.port}`;
-  const [webhook, dispatcher] = await Promise.all([
-    startService('webhook', {
-      ...common,
-      ...telemetryEnv('webhook'),
-      INTERNAL_AUTH_SECRET: TEST_INTERNAL_AUTH_SECRET,
-      WEBHOOK_SECRET_KEY: SECRET_KEY,
-      FACILITY_URL: facilityUrl,
-      WEBHOOK_ALLOW_PRIVATE_URLS: 'true',
-    }),
-    startService('dispatcher', {
-      ...common,
-      ...events,
-      ...telemetryEnv('dispatcher'),
-      DISPATCHER_CONSUMER: uniqueName('obs'),
-      WEBHOOK_SECRET_KEY: SECRET_KEY,
-      WEBHOOK_ALLOW_PRIVATE_URLS: 'true',
-    }),
-  ]);
-  await ready('webhook', webhook);
-  await ready('dispatcher', dispatcher);
-  stack = await startStack({
+  stack = await startApiStack({
     label: 'observability',
-    database: db,
-    facilityUrl,
-    webhookUrl: `http://127.0.0.1:${ports.webhook?.port}`,
+    webhookSecretKey: SECRET_KEY,
+    eventsStream: stream,
+    facilityEnv: telemetryEnv('facility'),
+    webhookEnv: { ...telemetryEnv('webhook'), WEBHOOK_ALLOW_PRIVATE_URLS: 'true' },
     usageEnv: telemetryEnv('usage'),
     gatewayEnv: telemetryEnv('gateway'),
   });
+  const dispatcher = await startService('dispatcher', {
+    DATABASE_URL: stack.db.url,
+    PORT: '0',
+    METRICS_PORT: '0',
+    HOST: '127.0.0.1',
+    NATS_URL: testUrls.nats,
+    EVENTS_STREAM: stream,
+    EVENTS_SUBJECT_PREFIX: stream.toLowerCase(),
+    ...telemetryEnv('dispatcher'),
+    DISPATCHER_CONSUMER: uniqueName('obs'),
+    WEBHOOK_SECRET_KEY: SECRET_KEY,
+    WEBHOOK_ALLOW_PRIVATE_URLS: 'true',
+  });
+  await ready('facility', stack.facility);
+  await ready('webhook', stack.webhook);
+  await ready('dispatcher', dispatcher);
   await ready('usage', stack.usage);
   await ready('gateway', stack.gateways[0] as ServiceProcess);
   gateway = stack.gatewayUrls[0] as string;
@@ -210,10 +189,9 @@ beforeAll(async () => {
 }, 90_000);
 
 afterAll(async () => {
+  await procs.dispatcher?.stop();
   await stack?.stop();
-  for (const name of ['dispatcher', 'webhook', 'facility'] as const) await procs[name]?.stop();
   await new Promise((r) => receiver?.close(r));
-  await db?.drop();
   if (!process.env.KEEP_SPANS) rmSync(spansDir, { recursive: true, force: true });
   else console.log('spans in', spansDir);
 });
@@ -331,7 +309,7 @@ describe('tracing across the services', () => {
     expect(text).not.toMatch(/fcd_[A-Za-z0-9]{8,}/);
     expect(text).not.toContain('whsec_');
     expect(text).not.toContain('sha256=');
-    expect(text).not.toContain(INGEST_TOKEN);
+    expect(text).not.toContain(TEST_INGEST_TOKEN);
     expect(text).not.toContain(TEST_INTERNAL_AUTH_SECRET);
   });
 });
