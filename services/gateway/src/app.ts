@@ -142,20 +142,26 @@ export function buildGatewayApp(deps: GatewayDeps): FastifyInstance {
         throw fromGrpcError(err, 'usage');
       }
     }
-    const b = u.billingPeriod;
+    const { today, billingPeriod: b } = u;
+    if (!today || !b) {
+      // Both are always set by the usage service; a report without them is a broken dependency,
+      // never a 200 with made-up zeros (the client could take them for its bill).
+      request.log.error({ has_today: Boolean(today), has_billing_period: Boolean(b) }, 'usage report incomplete');
+      throw serviceUnavailable('usage');
+    }
     return {
       data: {
         tier: u.tier,
         daily_limit: u.dailyLimit,
-        today: { request_count: u.today?.requestCount ?? 0, remaining: u.today?.remaining ?? 0, resets_at: u.today?.resetsAt ?? '' },
+        today: { request_count: today.requestCount, remaining: today.remaining, resets_at: today.resetsAt },
         billing_period: {
-          start: b?.start ?? '',
-          end: b?.end ?? '',
-          total_requests: Number(b?.totalRequests ?? 0n),
-          included_requests: Number(b?.includedRequests ?? 0n),
-          overage_requests: Number(b?.overageRequests ?? 0n),
-          overage_rate_usd: b?.overageRateUsd ?? '0.000',
-          estimated_overage_usd: b?.estimatedOverageUsd ?? '0.00',
+          start: b.start,
+          end: b.end,
+          total_requests: Number(b.totalRequests),
+          included_requests: Number(b.includedRequests),
+          overage_requests: Number(b.overageRequests),
+          overage_rate_usd: b.overageRateUsd,
+          estimated_overage_usd: b.estimatedOverageUsd,
         },
       },
     };

@@ -16,17 +16,30 @@ import { AppError, createLogger, createPool, migrate } from '@fcd/service-kit';
 import { AccountStore } from './store/accounts';
 import { migrations, USAGE_SCHEMA } from './store/migrations';
 
-const { positionals, values } = parseArgs({
-  allowPositionals: true,
-  options: {
-    name: { type: 'string' },
-    tier: { type: 'string' },
-    account: { type: 'string' },
-    key: { type: 'string' },
-    'daily-limit': { type: 'string' },
-    json: { type: 'boolean', default: false },
-  },
-});
+const OPTIONS = {
+  name: { type: 'string' },
+  tier: { type: 'string' },
+  account: { type: 'string' },
+  key: { type: 'string' },
+  'daily-limit': { type: 'string' },
+  json: { type: 'boolean', default: false },
+} as const;
+
+/** One line on stderr (JSON with --json), exit code 1: the only way this CLI reports an error. */
+function fail(json: boolean, message: string): never {
+  process.stderr.write(json ? `${JSON.stringify({ error: message })}\n` : `usage-cli: ${message}\n`);
+  process.exit(1);
+}
+
+function parseCommandLine() {
+  try {
+    return parseArgs({ allowPositionals: true, options: OPTIONS });
+  } catch (err) {
+    // An unknown option or an option without its value: a one-line error, not a stack trace.
+    return fail(process.argv.includes('--json'), (err as Error).message.replace(/\s*\n\s*/g, ' '));
+  }
+}
+const { positionals, values } = parseCommandLine();
 
 const out = (json: unknown, text: string): void => void process.stdout.write(values.json ? `${JSON.stringify(json)}\n` : `${text}\n`);
 const need = (name: 'name' | 'tier' | 'account' | 'key'): string => {
@@ -34,13 +47,18 @@ const need = (name: 'name' | 'tier' | 'account' | 'key'): string => {
   if (!v) throw new AppError('VALIDATION_ERROR', `--${name} is required`);
   return v;
 };
-const dailyLimit = () => (values['daily-limit'] === undefined ? undefined : Number.parseInt(values['daily-limit'], 10));
+/** usage.accounts.daily_limit_override is a positive Postgres integer. */
+const MAX_DAILY_LIMIT = 2_147_483_647;
+const dailyLimit = (): number | undefined => {
+  const raw = values['daily-limit'];
+  if (raw === undefined) return undefined;
+  const n = /^[1-9][0-9]*$/.test(raw) ? Number(raw) : Number.NaN;
+  if (!(n <= MAX_DAILY_LIMIT)) throw new AppError('VALIDATION_ERROR', `--daily-limit must be an integer from 1 to ${MAX_DAILY_LIMIT}`);
+  return n;
+};
 
 const databaseUrl = process.env.DATABASE_URL;
-if (!databaseUrl) {
-  process.stderr.write('usage-cli: DATABASE_URL is required\n');
-  process.exit(1);
-}
+if (!databaseUrl) fail(values.json, 'DATABASE_URL is required');
 const logger = createLogger({ service: 'usage-cli', level: 'warn', destination: process.stderr });
 const pool = createPool({ connectionString: databaseUrl, applicationName: 'usage-cli', logger, max: 2 });
 const accounts = new AccountStore(pool);
@@ -69,7 +87,10 @@ async function run(): Promise<void> {
       return out({ ...key, apiKey }, `${apiKey}\n(key id ${key.id}; shown once, store it now)`);
     }
     case 'keys list': {
-      const keys = await accounts.listKeys(need('account'));
+      const accountId = need('account');
+      // An unknown account is an error, not an empty list (a mistyped id must not look like "no keys").
+      if (!(await accounts.accountWithTier(accountId))) throw new AppError('NOT_FOUND', `No such account: ${accountId}`);
+      const keys = await accounts.listKeys(accountId);
       return out(keys, keys.map((k) => `${k.id}\t…${k.last4}\t${k.revokedAt ? `revoked ${k.revokedAt}` : 'active'}`).join('\n'));
     }
     case 'keys revoke': {

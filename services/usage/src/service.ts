@@ -22,6 +22,19 @@ export interface UsageService {
   stop(): Promise<void>;
 }
 
+function firstConnection(redis: ReturnType<typeof createRedis>, timeoutMs: number): Promise<void> {
+  if (redis.status === 'ready') return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      redis.off('ready', done);
+      resolve();
+    };
+    const timer = setTimeout(done, timeoutMs);
+    redis.once('ready', done);
+  });
+}
+
 /** Wires the usage service from a parsed config; main.ts and in-process tests both use it. */
 export async function startUsageService(config: UsageConfig, options: { clock?: Clock; logger?: Logger } = {}): Promise<UsageService> {
   const clock = options.clock ?? systemClock;
@@ -57,7 +70,7 @@ export async function startUsageService(config: UsageConfig, options: { clock?: 
   };
   let shuttingDown = false;
 
-  const { server: grpcServer, health } = createGrpcServer(meter, accounts, logger, metrics);
+  const { server: grpcServer, health, drain } = createGrpcServer(meter, accounts, logger, metrics);
   const grpcPort = await new Promise<number>((resolve, reject) =>
     grpcServer.bindAsync(`${config.HOST}:${config.GRPC_PORT}`, grpc.ServerCredentials.createInsecure(), (err, port) =>
       err ? reject(err) : resolve(port),
@@ -72,6 +85,9 @@ export async function startUsageService(config: UsageConfig, options: { clock?: 
     health.setStatus('', serving ? 'SERVING' : 'NOT_SERVING');
     health.setStatus(HEALTH_SERVICE_NAME, serving ? 'SERVING' : 'NOT_SERVING');
   };
+  // The first health report (and so `ready`) waits for Redis's first connection, bounded by its
+  // connect timeout: an unreachable Redis must not block start-up (it is reported NOT_SERVING).
+  await firstConnection(redis, 2500);
   await refreshHealth();
   const healthTimer = setInterval(() => void refreshHealth(), 1000);
 
@@ -115,9 +131,12 @@ export async function startUsageService(config: UsageConfig, options: { clock?: 
       await refreshHealth();
       clearInterval(healthTimer);
       clearInterval(reconcileTimer);
-      // Stop accepting; let in-flight batches finish (bounded), then force.
+      // Answer what is being decided, end the authorization streams, stop accepting; let unary
+      // calls finish (bounded), then force.
+      await drain();
       await new Promise<void>((resolve) => {
         const force = setTimeout(() => {
+          logger.warn('gRPC calls still open 5 s after shutdown began; forcing them closed');
           grpcServer.forceShutdown();
           resolve();
         }, 5000);

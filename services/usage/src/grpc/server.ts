@@ -87,7 +87,7 @@ export function createGrpcServer(
   accounts: AccountStore,
   logger: Logger,
   metrics: UsageMetrics,
-): { server: grpc.Server; health: HealthImplementation } {
+): { server: grpc.Server; health: HealthImplementation; drain: () => Promise<void> } {
   const server = new grpc.Server({ 'grpc.keepalive_permit_without_calls': 1, 'grpc.max_receive_message_length': 8 * 1024 * 1024 });
   const health = new HealthImplementation({
     '': 'NOT_SERVING',
@@ -96,19 +96,34 @@ export function createGrpcServer(
     redis: 'UNKNOWN',
   });
   health.addToServer(server);
+  // Shutdown (see `drain`): the gateway keeps one authorization stream open for good, so
+  // tryShutdown alone would wait for it until the forced shutdown.
+  const streams = new Set<{ end(): void; writableEnded: boolean; destroyed: boolean }>();
+  const inFlight = new Set<Promise<void>>();
+  let draining = false;
+  const unavailable = (items: AuthorizeItem[]) =>
+    items.map(() => create(AuthorizeResultSchema, { decision: Decision.UNAVAILABLE, retryAfterSeconds: 1 }));
   addService(
     server,
     UsageService,
     {
       authorizeStream(call) {
+        if (draining) return call.end(); // the gateway opens its next stream elsewhere
+        streams.add(call);
+        call.once('close', () => streams.delete(call));
         const started = new Map<number, number>();
+        const write = (batchId: number, results: AuthorizeResult[]) => {
+          if (!call.writableEnded && !call.destroyed) call.write(create(AuthorizeStreamResponseSchema, { batchId, results }));
+        };
         call.on('data', (batch) => {
+          // Draining: not counted, answered UNAVAILABLE (the gateway answers 503 with Retry-After).
+          if (draining) return write(batch.batchId, unavailable(batch.items));
           started.set(batch.batchId, performance.now());
           const spans = itemSpans(batch.items);
-          decide(meter, batch.items)
+          const done = decide(meter, batch.items)
             .catch((err: unknown) => {
               logger.error({ err }, 'authorize batch failed');
-              return batch.items.map(() => create(AuthorizeResultSchema, { decision: Decision.UNAVAILABLE, retryAfterSeconds: 1 }));
+              return unavailable(batch.items);
             })
             .then((results) => {
               spans.forEach((span, i) => {
@@ -122,9 +137,10 @@ export function createGrpcServer(
               started.delete(batch.batchId);
               metrics.requestDuration.observe({ route: 'AuthorizeStream', method: 'grpc', status: 'OK' }, (performance.now() - t0) / 1000);
               metrics.requestsTotal.inc({ route: 'AuthorizeStream', method: 'grpc', status: 'OK' });
-              if (!call.writableEnded && !call.destroyed)
-                call.write(create(AuthorizeStreamResponseSchema, { batchId: batch.batchId, results }));
+              write(batch.batchId, results);
             });
+          inFlight.add(done);
+          void done.finally(() => inFlight.delete(done));
         });
         call.on('end', () => call.end());
         call.on('error', (err) => logger.debug({ err: { message: err.message } }, 'authorize stream error'));
@@ -155,5 +171,15 @@ export function createGrpcServer(
       },
     },
   );
-  return { server, health };
+  /**
+   * For shutdown: batches that arrive from now on are answered UNAVAILABLE without being counted;
+   * once every batch already being decided has been answered (so nothing is counted without its
+   * answer reaching the gateway), the open authorization streams are ended.
+   */
+  const drain = async () => {
+    draining = true;
+    await Promise.allSettled([...inFlight]);
+    for (const call of streams) if (!call.writableEnded && !call.destroyed) call.end();
+  };
+  return { server, health, drain };
 }
