@@ -90,7 +90,18 @@ describe.each(CI_VALUES.map(valuesName))('chart rendered with ci/%s-values.yaml'
       const http = c.ports.find((p: { name: string }) => p.name === 'http').containerPort;
       expect(c.env).toContainEqual({ name: 'PORT', value: String(http) });
       for (const kind of ['Service', 'ServiceAccount', 'PodDisruptionBudget', 'NetworkPolicy']) byComponent(values, kind, name);
+      // Rollouts: out of rotation before SIGTERM (preStop sleep), and time for the 25 s shutdown bound after it.
+      expect(c.lifecycle).toEqual({ preStop: { exec: { command: ['sleep', '5'] } } });
+      expect(d.spec.template.spec.terminationGracePeriodSeconds).toBe(35);
     }
+  });
+
+  it('leaves the preStop hook out when preStopSleepSeconds is 0', () => {
+    const [d] = render(
+      CI_VALUES.filter((f) => valuesName(f) === values),
+      ['--set', 'serviceDefaults.preStopSleepSeconds=0'],
+    ).filter((m) => m.kind === 'Deployment');
+    expect(d?.spec.template.spec.containers[0].lifecycle).toBeUndefined();
   });
 
   it('gives every service exactly the credentials its config.ts reads, each from the Secret and key the values name', () => {

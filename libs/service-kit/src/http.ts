@@ -43,12 +43,15 @@ export function baseFastifyOptions(logger: Logger): FastifyHttpOptions<Server, F
     routerOptions: { ignoreTrailingSlash: false, maxParamLength: MAX_PARAM_LENGTH },
     frameworkErrors: (error, request, reply) => {
       reply.header('x-request-id', request.id);
-      sendError(
-        reply,
-        error.code === 'FST_ERR_BAD_URL'
-          ? new AppError('BAD_REQUEST', 'The request URL is not valid: a percent-encoded sequence does not decode.')
-          : new AppError('NOT_FOUND', 'No such resource.'),
-      );
+      if (error.code === 'FST_ERR_BAD_URL') {
+        sendError(reply, new AppError('BAD_REQUEST', 'The request URL is not valid: a percent-encoded sequence does not decode.'));
+      } else if (error.code === 'FST_ERR_MAX_PARAM_LENGTH') {
+        sendError(reply, new AppError('NOT_FOUND', 'No such resource.'));
+      } else {
+        // FST_ERR_ASYNC_CONSTRAINT (no route here uses async constraints): a bug, not the client's fault.
+        request.log.error({ err: error }, 'unhandled router error');
+        sendError(reply, toAppError(error, request));
+      }
     },
     ajv: {
       customOptions: {

@@ -234,9 +234,10 @@ export async function startApiStack(options: ApiStackOptions): Promise<ApiStack>
       return { status: res.status, text: await res.text() };
     },
     async stop() {
-      await base.stop();
-      await Promise.all([webhook.value.stop(), facility.value.stop()]);
+      const stopped = await Promise.allSettled([base.stop(), webhook.value.stop(), facility.value.stop()]);
       if (!options.database) await db.drop();
+      const failed = stopped.find((r) => r.status === 'rejected');
+      if (failed) throw failed.reason;
     },
   });
 }

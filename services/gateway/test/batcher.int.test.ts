@@ -8,14 +8,21 @@ import { AuthorizationBatcher } from '../src/auth/batcher';
 const logger = createLogger({ service: 'batcher-test', level: 'silent' });
 const servers: grpc.Server[] = [];
 
-/** A fake usage service: answers each batch (after `delayMs`) and records batch sizes. */
-async function fakeUsage(options: { delayMs?: number; port?: number } = {}) {
+/**
+ * A fake usage service: answers each batch (after `delayMs`) and records batch sizes. The first
+ * `drainStreams` streams end cleanly (status OK) on their first batch without answering it, as a
+ * draining usage replica does with batches it did not count.
+ */
+async function fakeUsage(options: { delayMs?: number; port?: number; drainStreams?: number } = {}) {
   const batches: number[][] = [];
   const server = new grpc.Server();
+  let streams = 0;
   addService(server, UsageService, {
     authorizeStream(call) {
+      const drains = streams++ < (options.drainStreams ?? 0);
       call.on('data', (req: AuthorizeStreamRequest) => {
         batches.push(req.items.map((i) => Number(i.apiKey.slice(4))));
+        if (drains) return call.end();
         setTimeout(() => {
           if (call.writableEnded) return;
           call.write(
@@ -101,6 +108,36 @@ describe('AuthorizationBatcher', () => {
       r = await batcher.authorize('key_2', 'GET', '/v1/x');
     }
     expect(r).toMatchObject({ decision: Decision.ALLOWED, accountId: 'acct_key_2' });
+    await batcher.close();
+    client.close();
+  });
+
+  it('sends a batch once more on a new stream when its stream ends cleanly without answering it (a draining replica)', async () => {
+    const usage = await fakeUsage({ drainStreams: 1 });
+    const client = createClient(UsageService, `127.0.0.1:${usage.port}`);
+    const batcher = new AuthorizationBatcher(client, logger, { deadlineMs: 2000, maxBatch: 1000 });
+    const results = await Promise.all([batcher.authorize('key_1', 'GET', '/v1/x'), batcher.authorize('key_2', 'GET', '/v1/x')]);
+    expect(results.map((r) => [r.decision, r.accountId])).toEqual([
+      [Decision.ALLOWED, 'acct_key_1'],
+      [Decision.ALLOWED, 'acct_key_2'],
+    ]);
+    expect(usage.batches).toEqual([
+      [1, 2],
+      [1, 2],
+    ]);
+    await batcher.close();
+    client.close();
+  });
+
+  it('sends it once more only: a second clean end without an answer is UNAVAILABLE', async () => {
+    const usage = await fakeUsage({ drainStreams: 2 });
+    const client = createClient(UsageService, `127.0.0.1:${usage.port}`);
+    const batcher = new AuthorizationBatcher(client, logger, { deadlineMs: 2000, maxBatch: 1000 });
+    const r = await batcher.authorize('key_1', 'GET', '/v1/x');
+    expect(r.decision).toBe(Decision.UNAVAILABLE);
+    expect(usage.batches).toEqual([[1], [1]]);
+    // The next request opens a third stream, which answers.
+    expect((await batcher.authorize('key_3', 'GET', '/v1/x')).accountId).toBe('acct_key_3');
     await batcher.close();
     client.close();
   });

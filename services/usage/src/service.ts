@@ -131,9 +131,9 @@ export async function startUsageService(config: UsageConfig, options: { clock?: 
       await refreshHealth();
       clearInterval(healthTimer);
       clearInterval(reconcileTimer);
-      // Answer what is being decided, end the authorization streams, stop accepting; let unary
-      // calls finish (bounded), then force.
-      await drain();
+      // Stop accepting and send GOAWAY (the gateways open their next streams on new connections, to
+      // another replica), then end each authorization stream once its batches are answered; unary
+      // calls finish. All within 5 s, then forced.
       await new Promise<void>((resolve) => {
         const force = setTimeout(() => {
           logger.warn('gRPC calls still open 5 s after shutdown began; forcing them closed');
@@ -144,6 +144,7 @@ export async function startUsageService(config: UsageConfig, options: { clock?: 
           clearTimeout(force);
           resolve();
         });
+        drain();
       });
       await http.close();
       clearInterval(flushTimer);

@@ -50,9 +50,11 @@ describe('CounterStore.authorize (one Lua call per batch)', () => {
     expect(await store.get('pro-over', DAY)).toBe(25_001);
   });
 
-  it('answers an empty batch without calling Redis, and keeps the seeded TTL on counted keys', async () => {
+  it('answers an empty batch with nothing, and keeps the seeded TTL on counted keys', async () => {
     expect(await store.authorize([])).toEqual([]);
-    const ttl = await redis.ttl(store.key('free-a', DAY));
+    await store.seed([{ accountId: 'ttl', day: DAY, count: 5 }]);
+    expect(await store.authorize([{ accountId: 'ttl', day: DAY, limit: 100, hard: true }])).toEqual([{ kind: 'counted', count: 6 }]);
+    const ttl = await redis.ttl(store.key('ttl', DAY));
     expect(ttl).toBeGreaterThan(3 * 86_400 - 60);
     expect(ttl).toBeLessThanOrEqual(3 * 86_400);
   });

@@ -1,5 +1,5 @@
 import { create } from '@bufbuild/protobuf';
-import type { grpc, TypedClient } from '@fcd/grpc';
+import { grpc, type TypedClient } from '@fcd/grpc';
 import {
   type AuthorizeItem,
   AuthorizeItemSchema,
@@ -22,6 +22,8 @@ interface Waiter {
 interface InFlight {
   waiters: Waiter[];
   timer: NodeJS.Timeout;
+  /** Sent again after its stream ended cleanly without answering it (at most once). */
+  resent: boolean;
 }
 
 const tracer = trace.getTracer('@fcd/gateway');
@@ -83,13 +85,13 @@ export class AuthorizationBatcher {
     }
   }
 
-  private send(waiters: Waiter[]): void {
+  private send(waiters: Waiter[], resent = false): void {
     const stream = this.ensureStream();
     const batchId = this.nextBatchId;
     this.nextBatchId = this.nextBatchId >= 0xffffffff ? 1 : this.nextBatchId + 1;
     const timer = setTimeout(() => this.fail(batchId, 'deadline exceeded'), this.options.deadlineMs);
-    this.inFlight.set(batchId, { waiters, timer });
-    this.options.onBatch?.(waiters.length);
+    this.inFlight.set(batchId, { waiters, timer, resent });
+    if (!resent) this.options.onBatch?.(waiters.length);
     try {
       stream.write(create(AuthorizeStreamRequestSchema, { batchId, items: waiters.map((w) => w.item) }));
     } catch (err) {
@@ -109,15 +111,33 @@ export class AuthorizationBatcher {
         w.resolve(res.results[i] ?? UNAVAILABLE());
       });
     });
-    const broken = (reason: string) => {
+    const broken = (reason: string, clean: boolean) => {
       if (this.stream !== stream) return;
       this.stream = undefined;
-      if (!this.closed) this.logger.warn({ reason }, 'authorization stream closed; failing its pending batches');
-      for (const id of [...this.inFlight.keys()]) this.fail(id, reason);
+      if (this.closed) {
+        for (const id of [...this.inFlight.keys()]) this.fail(id, reason);
+        return;
+      }
+      // A stream the usage service ended cleanly (status OK: it is shutting down) leaves the batches
+      // it did not answer uncounted (services/usage/src/grpc/server.ts), so they are sent once more
+      // on a new stream, which grpc-js opens on a new connection after the server's GOAWAY. Any
+      // other break may have cut a batch that was counted: those fail as UNAVAILABLE (a 503).
+      const unanswered = [...this.inFlight.entries()];
+      if (!clean) this.logger.warn({ reason }, 'authorization stream closed; failing its pending batches');
+      for (const [id, entry] of unanswered) {
+        if (clean && !entry.resent) {
+          this.inFlight.delete(id);
+          clearTimeout(entry.timer);
+          this.send(entry.waiters, true);
+        } else {
+          this.fail(id, reason);
+        }
+      }
     };
-    stream.on('error', (err: Error) => broken(err.message));
-    stream.on('end', () => broken('stream ended'));
-    stream.on('close', () => broken('stream closed'));
+    // grpc-js reports the end of a call with 'status' (after 'error' for a non-OK status); 'close' is the fallback.
+    stream.on('error', (err: Error) => this.logger.debug({ reason: err.message }, 'authorization stream error'));
+    stream.on('status', (status: grpc.StatusObject) => broken(`stream ended: ${grpc.status[status.code]}`, status.code === grpc.status.OK));
+    stream.on('close', () => broken('stream closed', false));
     this.stream = stream;
     return stream;
   }

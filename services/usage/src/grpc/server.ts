@@ -87,7 +87,7 @@ export function createGrpcServer(
   accounts: AccountStore,
   logger: Logger,
   metrics: UsageMetrics,
-): { server: grpc.Server; health: HealthImplementation; drain: () => Promise<void> } {
+): { server: grpc.Server; health: HealthImplementation; drain: () => void } {
   const server = new grpc.Server({ 'grpc.keepalive_permit_without_calls': 1, 'grpc.max_receive_message_length': 8 * 1024 * 1024 });
   const health = new HealthImplementation({
     '': 'NOT_SERVING',
@@ -96,10 +96,12 @@ export function createGrpcServer(
     redis: 'UNKNOWN',
   });
   health.addToServer(server);
-  // Shutdown (see `drain`): the gateway keeps one authorization stream open for good, so
-  // tryShutdown alone would wait for it until the forced shutdown.
-  const streams = new Set<{ end(): void; writableEnded: boolean; destroyed: boolean }>();
-  const inFlight = new Set<Promise<void>>();
+  // The gateway keeps one authorization stream open for good. A stream is ended cleanly only once
+  // every batch it is deciding has been answered, and batches that arrive after that point are
+  // neither counted nor answered: so when a stream ends with status OK, each batch the gateway has
+  // no answer for was not counted, and the gateway sends it again on a new stream (`drain`,
+  // services/gateway/src/auth/batcher.ts).
+  const streams = new Set<() => void>();
   let draining = false;
   const unavailable = (items: AuthorizeItem[]) =>
     items.map(() => create(AuthorizeResultSchema, { decision: Decision.UNAVAILABLE, retryAfterSeconds: 1 }));
@@ -108,16 +110,21 @@ export function createGrpcServer(
     UsageService,
     {
       authorizeStream(call) {
-        if (draining) return call.end(); // the gateway opens its next stream elsewhere
-        streams.add(call);
-        call.once('close', () => streams.delete(call));
+        const inFlight = new Set<Promise<void>>();
+        let ending = false;
+        const endWhenIdle = () => {
+          ending = true;
+          if (inFlight.size === 0 && !call.writableEnded && !call.destroyed) call.end();
+        };
+        if (draining) return endWhenIdle(); // the gateway opens its next stream on another connection
+        streams.add(endWhenIdle);
+        call.once('close', () => streams.delete(endWhenIdle));
         const started = new Map<number, number>();
         const write = (batchId: number, results: AuthorizeResult[]) => {
           if (!call.writableEnded && !call.destroyed) call.write(create(AuthorizeStreamResponseSchema, { batchId, results }));
         };
         call.on('data', (batch) => {
-          // Draining: not counted, answered UNAVAILABLE (the gateway answers 503 with Retry-After).
-          if (draining) return write(batch.batchId, unavailable(batch.items));
+          if (ending) return; // not counted, not answered: the gateway sends it again on a new stream
           started.set(batch.batchId, performance.now());
           const spans = itemSpans(batch.items);
           const done = decide(meter, batch.items)
@@ -138,11 +145,16 @@ export function createGrpcServer(
               metrics.requestDuration.observe({ route: 'AuthorizeStream', method: 'grpc', status: 'OK' }, (performance.now() - t0) / 1000);
               metrics.requestsTotal.inc({ route: 'AuthorizeStream', method: 'grpc', status: 'OK' });
               write(batch.batchId, results);
+            })
+            .catch((err: unknown) => logger.error({ err }, 'authorize batch answer failed'))
+            .finally(() => {
+              inFlight.delete(done);
+              if (ending) endWhenIdle();
             });
           inFlight.add(done);
-          void done.finally(() => inFlight.delete(done));
         });
-        call.on('end', () => call.end());
+        // The gateway closing its side: answer what is being decided, then end.
+        call.on('end', endWhenIdle);
         call.on('error', (err) => logger.debug({ err: { message: err.message } }, 'authorize stream error'));
       },
       async authorize(request) {
@@ -172,14 +184,13 @@ export function createGrpcServer(
     },
   );
   /**
-   * For shutdown: batches that arrive from now on are answered UNAVAILABLE without being counted;
-   * once every batch already being decided has been answered (so nothing is counted without its
-   * answer reaching the gateway), the open authorization streams are ended.
+   * For shutdown: every open authorization stream ends once the batches it is deciding are
+   * answered; batches that arrive after that are not counted (the gateway sends them again on a
+   * new stream, to another replica), and streams opened from now on end at once.
    */
-  const drain = async () => {
+  const drain = () => {
     draining = true;
-    await Promise.allSettled([...inFlight]);
-    for (const call of streams) if (!call.writableEnded && !call.destroyed) call.end();
+    for (const endWhenIdle of streams) endWhenIdle();
   };
   return { server, health, drain };
 }
