@@ -1,4 +1,5 @@
 import { execFile } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import { resolve } from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
@@ -140,6 +141,18 @@ export async function startStack(options: StackOptions): Promise<Stack> {
 }
 
 export const TEST_INGEST_TOKEN = 'test-ingest-token-0123456789abcdef0123456789';
+
+/** A new significant CAA violation of a facility, as the ingestion API takes it (a `violation.new` event). */
+export function violationRow(registryId: string): Record<string, string> {
+  return {
+    source_id: `V-${randomUUID()}`,
+    registry_id: registryId,
+    program: 'CAA',
+    violation_type: 'emissions_exceedance',
+    violation_date: '2026-11-20',
+    severity: 'significant',
+  };
+}
 
 export interface ApiStackOptions {
   label: string;

@@ -1,6 +1,16 @@
 import { execFileSync } from 'node:child_process';
 import { createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
-import { type ApiStack, eventually, repoRoot, type ServiceProcess, startApiStack, startService, testUrls, uniqueName } from '@fcd/testing';
+import {
+  type ApiStack,
+  eventually,
+  repoRoot,
+  type ServiceProcess,
+  startApiStack,
+  startService,
+  testUrls,
+  uniqueName,
+  violationRow,
+} from '@fcd/testing';
 import { verify as octokitVerify } from '@octokit/webhooks-methods';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import {
@@ -90,18 +100,7 @@ async function newFacility(registryId: string): Promise<string> {
 }
 
 function ingestViolation(registryId: string): Promise<number> {
-  return ingest({
-    violations: [
-      {
-        source_id: `V-${randomUUID()}`,
-        registry_id: registryId,
-        program: 'CAA',
-        violation_type: 'emissions_exceedance',
-        violation_date: '2026-11-20',
-        severity: 'significant',
-      },
-    ],
-  });
+  return ingest({ violations: [violationRow(registryId)] });
 }
 
 async function call(

@@ -16,6 +16,7 @@ import {
   type TestAccount,
   testUrls,
   uniqueName,
+  violationRow,
 } from '@fcd/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
@@ -247,20 +248,7 @@ describe('tracing across the services', () => {
     const secret: string = created.body.data.secret;
     expect(secret).toMatch(/^whsec_/);
 
-    expect(
-      await ingest({
-        violations: [
-          {
-            source_id: `V-${randomUUID()}`,
-            registry_id: registryId,
-            program: 'CAA',
-            violation_type: 'emissions_exceedance',
-            violation_date: '2026-11-20',
-            severity: 'significant',
-          },
-        ],
-      }),
-    ).toBe(200);
+    expect(await ingest({ violations: [violationRow(registryId)] })).toBe(200);
     const [got] = await eventually(
       async () => received.filter((r) => r.path === hook),
       (r) => r.length === 1,
