@@ -8,7 +8,7 @@
 // Both measured with autocannon in the same run (50 connections by default), in alternating
 // rounds (BENCH_ROUNDS, default 3, of BENCH_DURATION s); prints requests/s, p50/p99 latency and
 // the median round's ratio, the mean authorization batch size, and writes bench-results/usage-<date>.json.
-// Then runs scripts/bench/delivery.mjs (BENCH_ONLY=usage skips it).
+// Then runs scripts/bench/delivery.mjs and scripts/bench/import.mjs (BENCH_ONLY=usage,delivery,import chooses).
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
@@ -82,9 +82,6 @@ async function scrape(metricsPort) {
 }
 
 async function main() {
-  execFileSync('bash', [resolve(root, 'scripts/services.sh')], { stdio: 'inherit' });
-  execFileSync('npm', ['run', 'build', '--silent'], { cwd: root, stdio: 'inherit' });
-
   const dbName = `bench_${Date.now()}`;
   const admin = new pg.Client({ connectionString: DB_URL });
   await admin.connect();
@@ -186,11 +183,16 @@ async function main() {
   }
 }
 
+/** BENCH_ONLY: a comma-separated choice of usage, delivery, import (default: all three). */
 async function all() {
-  await main();
+  const only = new Set((process.env.BENCH_ONLY ?? 'usage,delivery,import').split(','));
+  execFileSync('bash', [resolve(root, 'scripts/services.sh')], { stdio: 'inherit' });
+  execFileSync('npm', ['run', 'build', '--silent'], { cwd: root, stdio: 'inherit' });
+  if (only.has('usage')) await main();
   // The delivery benchmark (events → dispatcher → receiver, beside a bare undici loop).
-  if (process.env.BENCH_ONLY !== 'usage')
-    execFileSync(process.execPath, [resolve(root, 'scripts/bench/delivery.mjs')], { stdio: 'inherit' });
+  if (only.has('delivery')) execFileSync(process.execPath, [resolve(root, 'scripts/bench/delivery.mjs')], { stdio: 'inherit' });
+  // The import benchmark (facility CLI, 50,000 rows, twice, beside COPY of the same lines).
+  if (only.has('import')) execFileSync(process.execPath, [resolve(root, 'scripts/bench/import.mjs')], { stdio: 'inherit' });
 }
 
 all().catch((err) => {

@@ -25,28 +25,21 @@ afterAll(async () => {
 });
 
 describe('import of a 50,000-row file', () => {
-  it('finishes in seconds and is idempotent on re-import (nothing changes, no events)', async () => {
+  it('imports every row and is idempotent on re-import (nothing changes, no events)', async () => {
     const ingestion = new Ingestion({ pool: db.pool, clock: systemClock, ids: uuidSource });
 
-    let started = performance.now();
+    // Timing is measured by `npm run bench` (scripts/bench/import.mjs), not here; the timeout bounds it.
     const first = await ingestion.ingestStream('facilities', rowsOf('ndjson', createReadStream(file), 'facilities'));
-    const firstMs = performance.now() - started;
     expect(first.counts.facilities).toEqual({ received: ROWS, inserted: ROWS, updated: 0, unchanged: 0, rejected: 0 });
     expect(first.errors).toEqual([]);
     const before = await db.pool.query('SELECT count(*)::int AS n, max(updated_at) AS last FROM facilities');
     const outboxBefore = await db.pool.query('SELECT count(*)::int AS n FROM outbox');
 
-    started = performance.now();
     const again = await ingestion.ingestStream('facilities', rowsOf('ndjson', createReadStream(file), 'facilities'));
-    const againMs = performance.now() - started;
     expect(again.counts.facilities).toEqual({ received: ROWS, inserted: 0, updated: 0, unchanged: ROWS, rejected: 0 });
     expect(Object.values(again.events).reduce((a, b) => a + b, 0)).toBe(0);
     expect((await db.pool.query('SELECT count(*)::int AS n, max(updated_at) AS last FROM facilities')).rows).toEqual(before.rows);
     expect((await db.pool.query('SELECT count(*)::int AS n FROM outbox')).rows).toEqual(outboxBefore.rows);
     expect(before.rows[0].n).toBe(ROWS);
-
-    console.info(`import of ${ROWS} facility rows: first ${Math.round(firstMs)} ms, re-import ${Math.round(againMs)} ms`);
-    expect(firstMs).toBeLessThan(20_000);
-    expect(againMs).toBeLessThan(20_000);
   }, 60_000);
 });

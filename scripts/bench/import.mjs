@@ -1,0 +1,86 @@
+#!/usr/bin/env node
+// Import benchmark: the facility CLI importing a 50,000-row NDJSON file of facilities, twice
+// (the second import is idempotent: every row unchanged, no event), against the machine's ceiling
+// for loading the same bytes into Postgres: `COPY` of the file's lines into a one-column table.
+// Writes bench-results/import-<date>.json. BENCH_IMPORT_ROWS changes the row count.
+import { execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+const ROWS = Number(process.env.BENCH_IMPORT_ROWS ?? 50_000);
+const DB_URL = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+const dbName = `bench_import_${randomBytes(4).toString('hex')}`;
+const dir = mkdtempSync(join(tmpdir(), 'fcd-bench-import-'));
+const cli = resolve(root, 'services/facility/dist/cli.js');
+
+const admin = new pg.Client({ connectionString: DB_URL });
+await admin.connect();
+await admin.query(`CREATE DATABASE ${dbName}`);
+const url = new URL(DB_URL);
+url.pathname = `/${dbName}`;
+const env = { PATH: process.env.PATH, DATABASE_URL: url.toString(), LOG_LEVEL: 'warn' };
+const facility = (args) => JSON.parse(execFileSync(process.execPath, [cli, ...args, '--json'], { env, encoding: 'utf8' }));
+
+try {
+  execFileSync(process.execPath, [cli, 'migrate'], { env, stdio: 'ignore' });
+  facility(['seed', '--facilities', String(ROWS), '--seed', 'bench', '--out', dir, '--format', 'ndjson']);
+  const file = join(dir, 'facilities.ndjson');
+
+  // Baseline: the same lines into Postgres with COPY (no parsing, no upsert, no index).
+  const db = new pg.Client({ connectionString: url.toString() });
+  await db.connect();
+  await db.query('CREATE TABLE bench_copy (line text)');
+  let started = performance.now();
+  copyLines(file);
+  const copyMs = performance.now() - started;
+  const copied = (await db.query('SELECT count(*)::int AS n FROM bench_copy')).rows[0].n;
+  await db.end();
+  if (copied !== ROWS) throw new Error(`COPY loaded ${copied} rows, expected ${ROWS}`);
+
+  started = performance.now();
+  const first = facility(['import', file, '--kind', 'facilities']);
+  const firstMs = performance.now() - started;
+  started = performance.now();
+  const again = facility(['import', file, '--kind', 'facilities']);
+  const againMs = performance.now() - started;
+  const events = (r) => Object.values(r.events).reduce((a, b) => a + b, 0);
+  if (first.counts.facilities.inserted !== ROWS || again.counts.facilities.unchanged !== ROWS || events(again) !== 0) {
+    throw new Error(`unexpected import result: ${JSON.stringify({ first: first.counts, again: again.counts, events: again.events })}`);
+  }
+
+  const result = {
+    date: new Date().toISOString(),
+    machine: { cpus: (await import('node:os')).cpus().length, node: process.version },
+    rows: ROWS,
+    copy_baseline_ms: Math.round(copyMs),
+    first_import_ms: Math.round(firstMs),
+    reimport_ms: Math.round(againMs),
+    first_import_rows_per_s: Math.round(ROWS / (firstMs / 1000)),
+    reimport_rows_per_s: Math.round(ROWS / (againMs / 1000)),
+    ratio_first: Number((copyMs / firstMs).toFixed(3)),
+    ratio_reimport: Number((copyMs / againMs).toFixed(3)),
+  };
+  console.log(
+    `import of ${ROWS} facility rows (CLI, process start included): first ${result.first_import_ms} ms, ` +
+      `re-import ${result.reimport_ms} ms (unchanged, no events); COPY of the same lines ${result.copy_baseline_ms} ms; ` +
+      `ratio COPY/import ${result.ratio_first} (first), ${result.ratio_reimport} (re-import)`,
+  );
+  mkdirSync(resolve(root, 'bench-results'), { recursive: true });
+  writeFileSync(resolve(root, `bench-results/import-${result.date.slice(0, 10)}.json`), `${JSON.stringify(result, null, 2)}\n`);
+} finally {
+  rmSync(dir, { recursive: true, force: true });
+  await admin.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
+  await admin.end();
+}
+
+/** psql's client-side \copy of the file's lines (CSV with delimiter and quote bytes that never occur in it). */
+function copyLines(file) {
+  execFileSync('psql', [url.toString(), '-qc', `\\copy bench_copy FROM '${file}' WITH (FORMAT csv, DELIMITER E'\\x01', QUOTE E'\\x02')`], {
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+}
