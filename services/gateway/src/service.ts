@@ -1,7 +1,7 @@
 import type { Server } from 'node:http';
 import { createClient } from '@fcd/grpc';
 import { UsageService } from '@fcd/proto';
-import { createLogger, createMetrics, Histogram, InternalAuth, type Logger, startMetricsServer } from '@fcd/service-kit';
+import { Counter, createLogger, createMetrics, Histogram, InternalAuth, type Logger, startMetricsServer } from '@fcd/service-kit';
 import { buildGatewayApp } from './app';
 import { AuthorizationBatcher } from './auth/batcher';
 import type { GatewayConfig } from './config';
@@ -23,11 +23,17 @@ export async function startGateway(config: GatewayConfig, options: { logger?: Lo
     buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024],
     registers: [metrics.registry],
   });
+  const resentBatches = new Counter({
+    name: 'fcd_gateway_authorize_resent_batches_total',
+    help: 'Authorization batches sent again because a draining usage replica ended their stream without answering them (uncounted).',
+    registers: [metrics.registry],
+  });
   const usage = createClient(UsageService, config.USAGE_GRPC_ADDRESS, { defaultDeadlineMs: config.AUTH_DEADLINE_MS });
   const batcher = new AuthorizationBatcher(usage, logger, {
     deadlineMs: config.AUTH_DEADLINE_MS,
     maxBatch: config.AUTH_MAX_BATCH,
     onBatch: (n) => batchSize.observe(n),
+    onResend: (n) => resentBatches.inc(n),
   });
   const health = new UsageHealth(config.USAGE_GRPC_ADDRESS);
   const upstreams = {

@@ -13,7 +13,7 @@ const servers: grpc.Server[] = [];
  * `drainStreams` streams end cleanly (status OK) on their first batch without answering it, as a
  * draining usage replica does with batches it did not count.
  */
-async function fakeUsage(options: { delayMs?: number; port?: number; drainStreams?: number } = {}) {
+async function fakeUsage(options: { delayMs?: number; port?: number; drainStreams?: number; drainAfterMs?: number } = {}) {
   const batches: number[][] = [];
   const server = new grpc.Server();
   let streams = 0;
@@ -22,7 +22,7 @@ async function fakeUsage(options: { delayMs?: number; port?: number; drainStream
       const drains = streams++ < (options.drainStreams ?? 0);
       call.on('data', (req: AuthorizeStreamRequest) => {
         batches.push(req.items.map((i) => Number(i.apiKey.slice(4))));
-        if (drains) return call.end();
+        if (drains) return void setTimeout(() => call.end(), options.drainAfterMs ?? 0);
         setTimeout(() => {
           if (call.writableEnded) return;
           call.write(
@@ -138,6 +138,21 @@ describe('AuthorizationBatcher', () => {
     expect(usage.batches).toEqual([[1], [1]]);
     // The next request opens a third stream, which answers.
     expect((await batcher.authorize('key_3', 'GET', '/v1/x')).accountId).toBe('acct_key_3');
+    await batcher.close();
+    client.close();
+  });
+
+  it('a resent batch keeps its original deadline, and resends are reported', async () => {
+    // The first stream ends (cleanly, unanswered) after 200 ms; the second answers 150 ms after the
+    // resend, past the original 300 ms deadline (a fresh deadline would have let it through).
+    const usage = await fakeUsage({ drainStreams: 1, drainAfterMs: 200, delayMs: 150 });
+    const client = createClient(UsageService, `127.0.0.1:${usage.port}`);
+    const resent: number[] = [];
+    const batcher = new AuthorizationBatcher(client, logger, { deadlineMs: 300, maxBatch: 1000, onResend: (n) => resent.push(n) });
+    const r = await batcher.authorize('key_1', 'GET', '/v1/x');
+    expect(r.decision).toBe(Decision.UNAVAILABLE);
+    expect(resent).toEqual([1]);
+    expect(usage.batches).toEqual([[1], [1]]);
     await batcher.close();
     client.close();
   });

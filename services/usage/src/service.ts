@@ -134,6 +134,7 @@ export async function startUsageService(config: UsageConfig, options: { clock?: 
       // Stop accepting and send GOAWAY (the gateways open their next streams on new connections, to
       // another replica), then end each authorization stream once its batches are answered; unary
       // calls finish. All within 5 s, then forced.
+      let drained: Promise<void> = Promise.resolve();
       await new Promise<void>((resolve) => {
         const force = setTimeout(() => {
           logger.warn('gRPC calls still open 5 s after shutdown began; forcing them closed');
@@ -144,8 +145,11 @@ export async function startUsageService(config: UsageConfig, options: { clock?: 
           clearTimeout(force);
           resolve();
         });
-        drain();
+        drained = drain();
       });
+      // Batches still being decided (a slow Postgres, fail-open) finish before the final flush, so
+      // their counts are written; bounded, within the process's overall shutdown bound.
+      await Promise.race([drained, new Promise((r) => setTimeout(r, 10_000).unref())]);
       await http.close();
       clearInterval(flushTimer);
       await meter.flush().catch((err: Error) => logger.error({ err: { message: err.message } }, 'final usage flush failed'));

@@ -22,6 +22,8 @@ interface Waiter {
 interface InFlight {
   waiters: Waiter[];
   timer: NodeJS.Timeout;
+  /** When the batch fails as UNAVAILABLE if unanswered (a resend keeps the original deadline). */
+  deadlineAt: number;
   /** Sent again after its stream ended cleanly without answering it (at most once). */
   resent: boolean;
 }
@@ -48,7 +50,13 @@ export class AuthorizationBatcher {
   constructor(
     private readonly client: TypedClient<typeof UsageService>,
     private readonly logger: Logger,
-    private readonly options: { deadlineMs: number; maxBatch: number; onBatch?: (size: number) => void },
+    private readonly options: {
+      deadlineMs: number;
+      maxBatch: number;
+      onBatch?: (size: number) => void;
+      /** Batches sent again after a usage replica ended their stream cleanly (it was draining). */
+      onResend?: (batches: number) => void;
+    },
   ) {}
 
   authorize(apiKey: string, method: string, path: string, includeUsage = false): Promise<AuthorizeResult> {
@@ -85,18 +93,25 @@ export class AuthorizationBatcher {
     }
   }
 
-  private send(waiters: Waiter[], resent = false): void {
+  private send(waiters: Waiter[], resend?: { deadlineAt: number }): void {
     const stream = this.ensureStream();
     const batchId = this.nextBatchId;
     this.nextBatchId = this.nextBatchId >= 0xffffffff ? 1 : this.nextBatchId + 1;
-    const timer = setTimeout(() => this.fail(batchId, 'deadline exceeded'), this.options.deadlineMs);
-    this.inFlight.set(batchId, { waiters, timer, resent });
-    if (!resent) this.options.onBatch?.(waiters.length);
+    const deadlineAt = resend?.deadlineAt ?? Date.now() + this.options.deadlineMs;
+    const timer = setTimeout(() => this.fail(batchId, 'deadline exceeded'), Math.max(0, deadlineAt - Date.now()));
+    this.inFlight.set(batchId, { waiters, timer, deadlineAt, resent: resend !== undefined });
+    if (!resend) this.options.onBatch?.(waiters.length);
     try {
       stream.write(create(AuthorizeStreamRequestSchema, { batchId, items: waiters.map((w) => w.item) }));
     } catch (err) {
       this.fail(batchId, (err as Error).message);
     }
+  }
+
+  /** Fails a batch's callers as UNAVAILABLE (the gateway answers 503 with Retry-After). */
+  private failWaiters(waiters: Waiter[], reason: string): void {
+    this.logger.debug({ reason }, 'authorization batch failed');
+    for (const w of waiters) w.resolve(UNAVAILABLE());
   }
 
   private ensureStream(): grpc.ClientDuplexStream<AuthorizeStreamRequest, AuthorizeStreamResponse> {
@@ -124,13 +139,24 @@ export class AuthorizationBatcher {
       // other break may have cut a batch that was counted: those fail as UNAVAILABLE (a 503).
       const unanswered = [...this.inFlight.entries()];
       if (!clean) this.logger.warn({ reason }, 'authorization stream closed; failing its pending batches');
+      const resend: InFlight[] = [];
       for (const [id, entry] of unanswered) {
-        if (clean && !entry.resent) {
+        if (clean && !entry.resent && entry.deadlineAt > Date.now()) {
           this.inFlight.delete(id);
           clearTimeout(entry.timer);
-          this.send(entry.waiters, true);
+          resend.push(entry);
         } else {
           this.fail(id, reason);
+        }
+      }
+      if (resend.length === 0) return;
+      this.logger.info({ batches: resend.length }, 'usage replica ended the authorization stream; resending its unanswered batches');
+      this.options.onResend?.(resend.length);
+      for (const entry of resend) {
+        try {
+          this.send(entry.waiters, { deadlineAt: entry.deadlineAt });
+        } catch (err) {
+          this.failWaiters(entry.waiters, (err as Error).message); // no stream could be opened
         }
       }
     };
@@ -147,8 +173,7 @@ export class AuthorizationBatcher {
     if (!entry) return;
     this.inFlight.delete(batchId);
     clearTimeout(entry.timer);
-    this.logger.debug({ batchId, reason }, 'authorization batch failed');
-    for (const w of entry.waiters) w.resolve(UNAVAILABLE());
+    this.failWaiters(entry.waiters, reason);
   }
 
   /** Waits (bounded) for in-flight batches, then closes the stream. */

@@ -87,7 +87,7 @@ export function createGrpcServer(
   accounts: AccountStore,
   logger: Logger,
   metrics: UsageMetrics,
-): { server: grpc.Server; health: HealthImplementation; drain: () => void } {
+): { server: grpc.Server; health: HealthImplementation; drain: () => Promise<void> } {
   const server = new grpc.Server({ 'grpc.keepalive_permit_without_calls': 1, 'grpc.max_receive_message_length': 8 * 1024 * 1024 });
   const health = new HealthImplementation({
     '': 'NOT_SERVING',
@@ -102,6 +102,8 @@ export function createGrpcServer(
   // no answer for was not counted, and the gateway sends it again on a new stream (`drain`,
   // services/gateway/src/auth/batcher.ts).
   const streams = new Set<() => void>();
+  /** Every batch being decided, on any stream (shutdown waits for them before the final flush). */
+  const deciding = new Set<Promise<void>>();
   let draining = false;
   const unavailable = (items: AuthorizeItem[]) =>
     items.map(() => create(AuthorizeResultSchema, { decision: Decision.UNAVAILABLE, retryAfterSeconds: 1 }));
@@ -133,6 +135,8 @@ export function createGrpcServer(
               return unavailable(batch.items);
             })
             .then((results) => {
+              // The answer first: once it is written, nothing below can leave a counted batch unanswered.
+              write(batch.batchId, results);
               spans.forEach((span, i) => {
                 if (!span) return;
                 const decision = results[i]?.decision ?? Decision.UNAVAILABLE;
@@ -144,14 +148,15 @@ export function createGrpcServer(
               started.delete(batch.batchId);
               metrics.requestDuration.observe({ route: 'AuthorizeStream', method: 'grpc', status: 'OK' }, (performance.now() - t0) / 1000);
               metrics.requestsTotal.inc({ route: 'AuthorizeStream', method: 'grpc', status: 'OK' });
-              write(batch.batchId, results);
             })
             .catch((err: unknown) => logger.error({ err }, 'authorize batch answer failed'))
             .finally(() => {
               inFlight.delete(done);
+              deciding.delete(done);
               if (ending) endWhenIdle();
             });
           inFlight.add(done);
+          deciding.add(done);
         });
         // The gateway closing its side: answer what is being decided, then end.
         call.on('end', endWhenIdle);
@@ -186,11 +191,13 @@ export function createGrpcServer(
   /**
    * For shutdown: every open authorization stream ends once the batches it is deciding are
    * answered; batches that arrive after that are not counted (the gateway sends them again on a
-   * new stream, to another replica), and streams opened from now on end at once.
+   * new stream, to another replica), and streams opened from now on end at once. Resolves when
+   * every batch being decided has been decided (so its count reaches the final flush).
    */
-  const drain = () => {
+  const drain = async () => {
     draining = true;
     for (const endWhenIdle of streams) endWhenIdle();
+    await Promise.allSettled([...deciding]);
   };
   return { server, health, drain };
 }
