@@ -4,7 +4,7 @@ import { type ApiStack, hostsPreloadEnv, type ServiceProcess, startApiStack, typ
 import { EVENT_TYPES } from '@fcd/webhooks';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SECRET_KEY } from './helpers';
+import { SECRET_KEY, SUBSCRIPTION_KEYS } from './helpers';
 
 /**
  * Issue 4's acceptance lines, through the gateway against real services:
@@ -26,18 +26,6 @@ const HOOK_URL = 'https://hooks.example.test/fcd';
 const UUID = '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}';
 const WH_ID = new RegExp(`^wh_${UUID}$`);
 const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
-const SUBSCRIPTION_KEYS = [
-  'created_at',
-  'deactivated_at',
-  'deactivation_reason',
-  'events',
-  'facility_ids',
-  'id',
-  'is_active',
-  'secret',
-  'updated_at',
-  'url',
-];
 
 let webhook: ServiceProcess;
 let stack: ApiStack;

@@ -11,6 +11,20 @@ export const INTERNAL_SECRET = 'test-internal-auth-secret-0123456789abcdef';
 export const internalAuth = new InternalAuth(INTERNAL_SECRET);
 export const SECRET_KEY = randomBytes(32);
 
+/** The fields of a subscription in every answer (seed 2.1 plus SPEC §7), sorted. */
+export const SUBSCRIPTION_KEYS = [
+  'created_at',
+  'deactivated_at',
+  'deactivation_reason',
+  'events',
+  'facility_ids',
+  'id',
+  'is_active',
+  'secret',
+  'updated_at',
+  'url',
+];
+
 export const TIER_RANK = { free: 0, pro: 1, enterprise: 2 } as const;
 export type Tier = keyof typeof TIER_RANK;
 

@@ -11,6 +11,7 @@ import {
   newAccount,
   PRIVATE_HOST,
   PUBLIC_HOST,
+  SUBSCRIPTION_KEYS,
   startFacilityStub,
   type TestContext,
   testApp,
@@ -86,20 +87,7 @@ describe('POST /v1/webhooks', () => {
     expect(res.statusCode, res.body).toBe(201);
     expect(res.headers['content-type']).toMatch(/^application\/json/);
     const { data } = res.json();
-    expect(Object.keys(data).sort()).toEqual(
-      [
-        'created_at',
-        'deactivated_at',
-        'deactivation_reason',
-        'events',
-        'facility_ids',
-        'id',
-        'is_active',
-        'secret',
-        'updated_at',
-        'url',
-      ].sort(),
-    );
+    expect(Object.keys(data).sort()).toEqual(SUBSCRIPTION_KEYS);
     expect(data.id).toMatch(WH_ID);
     expect(data).toMatchObject({
       url: url(),
