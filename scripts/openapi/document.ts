@@ -238,7 +238,7 @@ const ERROR_RESPONSES: Record<string, { status: number; description: string; cod
     status: 400,
     codes: ['VALIDATION_ERROR', 'BAD_REQUEST'],
     description:
-      'VALIDATION_ERROR: a bad or unknown query parameter or body field; `details.fields` lists every problem at once. BAD_REQUEST: the body is not valid JSON, or not an object.',
+      'VALIDATION_ERROR: a bad or unknown query parameter or body field; `details.fields` lists every problem at once. BAD_REQUEST: the body is not valid JSON, not an object, or has `__proto__` / `constructor.prototype` keys; or the URL has a percent-encoding that does not decode (answered before authentication).',
   },
   Unauthorized: {
     status: 401,

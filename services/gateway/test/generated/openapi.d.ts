@@ -333,7 +333,7 @@ export interface components {
     };
   };
   responses: {
-    /** @description VALIDATION_ERROR or BAD_REQUEST. VALIDATION_ERROR: a bad or unknown query parameter or body field; `details.fields` lists every problem at once. BAD_REQUEST: the body is not valid JSON, or not an object. */
+    /** @description VALIDATION_ERROR or BAD_REQUEST. VALIDATION_ERROR: a bad or unknown query parameter or body field; `details.fields` lists every problem at once. BAD_REQUEST: the body is not valid JSON, not an object, or has `__proto__` / `constructor.prototype` keys; or the URL has a percent-encoding that does not decode (answered before authentication). */
     BadRequest: {
       headers: {
         'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
