@@ -40,6 +40,16 @@ const MAX_KEY_CHARS = 64;
 const MAX_PATH_CHARS = 256;
 const MAX_TRACESTATE_CHARS = 256;
 
+/**
+ * A batch travels with its count-by time: usage counts its items only if Redis runs the counting
+ * before then (docs/metering.md, "Counting follows the answer"). It is this much earlier than the
+ * time the gateway stops waiting and answers 503, so an item counted just in time is also answered
+ * in time: a quarter of the deadline, at most 500 ms.
+ */
+export function countByMargin(deadlineMs: number): number {
+  return Math.min(500, Math.floor(deadlineMs / 4));
+}
+
 const UNAVAILABLE = () => create(AuthorizeResultSchema, { decision: Decision.UNAVAILABLE, retryAfterSeconds: 1 });
 
 /**
@@ -118,7 +128,13 @@ export class AuthorizationBatcher {
     this.inFlight.set(batchId, { waiters, timer, deadlineAt, resent: resend !== undefined });
     if (!resend) this.options.onBatch?.(waiters.length);
     try {
-      stream.write(create(AuthorizeStreamRequestSchema, { batchId, items: waiters.map((w) => w.item) }));
+      stream.write(
+        create(AuthorizeStreamRequestSchema, {
+          batchId,
+          items: waiters.map((w) => w.item),
+          countByUnixMs: BigInt(deadlineAt - countByMargin(this.options.deadlineMs)),
+        }),
+      );
     } catch (err) {
       this.fail(batchId, (err as Error).message);
     }

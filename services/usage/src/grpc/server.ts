@@ -57,8 +57,13 @@ function toResult(r: MeterResult): AuthorizeResult {
   });
 }
 
-async function decide(meter: UsageMeter, items: AuthorizeItem[]): Promise<AuthorizeResult[]> {
-  return (await meter.authorize(items.map((i) => ({ apiKey: i.apiKey, includeUsage: i.includeUsage })))).map(toResult);
+/** `countBy`: the batch's deadline (Unix ms, 0 = none); items not counted by then are answered UNAVAILABLE. */
+async function decide(meter: UsageMeter, items: AuthorizeItem[], countBy: bigint): Promise<AuthorizeResult[]> {
+  const results = await meter.authorize(
+    items.map((i) => ({ apiKey: i.apiKey, includeUsage: i.includeUsage })),
+    { countBy: Number(countBy) },
+  );
+  return results.map(toResult);
 }
 
 const tracer = trace.getTracer('@fcd/usage');
@@ -163,7 +168,7 @@ export function createGrpcServer(
           }
           started.set(batch.batchId, performance.now());
           const spans = itemSpans(batch.items);
-          const done = decide(meter, batch.items)
+          const done = decide(meter, batch.items, batch.countByUnixMs)
             .catch((err: unknown) => {
               logger.error({ err }, 'authorize batch failed');
               return unavailable(batch.items);
@@ -196,9 +201,13 @@ export function createGrpcServer(
         call.on('end', endWhenIdle);
         call.on('error', (err) => logger.debug({ err: { message: err.message } }, 'authorize stream error'));
       },
-      async authorize(request) {
+      async authorize(request, call) {
         if (request.items.length > limits.maxBatchItems) throw refusedBatch(request.items.length, limits.maxBatchItems);
-        return create(AuthorizeResponseSchema, { results: await decide(meter, request.items) });
+        // Without a count-by time, the call's own deadline bounds the counting.
+        const deadline = call.getDeadline();
+        const callDeadline = deadline instanceof Date ? deadline.getTime() : Number.isFinite(deadline) ? Number(deadline) : 0;
+        const countBy = request.countByUnixMs > 0n ? request.countByUnixMs : BigInt(Math.trunc(callDeadline));
+        return create(AuthorizeResponseSchema, { results: await decide(meter, request.items, countBy) });
       },
       async getUsage(request) {
         const report = await meter.usage(request.accountId);
