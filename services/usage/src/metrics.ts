@@ -28,7 +28,7 @@ export function createUsageMetrics(): UsageMetrics {
       buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256, 512],
       registers,
     }),
-    seeds: new Counter({ name: 'fcd_usage_counter_seeds_total', help: 'Daily counters seeded into Redis from Postgres.', registers }),
+    seeds: new Counter({ name: 'fcd_usage_seeds_total', help: 'Daily counts seeded into Redis from Postgres.', registers }),
     flushed: new Counter({ name: 'fcd_usage_counters_flushed_total', help: 'Daily counters written to Postgres.', registers }),
     storeErrors: new Counter({
       name: 'fcd_usage_store_errors_total',
