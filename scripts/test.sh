@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite, exactly as CI runs it (.ci/run calls `npm test`).
 # 1. starts Postgres/Redis/NATS if stopped, 2. installs dependencies if needed,
-# 3. static checks (lint, types, generated protobuf code up to date),
+# 3. static checks (lint, types, generated protobuf code up to date, buf breaking against HEAD~1),
 # 4. builds the services, 5. runs every vitest test against the real services,
 # 6. prints one line: "N passed, N failed" (static checks count as tests).
 set -uo pipefail
@@ -21,6 +21,7 @@ else
   echo "0 passed, 1 failed"; exit 1
 fi
 bash scripts/browser.sh || echo "warning: chromium unavailable; the /docs screenshot test will fail" >&2
+bash scripts/promtool.sh || echo "warning: promtool unavailable; the metrics format test will fail" >&2
 
 # `npm install` with the committed lockfile (not `npm ci`): this project's registry serves only the
 # Linux builds of platform packages, and `npm ci` refuses a lockfile without the others' entries.
@@ -39,6 +40,7 @@ check() {
 check "lint (biome)" npx biome check .
 check "typecheck (tsc --noEmit)" npx tsc -p tsconfig.json --noEmit
 check "generated protobuf code is up to date" bash scripts/proto-gen.sh --check
+check "protobuf contracts compatible with the previous commit (buf breaking)" bash scripts/proto-breaking.sh
 check "generated OpenAPI document is up to date" npx tsx scripts/openapi/generate.ts --check
 check "build" npm run build --silent
 

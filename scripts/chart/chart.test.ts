@@ -121,6 +121,7 @@ describe.each(CI_VALUES.map(valuesName))('chart rendered with ci/%s-values.yaml'
       REDIS_URL: urlRef(v.externalRedis, 'redis-url'),
       NATS_URL: urlRef(v.externalNats, 'nats-url'),
       INTERNAL_AUTH_SECRET: secretRef(v.secrets.internalAuth, 'internal-auth-secret'),
+      USAGE_GRPC_SECRET: secretRef(v.secrets.usageGrpc, 'usage-grpc-secret'),
       WEBHOOK_SECRET_KEY: secretRef(v.secrets.webhookEncryptionKey, 'webhook-secret-key'),
       WEBHOOK_SECRET_KEY_PREVIOUS:
         v.secrets.webhookEncryptionKey.existingSecret && v.secrets.webhookEncryptionKey.previousKeysKey
@@ -132,13 +133,21 @@ describe.each(CI_VALUES.map(valuesName))('chart rendered with ci/%s-values.yaml'
     const credentials = Object.keys(refs);
     // What each service's src/config.ts reads (required ones first, then the optional ones).
     const needs: Record<string, string[]> = {
-      gateway: ['INTERNAL_AUTH_SECRET'],
-      usage: ['DATABASE_URL', 'REDIS_URL', 'ADMIN_TOKEN'],
+      gateway: ['INTERNAL_AUTH_SECRET', 'USAGE_GRPC_SECRET'],
+      usage: ['DATABASE_URL', 'REDIS_URL', 'USAGE_GRPC_SECRET', 'ADMIN_TOKEN'],
       facility: ['DATABASE_URL', 'NATS_URL', 'INTERNAL_AUTH_SECRET', 'INGEST_TOKEN'],
       webhook: ['DATABASE_URL', 'INTERNAL_AUTH_SECRET', 'WEBHOOK_SECRET_KEY', 'WEBHOOK_SECRET_KEY_PREVIOUS'],
-      dispatcher: ['DATABASE_URL', 'NATS_URL', 'WEBHOOK_SECRET_KEY', 'WEBHOOK_SECRET_KEY_PREVIOUS'],
+      dispatcher: ['DATABASE_URL', 'NATS_URL', 'USAGE_GRPC_SECRET', 'WEBHOOK_SECRET_KEY', 'WEBHOOK_SECRET_KEY_PREVIOUS'],
     };
-    const required = ['DATABASE_URL', 'REDIS_URL', 'NATS_URL', 'INTERNAL_AUTH_SECRET', 'WEBHOOK_SECRET_KEY', 'INGEST_TOKEN'];
+    const required = [
+      'DATABASE_URL',
+      'REDIS_URL',
+      'NATS_URL',
+      'INTERNAL_AUTH_SECRET',
+      'USAGE_GRPC_SECRET',
+      'WEBHOOK_SECRET_KEY',
+      'INGEST_TOKEN',
+    ];
     type Env = { name: string; value?: string; valueFrom?: { secretKeyRef?: Ref } };
     const fromSecrets = (env: Env[]) => {
       for (const e of env) if (credentials.includes(e.name)) expect(e.value, `${e.name} is never a literal`).toBeUndefined();
@@ -177,6 +186,7 @@ describe.each(CI_VALUES.map(valuesName))('chart rendered with ci/%s-values.yaml'
         'REDIS_URL facility-compliance-secrets/redis-url',
         'NATS_URL facility-compliance-secrets/nats-url',
         'INTERNAL_AUTH_SECRET facility-compliance-secrets/internal-auth-secret',
+        'USAGE_GRPC_SECRET facility-compliance-secrets/usage-grpc-secret',
         'WEBHOOK_SECRET_KEY facility-compliance-secrets/webhook-secret-key',
         'INGEST_TOKEN facility-compliance-secrets/ingest-token',
       ],
@@ -185,6 +195,7 @@ describe.each(CI_VALUES.map(valuesName))('chart rendered with ci/%s-values.yaml'
         `REDIS_URL ${CHART_SECRET}/redis-url`,
         `NATS_URL ${CHART_SECRET}/nats-url`,
         `INTERNAL_AUTH_SECRET ${CHART_SECRET}/internal-auth-secret`,
+        `USAGE_GRPC_SECRET ${CHART_SECRET}/usage-grpc-secret`,
         `WEBHOOK_SECRET_KEY ${CHART_SECRET}/webhook-secret-key`,
         `INGEST_TOKEN ${CHART_SECRET}/ingest-token`,
         `ADMIN_TOKEN ${CHART_SECRET}/admin-token`,
@@ -195,6 +206,7 @@ describe.each(CI_VALUES.map(valuesName))('chart rendered with ci/%s-values.yaml'
         'REDIS_URL fcd-redis/uri',
         'NATS_URL fcd-nats/uri',
         'INTERNAL_AUTH_SECRET fcd-app/internal-auth',
+        'USAGE_GRPC_SECRET fcd-app/usage-grpc',
         'WEBHOOK_SECRET_KEY fcd-webhook-key/current',
         'WEBHOOK_SECRET_KEY_PREVIOUS fcd-webhook-key/previous',
         'INGEST_TOKEN fcd-app/ingest',
@@ -509,7 +521,16 @@ describe('optional features', () => {
     const [secret] = of('all-features', 'Secret');
     expect(secret?.metadata.annotations).toMatchObject({ 'helm.sh/hook': 'pre-install,pre-upgrade', 'helm.sh/hook-weight': '-10' });
     expect(Object.keys(secret?.data ?? {}).sort()).toEqual(
-      ['admin-token', 'database-url', 'ingest-token', 'internal-auth-secret', 'nats-url', 'redis-url', 'webhook-secret-key'].sort(),
+      [
+        'admin-token',
+        'database-url',
+        'ingest-token',
+        'internal-auth-secret',
+        'nats-url',
+        'redis-url',
+        'usage-grpc-secret',
+        'webhook-secret-key',
+      ].sort(),
     );
     const key = Buffer.from(secret?.data['webhook-secret-key'], 'base64').toString();
     expect(Buffer.from(key, 'base64')).toHaveLength(32);
@@ -526,6 +547,7 @@ describe('values.schema.json and required values', () => {
   });
   it('refuses to render without a source for a required secret unless generation is allowed', () => {
     expect(() => helmTemplate(defaults, ['--set', 'secrets.internalAuth.existingSecret='])).toThrow(/secrets\.internalAuth/);
+    expect(() => helmTemplate(defaults, ['--set', 'secrets.usageGrpc.existingSecret='])).toThrow(/secrets\.usageGrpc/);
     expect(() => helmTemplate(defaults, ['--set', 'externalDatabase.existingSecret='])).toThrow(/externalDatabase/);
     expect(() => helmTemplate(defaults, ['--set', 'secrets.internalAuth.existingSecret=', '--set', 'secrets.generate=true'])).not.toThrow();
   });

@@ -7,7 +7,9 @@ import type { DescMessage, DescMethod, DescService, MessageShape } from '@bufbui
 import { fromBinary, toBinary } from '@bufbuild/protobuf';
 import { AppError, type ErrorCode } from '@fcd/service-kit';
 import * as grpc from '@grpc/grpc-js';
+import { callAuthInterceptor } from './call-auth';
 
+export * from './call-auth';
 export { grpc };
 
 type MethodMap<S extends DescService> = S['method'];
@@ -149,12 +151,19 @@ export const DEFAULT_CHANNEL_OPTIONS: grpc.ChannelOptions = {
 export function createClient<S extends DescService>(
   service: S,
   address: string,
-  options: { defaultDeadlineMs?: number; channelOptions?: grpc.ChannelOptions; credentials?: grpc.ChannelCredentials } = {},
+  options: {
+    defaultDeadlineMs?: number;
+    channelOptions?: grpc.ChannelOptions;
+    credentials?: grpc.ChannelCredentials;
+    /** Shared secret of the server's call authentication: each call then carries its own token (call-auth.ts). */
+    callSecret?: string;
+  } = {},
 ): TypedClient<S> {
   const Ctor = grpc.makeGenericClientConstructor(serviceDefinition(service), service.name);
   const raw = new Ctor(address, options.credentials ?? grpc.credentials.createInsecure(), {
     ...DEFAULT_CHANNEL_OPTIONS,
     ...options.channelOptions,
+    ...(options.callSecret === undefined ? {} : { interceptors: [callAuthInterceptor(options.callSecret)] }),
   }) as unknown as grpc.Client & Record<string, (...args: unknown[]) => unknown>;
   const defaultDeadlineMs = options.defaultDeadlineMs ?? 2000;
   const unary: Record<string, unknown> = {};

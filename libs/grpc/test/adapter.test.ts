@@ -60,7 +60,7 @@ describe('protobuf-es ↔ grpc-js adapter', () => {
     const notFound = await client.unary.getUsage(create(GetUsageRequestSchema, { accountId: 'missing' })).catch((e: unknown) => e);
     expect(fromGrpcError(notFound, 'usage')).toMatchObject({ code: 'NOT_FOUND', message: 'No such account.' });
     const bug = (await client.unary
-      .authorize({ $typeName: 'usage.v1.AuthorizeRequest', items: [] })
+      .authorize({ $typeName: 'usage.v1.AuthorizeRequest', items: [], countByUnixMs: 0n })
       .catch((e: unknown) => e)) as grpc.ServiceError;
     expect(bug.code).toBe(grpc.status.INTERNAL);
     expect(bug.details).toBe('internal error');

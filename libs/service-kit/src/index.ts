@@ -1,3 +1,4 @@
+export * from './bearer-token';
 export * from './clock';
 export * from './config';
 export * from './errors';

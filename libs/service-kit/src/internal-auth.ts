@@ -5,9 +5,14 @@ import { systemClock } from './clock';
 /**
  * The gateway forwards the authenticated account to domain services in one
  * signed header: base64url(JSON claims) "." base64url(HMAC-SHA256(claims)).
- * The claims expire quickly so a captured header is of little use.
+ * The claims name the one request they authorise (target service, method, and
+ * path with query) and expire a few seconds after signing, so a captured
+ * header is refused on any other route, method or service, and soon on its own.
  */
 export const INTERNAL_AUTH_HEADER = 'x-fcd-account';
+
+/** Lifetime of a signed header: a proxied request is verified on arrival, so a few seconds (clock skew included). */
+export const INTERNAL_AUTH_TTL_MS = 5_000;
 
 export interface AccountClaims {
   account_id: string;
@@ -17,32 +22,56 @@ export interface AccountClaims {
   request_id?: string;
 }
 
+/** The one request a header authorises. */
+export interface InternalTarget {
+  /** The receiving service's name (`facility`, `webhook`). */
+  audience: string;
+  method: string;
+  /** Path with its query string, exactly as the receiver sees it (`request.url`). */
+  path: string;
+}
+
 interface SignedClaims extends AccountClaims {
   exp: number;
+  aud: string;
+  m: string;
+  p: string;
 }
 
 const b64 = (buf: Buffer | string) => Buffer.from(buf).toString('base64url');
+
+/** The target of an incoming Fastify request, for `verify`. */
+export function requestTarget(request: { method: string; url: string }, audience: string): InternalTarget {
+  return { audience, method: request.method, path: request.url };
+}
 
 export class InternalAuth {
   private readonly key: Buffer;
 
   constructor(
     secret: string,
-    private readonly ttlMs = 30_000,
+    private readonly ttlMs = INTERNAL_AUTH_TTL_MS,
     private readonly clock: Clock = systemClock,
   ) {
     if (secret.length < 32) throw new Error('internal auth secret must be at least 32 characters');
     this.key = Buffer.from(secret, 'utf8');
   }
 
-  sign(claims: AccountClaims): string {
-    const payload = b64(JSON.stringify({ ...claims, exp: this.clock.now() + this.ttlMs } satisfies SignedClaims));
+  sign(claims: AccountClaims, target: InternalTarget): string {
+    const signed: SignedClaims = {
+      ...claims,
+      aud: target.audience,
+      m: target.method.toUpperCase(),
+      p: target.path,
+      exp: this.clock.now() + this.ttlMs,
+    };
+    const payload = b64(JSON.stringify(signed));
     const mac = createHmac('sha256', this.key).update(payload).digest('base64url');
     return `${payload}.${mac}`;
   }
 
-  /** Returns the claims, or undefined when the header is missing, forged or expired. */
-  verify(header: string | string[] | undefined): AccountClaims | undefined {
+  /** Returns the claims, or undefined when the header is missing, forged, expired or signed for another request. */
+  verify(header: string | string[] | undefined, target: InternalTarget): AccountClaims | undefined {
     if (typeof header !== 'string') return undefined;
     const dot = header.indexOf('.');
     if (dot <= 0) return undefined;
@@ -53,8 +82,9 @@ export class InternalAuth {
     try {
       const claims = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as SignedClaims;
       if (typeof claims.exp !== 'number' || claims.exp < this.clock.now()) return undefined;
+      if (claims.aud !== target.audience || claims.m !== target.method.toUpperCase() || claims.p !== target.path) return undefined;
       if (typeof claims.account_id !== 'string' || typeof claims.tier !== 'string') return undefined;
-      const { exp: _exp, ...rest } = claims;
+      const { exp: _exp, aud: _aud, m: _m, p: _p, ...rest } = claims;
       return rest;
     } catch {
       return undefined;

@@ -10,10 +10,18 @@ export interface ServiceMetrics {
   requestsTotal: Counter<'route' | 'method' | 'status'>;
 }
 
+/**
+ * prom-client's default gauges whose names end in `_total`, which the Prometheus naming rules keep
+ * for counters (`promtool check metrics` refuses them). Each is the sum of a labelled gauge that
+ * stays: nodejs_active_handles, nodejs_active_requests, nodejs_active_resources (sum them by type).
+ */
+export const DROPPED_DEFAULT_METRICS = ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total'];
+
 /** One registry per service: default process metrics plus RED metrics. */
 export function createMetrics(service: string, registry = new Registry()): ServiceMetrics {
   registry.setDefaultLabels({ service });
   collectDefaultMetrics({ register: registry });
+  for (const name of DROPPED_DEFAULT_METRICS) registry.removeSingleMetric(name);
   const requestDuration = new Histogram({
     name: 'fcd_request_duration_seconds',
     help: 'Duration of handled requests (HTTP routes and gRPC methods).',

@@ -32,7 +32,17 @@ export class PrivateRedis {
     }
   }
 
+  /** Freezes the server (SIGSTOP): connections stay open, commands wait unanswered until `resume`. */
+  pause(): void {
+    this.proc?.kill('SIGSTOP');
+  }
+
+  resume(): void {
+    this.proc?.kill('SIGCONT');
+  }
+
   async stop(): Promise<void> {
+    this.resume();
     const p = this.proc;
     if (!p || p.exitCode !== null) return;
     const exited = new Promise((r) => p.once('exit', r));

@@ -9,6 +9,8 @@ import { createTestDatabase, type TestDatabase, testUrls, uniqueName } from './s
 const run = promisify(execFile);
 
 export const TEST_INTERNAL_AUTH_SECRET = 'test-internal-auth-secret-0123456789abcdef';
+/** Keys the per-call tokens of gRPC calls to the usage service (USAGE_GRPC_SECRET). */
+export const TEST_USAGE_GRPC_SECRET = 'test-usage-grpc-secret-0123456789abcdef012';
 
 export interface StackOptions {
   label: string;
@@ -61,6 +63,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     USAGE_FLUSH_INTERVAL_MS: '200',
     KEY_CACHE_TTL_MS: '200',
     KEY_CACHE_NEGATIVE_TTL_MS: '200',
+    USAGE_GRPC_SECRET: TEST_USAGE_GRPC_SECRET,
     ...options.usageEnv,
   };
   let usage = await startService('usage', usageEnv).catch(async (err: unknown) => {
@@ -78,6 +81,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
           METRICS_PORT: '0',
           HOST: '127.0.0.1',
           INTERNAL_AUTH_SECRET: TEST_INTERNAL_AUTH_SECRET,
+          USAGE_GRPC_SECRET: TEST_USAGE_GRPC_SECRET,
           FACILITY_URL: options.facilityUrl ?? `http://127.0.0.1:${await freePort()}`,
           WEBHOOK_URL: options.webhookUrl ?? `http://127.0.0.1:${await freePort()}`,
           ...options.gatewayEnv,

@@ -41,6 +41,8 @@ export const ConfigSchema = Type.Object({
    * checks that each account is still Pro or above. Unset: not checked.
    */
   USAGE_GRPC_ADDRESS: Type.Optional(Type.String({ minLength: 3 })),
+  /** Shared with the usage service: each gRPC call carries a token made from it (required with USAGE_GRPC_ADDRESS). */
+  USAGE_GRPC_SECRET: Type.Optional(Env.secret()),
   /** How long an account's tier is trusted (a downgrade stops deliveries within this time). */
   ENTITLEMENT_CACHE_TTL_MS: Env.int(60_000, 10, 3_600_000),
   LOG_LEVEL: Env.logLevel(),

@@ -9,6 +9,10 @@ import { UsageAccountDirectory } from './usage-directory';
 // config → build → listen → signals
 const config = loadConfigOrExit('dispatcher', ConfigSchema);
 const logger = createLogger({ service: 'dispatcher', level: config.LOG_LEVEL });
+if (config.USAGE_GRPC_ADDRESS && !config.USAGE_GRPC_SECRET) {
+  process.stderr.write('dispatcher: invalid configuration: USAGE_GRPC_SECRET: required when USAGE_GRPC_ADDRESS is set\n');
+  process.exit(1);
+}
 if (config.WEBHOOK_ALLOW_PRIVATE_URLS) {
   logger.warn('WEBHOOK_ALLOW_PRIVATE_URLS is on: http and private/loopback destinations are contacted (development only)');
 }
@@ -25,7 +29,9 @@ try {
   process.exit(1);
 }
 
-const accounts = config.USAGE_GRPC_ADDRESS ? new UsageAccountDirectory(config.USAGE_GRPC_ADDRESS) : undefined;
+const accounts = config.USAGE_GRPC_ADDRESS
+  ? new UsageAccountDirectory(config.USAGE_GRPC_ADDRESS, config.USAGE_GRPC_SECRET ?? '')
+  : undefined;
 if (!accounts) logger.warn('USAGE_GRPC_ADDRESS is unset: accounts downgraded below Pro keep receiving webhooks');
 const dispatcher = new Dispatcher({ config, pool, secretBox, logger, metrics, ...(accounts ? { accounts } : {}) });
 let shuttingDown = false;

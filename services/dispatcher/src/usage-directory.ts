@@ -7,8 +7,8 @@ import type { AccountDirectory } from './entitlements';
 export class UsageAccountDirectory implements AccountDirectory {
   private readonly client;
 
-  constructor(address: string, deadlineMs = 2000) {
-    this.client = createClient(UsageService, address, { defaultDeadlineMs: deadlineMs });
+  constructor(address: string, callSecret: string, deadlineMs = 2000) {
+    this.client = createClient(UsageService, address, { defaultDeadlineMs: deadlineMs, callSecret });
   }
 
   async ranks(accountIds: readonly string[]): Promise<Map<string, number>> {

@@ -7,6 +7,7 @@ import {
   type ServiceProcess,
   startApiStack,
   startService,
+  TEST_USAGE_GRPC_SECRET,
   testUrls,
   uniqueName,
   violationRow,
@@ -75,6 +76,7 @@ beforeAll(async () => {
     WEBHOOK_ALLOW_PRIVATE_URLS: 'true',
     NODE_EXTRA_CA_CERTS: cert.certFile,
     USAGE_GRPC_ADDRESS: `127.0.0.1:${stack.usageEnv.GRPC_PORT}`,
+    USAGE_GRPC_SECRET: TEST_USAGE_GRPC_SECRET,
   });
 }, 120_000);
 

@@ -13,6 +13,7 @@ import {
   repoRoot,
   type ServiceProcess,
   startService,
+  TEST_USAGE_GRPC_SECRET,
   testUrls,
   uniqueName,
 } from '@fcd/testing';
@@ -140,6 +141,7 @@ describe('the dispatcher process', () => {
       PORT: '0',
       METRICS_PORT: '0',
       HOST: '127.0.0.1',
+      USAGE_GRPC_SECRET: TEST_USAGE_GRPC_SECRET,
     });
     running.push(usage);
     const usageCli = (...args: string[]) =>
@@ -152,7 +154,7 @@ describe('the dispatcher process', () => {
     const pro = usageCli('accounts', 'create', '--name', 'to be downgraded', '--tier', 'pro');
     const enterprise = usageCli('accounts', 'create', '--name', 'stays', '--tier', 'enterprise');
     // The RPC itself: tiers of the accounts that exist, unknown ids left out; more than 1,000 ids refused.
-    const client = createClient(UsageService, `127.0.0.1:${grpcPort}`);
+    const client = createClient(UsageService, `127.0.0.1:${grpcPort}`, { callSecret: TEST_USAGE_GRPC_SECRET });
     try {
       const res = await client.unary.getAccounts(create(GetAccountsRequestSchema, { accountIds: [pro.id, 'acct_unknown', enterprise.id] }));
       const byId = (x: unknown[], y: unknown[]) => (String(x[0]) < String(y[0]) ? -1 : 1);
@@ -171,7 +173,13 @@ describe('the dispatcher process', () => {
     }
     const stream = uniqueName('DP_TIER').toUpperCase();
     // A 10 ms tier cache: each claim below asks the usage service again.
-    const { metrics } = await start(env(stream, { USAGE_GRPC_ADDRESS: `127.0.0.1:${grpcPort}`, ENTITLEMENT_CACHE_TTL_MS: '10' }));
+    const { metrics } = await start(
+      env(stream, {
+        USAGE_GRPC_ADDRESS: `127.0.0.1:${grpcPort}`,
+        USAGE_GRPC_SECRET: TEST_USAGE_GRPC_SECRET,
+        ENTITLEMENT_CACHE_TTL_MS: '10',
+      }),
+    );
     const facility = randomUUID();
     const [pa, pb] = [path(), path()];
     const a = await subscribe(db, { url: receiver.url(pa), facility_ids: [facility], account_id: pro.id });

@@ -6,12 +6,13 @@ import {
   installHttpConventions,
   type Logger,
   notFound,
+  requireBearerToken,
   sendError,
 } from '@fcd/service-kit';
 import Fastify, { type FastifyInstance, type HTTPMethods } from 'fastify';
 import type { Ingestion } from './ingestion';
 import type { FacilityMetrics } from './metrics';
-import { requireBearerToken, requireGatewayAccount } from './routes/auth';
+import { requireGatewayAccount } from './routes/auth';
 import { healthRoutes } from './routes/health';
 import { ingestRoutes } from './routes/ingest';
 import { internalRoutes } from './routes/internal';
@@ -59,7 +60,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
 
   await app.register(async (scope) => {
-    scope.addHook('onRequest', requireBearerToken(deps.ingestToken));
+    scope.addHook(
+      'onRequest',
+      requireBearerToken(deps.ingestToken, { message: 'A valid ingestion token is required. Send it as Authorization: Bearer <token>.' }),
+    );
     await scope.register(ingestRoutes, { ingestion: deps.ingestion, bodyLimit: deps.ingestMaxBodyBytes });
   });
 

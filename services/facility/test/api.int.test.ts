@@ -1,17 +1,17 @@
-import { ManualClock } from '@fcd/service-kit';
+import { InternalAuth, ManualClock } from '@fcd/service-kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateDemoData } from '../src/domain/demo-data';
 import type { EnforcementCase, Facility, Violation } from '../src/domain/model';
-import { accountHeader, buildTestApp, setupDb, type TestApp, type TestDb } from './helpers';
+import { AUTH_SECRET, accountHeader, buildTestApp, setupDb, type TestApp, type TestDb } from './helpers';
 
 let db: TestDb;
 let t: TestApp;
 const demo = generateDemoData({ facilities: 400, seed: 'api-test' });
-const auth = () => ({ 'x-fcd-account': accountHeader() });
+const auth = (method: string, url: string) => ({ 'x-fcd-account': accountHeader(method, url) });
 
 type List<T> = { data: T[]; pagination: { limit: number; next_cursor: string | null; has_more: boolean } };
 
-async function get<T = unknown>(url: string, headers: Record<string, string> = auth()) {
+async function get<T = unknown>(url: string, headers: Record<string, string> = auth('GET', url)) {
   const res = await t.app.inject({ method: 'GET', url, headers });
   return { status: res.statusCode, body: res.json() as T, headers: res.headers };
 }
@@ -58,15 +58,44 @@ describe('gateway signature', () => {
 
   it('refuses a header signed with another secret, and an expired one', async () => {
     const forged = await get<{ error: { code: string } }>('/v1/facilities', {
-      'x-fcd-account': accountHeader('another-secret-that-is-long-enough-0123456789'),
+      'x-fcd-account': accountHeader('GET', '/v1/facilities', 'another-secret-that-is-long-enough-0123456789'),
     });
     expect(forged.status).toBe(401);
     const expired = await get<{ error: { code: string } }>('/v1/facilities', {
-      'x-fcd-account': accountHeader(undefined, new ManualClock(Date.now() - 60_000)),
+      'x-fcd-account': accountHeader('GET', '/v1/facilities', undefined, new ManualClock(Date.now() - 6_000)),
     });
     expect(expired.status).toBe(401);
-    const tampered = accountHeader().replace(/^./, (c) => (c === 'e' ? 'f' : 'e'));
+    const tampered = accountHeader('GET', '/v1/facilities').replace(/^./, (c) => (c === 'e' ? 'f' : 'e'));
     expect((await get('/v1/facilities', { 'x-fcd-account': tampered })).status).toBe(401);
+  });
+
+  it('refuses a captured header replayed to another path, query, method or service', async () => {
+    const captured = accountHeader('GET', '/v1/facilities?limit=1');
+    expect((await get('/v1/facilities?limit=1', { 'x-fcd-account': captured })).status).toBe(200);
+    for (const url of ['/v1/facilities?limit=2', '/v1/facilities', '/v1/violations?limit=1', '/v1/cases?limit=1']) {
+      const replay = await get<{ error: { code: string } }>(url, { 'x-fcd-account': captured });
+      expect(replay.status, url).toBe(401);
+      expect(replay.body.error.code).toBe('UNAUTHORIZED');
+    }
+    const otherMethod = await t.app.inject({
+      method: 'POST',
+      url: '/internal/v1/facilities/existing',
+      headers: { 'x-fcd-account': accountHeader('GET', '/internal/v1/facilities/existing') },
+      payload: { ids: [] },
+    });
+    expect(otherMethod.statusCode).toBe(401);
+    const forWebhook = new InternalAuth(AUTH_SECRET).sign(
+      { account_id: 'acct_test', tier: 'pro', tier_rank: 1 },
+      { audience: 'webhook', method: 'GET', path: '/v1/facilities?limit=1' },
+    );
+    expect((await get('/v1/facilities?limit=1', { 'x-fcd-account': forWebhook })).status).toBe(401);
+  });
+
+  it('accepts a header for a few seconds only', async () => {
+    const clock = new ManualClock(Date.now() - 4_000);
+    expect((await get('/v1/facilities', { 'x-fcd-account': accountHeader('GET', '/v1/facilities', undefined, clock) })).status).toBe(200);
+    clock.set(Date.now() - 5_100);
+    expect((await get('/v1/facilities', { 'x-fcd-account': accountHeader('GET', '/v1/facilities', undefined, clock) })).status).toBe(401);
   });
 
   it('guards every public route and the internal facility check', async () => {
@@ -380,7 +409,7 @@ describe('POST /internal/v1/facilities/existing', () => {
     const res = await t.app.inject({
       method: 'POST',
       url: '/internal/v1/facilities/existing',
-      headers: auth(),
+      headers: auth('POST', '/internal/v1/facilities/existing'),
       payload: { ids: [ids[0], missing, (ids[1] as string).toUpperCase(), ids[2]] },
     });
     expect(res.statusCode).toBe(200);
@@ -389,17 +418,27 @@ describe('POST /internal/v1/facilities/existing', () => {
 
   it('rejects more than 1000 ids and non-UUIDs', async () => {
     const many = Array.from({ length: 1001 }, () => '7d3f3c1e-9a4b-4c2d-8e1f-0a1b2c3d4e5f');
-    const res = await t.app.inject({ method: 'POST', url: '/internal/v1/facilities/existing', headers: auth(), payload: { ids: many } });
+    const res = await t.app.inject({
+      method: 'POST',
+      url: '/internal/v1/facilities/existing',
+      headers: auth('POST', '/internal/v1/facilities/existing'),
+      payload: { ids: many },
+    });
     expect(res.statusCode).toBe(400);
     expect(res.json().error.code).toBe('VALIDATION_ERROR');
-    const bad = await t.app.inject({ method: 'POST', url: '/internal/v1/facilities/existing', headers: auth(), payload: { ids: ['x'] } });
+    const bad = await t.app.inject({
+      method: 'POST',
+      url: '/internal/v1/facilities/existing',
+      headers: auth('POST', '/internal/v1/facilities/existing'),
+      payload: { ids: ['x'] },
+    });
     expect(bad.json().error.details.fields).toEqual([{ field: 'ids[0]', message: 'must match format "uuid"' }]);
   });
 });
 
 describe('HTTP conventions', () => {
   it('answers 405 with Allow for a known path and another method, 404 for an unknown path', async () => {
-    const res = await t.app.inject({ method: 'DELETE', url: '/v1/facilities', headers: auth() });
+    const res = await t.app.inject({ method: 'DELETE', url: '/v1/facilities', headers: auth('DELETE', '/v1/facilities') });
     expect(res.statusCode).toBe(405);
     expect(res.headers.allow).toBe('GET, HEAD');
     expect(res.json().error.code).toBe('METHOD_NOT_ALLOWED');
@@ -412,7 +451,7 @@ describe('HTTP conventions', () => {
     const res = await t.app.inject({
       method: 'GET',
       url: '/v1/cases?limit=1',
-      headers: { ...auth(), 'x-request-id': 'req_from_gateway_1' },
+      headers: { ...auth('GET', '/v1/cases?limit=1'), 'x-request-id': 'req_from_gateway_1' },
     });
     expect(res.headers['x-request-id']).toBe('req_from_gateway_1');
   });

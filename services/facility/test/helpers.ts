@@ -62,8 +62,12 @@ export function sequentialIds(prefix = 0): IdSource {
   return () => `${String(prefix).padStart(8, '0')}-0000-4000-8000-${String(++n).padStart(12, '0')}`;
 }
 
-export function accountHeader(secret = AUTH_SECRET, clock: Clock = systemClock): string {
-  return new InternalAuth(secret, 30_000, clock).sign({ account_id: 'acct_test', tier: 'pro', tier_rank: 1, request_id: 'req_test' });
+/** The gateway's signed header for one request to the facility service (method, path with query). */
+export function accountHeader(method: string, path: string, secret = AUTH_SECRET, clock: Clock = systemClock): string {
+  return new InternalAuth(secret, undefined, clock).sign(
+    { account_id: 'acct_test', tier: 'pro', tier_rank: 1, request_id: 'req_test' },
+    { audience: 'facility', method, path },
+  );
 }
 
 export interface TestApp {

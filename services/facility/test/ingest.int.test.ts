@@ -69,7 +69,7 @@ describe('ingestion API', () => {
   it('refuses a request without the ingestion bearer token, with a wrong one, or with only the gateway header', async () => {
     expect((await ingest({ facilities: [plant] }, {})).status).toBe(401);
     expect((await ingest({ facilities: [plant] }, { authorization: `Bearer ${INGEST_TOKEN}x` })).status).toBe(401);
-    expect((await ingest({ facilities: [plant] }, { 'x-fcd-account': accountHeader() })).status).toBe(401);
+    expect((await ingest({ facilities: [plant] }, { 'x-fcd-account': accountHeader('POST', '/internal/v1/ingest') })).status).toBe(401);
     const { rows } = await db.pool.query('SELECT 1 FROM facilities');
     expect(rows).toHaveLength(0);
   });
@@ -237,7 +237,11 @@ describe('ingestion API', () => {
       },
     });
     // What the API serves is what the event carried.
-    const api = await t.app.inject({ method: 'GET', url: `/v1/facilities/${plantId}`, headers: { 'x-fcd-account': accountHeader() } });
+    const api = await t.app.inject({
+      method: 'GET',
+      url: `/v1/facilities/${plantId}`,
+      headers: { 'x-fcd-account': accountHeader('GET', `/v1/facilities/${plantId}`) },
+    });
     expect(api.json().data).toEqual((status as DomainEvent & { data: { facility: unknown } }).data.facility);
   });
 

@@ -116,7 +116,7 @@ describe('facility service process', () => {
     const refused = await fetch(`${base}/v1/facilities`);
     expect(refused.status).toBe(401);
     expect(((await refused.json()) as { error: { code: string } }).error.code).toBe('UNAUTHORIZED');
-    const ok = await fetch(`${base}/v1/facilities`, { headers: { 'x-fcd-account': accountHeader() } });
+    const ok = await fetch(`${base}/v1/facilities`, { headers: { 'x-fcd-account': accountHeader('GET', '/v1/facilities') } });
     expect(ok.status).toBe(200);
     expect(await ok.json()).toEqual({ data: [], pagination: { limit: 25, next_cursor: null, has_more: false } });
 

@@ -121,12 +121,16 @@ export function buildGatewayApp(deps: GatewayDeps): FastifyInstance {
       url: route.path,
       handler: async (request, reply) => {
         const account = requireAccount(request);
-        const header = deps.internalAuth.sign({
-          account_id: account.accountId,
-          tier: account.tier,
-          tier_rank: account.tierRank,
-          request_id: request.id,
-        });
+        const header = deps.internalAuth.sign(
+          {
+            account_id: account.accountId,
+            tier: account.tier,
+            tier_rank: account.tierRank,
+            request_id: request.id,
+          },
+          // Bound to this one request: the upstream, the method and the path with its query, as forwarded.
+          { audience: upstream.name, method: request.method, path: request.url },
+        );
         return upstream.forward(request, reply, header);
       },
     });

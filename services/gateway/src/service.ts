@@ -28,7 +28,10 @@ export async function startGateway(config: GatewayConfig, options: { logger?: Lo
     help: 'Authorization batches sent again because a draining usage replica ended their stream without answering them (uncounted).',
     registers: [metrics.registry],
   });
-  const usage = createClient(UsageService, config.USAGE_GRPC_ADDRESS, { defaultDeadlineMs: config.AUTH_DEADLINE_MS });
+  const usage = createClient(UsageService, config.USAGE_GRPC_ADDRESS, {
+    defaultDeadlineMs: config.AUTH_DEADLINE_MS,
+    callSecret: config.USAGE_GRPC_SECRET,
+  });
   const batcher = new AuthorizationBatcher(usage, logger, {
     deadlineMs: config.AUTH_DEADLINE_MS,
     maxBatch: config.AUTH_MAX_BATCH,

@@ -1,4 +1,4 @@
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
@@ -369,5 +369,15 @@ describe('/metrics of every service after that traffic', () => {
     expect(value(w, 'fcd_requests_total', create)).toBe(1);
     expect(value(w, 'fcd_request_duration_seconds_count', create)).toBe(1);
     expect(value(w, 'fcd_request_duration_seconds_sum', create)).toBeGreaterThan(0);
+  });
+
+  it('passes promtool check metrics on all five services (scripts/promtool.sh installs promtool)', async () => {
+    for (const name of SERVICES) {
+      const text = await (await fetch(`http://127.0.0.1:${ports[name]?.metricsPort}/metrics`)).text();
+      expect(text, name).toContain('fcd_requests_total');
+      const run = spawnSync('promtool', ['check', 'metrics'], { input: text, encoding: 'utf8' });
+      expect(run.error, 'promtool is installed').toBeUndefined();
+      expect({ name, status: run.status, problems: `${run.stdout}${run.stderr}`.trim() }).toEqual({ name, status: 0, problems: '' });
+    }
   });
 });

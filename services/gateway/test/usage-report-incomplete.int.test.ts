@@ -8,7 +8,7 @@ import {
   GetUsageResponseSchema,
   UsageService,
 } from '@fcd/proto';
-import { freePort, type ServiceProcess, startService, TEST_INTERNAL_AUTH_SECRET } from '@fcd/testing';
+import { freePort, type ServiceProcess, startService, TEST_INTERNAL_AUTH_SECRET, TEST_USAGE_GRPC_SECRET } from '@fcd/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 /**
@@ -74,6 +74,7 @@ beforeAll(async () => {
     METRICS_PORT: '0',
     HOST: '127.0.0.1',
     INTERNAL_AUTH_SECRET: TEST_INTERNAL_AUTH_SECRET,
+    USAGE_GRPC_SECRET: TEST_USAGE_GRPC_SECRET,
     FACILITY_URL: `http://127.0.0.1:${await freePort()}`,
     WEBHOOK_URL: `http://127.0.0.1:${await freePort()}`,
   });

@@ -21,6 +21,14 @@ export const UsageConfigSchema = Type.Object({
   USAGE_REPORT_CACHE_TTL_MS: Env.int(5000, 0, 300_000),
   /** Operator opt-in: with Redis down, count in Postgres instead of refusing with 503. */
   USAGE_FAIL_OPEN: Env.bool(false),
+  /** Shared with the gateway and the dispatcher: every gRPC call carries a token made from it (health excepted). */
+  USAGE_GRPC_SECRET: Env.secret(),
+  /** Items per authorization batch; a larger batch is refused with INVALID_ARGUMENT (keep >= the gateway's AUTH_MAX_BATCH). */
+  GRPC_MAX_BATCH_ITEMS: Env.int(4096, 1, 100_000),
+  /** Largest gRPC request message in bytes; larger → RESOURCE_EXHAUSTED. */
+  GRPC_MAX_MESSAGE_BYTES: Env.int(4 * 1024 * 1024, 64 * 1024, 64 * 1024 * 1024),
+  /** Concurrent gRPC calls per connection (HTTP/2 streams); more are refused. */
+  GRPC_MAX_CONCURRENT_STREAMS: Env.int(100, 1, 10_000),
   /** Bearer token of the internal admin API (disabled when unset). */
   ADMIN_TOKEN: Type.Optional(Type.String({ minLength: 32 })),
   MIGRATE_ON_START: Env.bool(true),

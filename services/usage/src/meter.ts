@@ -21,6 +21,14 @@ export interface MeterResult {
   usage?: UsageReport;
 }
 
+export interface MeterOptions {
+  /**
+   * Unix ms after which the batch must not be counted (the deadline travelling with it; 0 = none).
+   * Checked before each store call and, on Redis's clock, inside the counting script itself.
+   */
+  countBy?: number;
+}
+
 export interface MeterRequest {
   apiKey: string;
   includeUsage?: boolean;
@@ -46,7 +54,7 @@ export interface MeterDeps {
   reportCacheTtlMs?: number;
 }
 
-type Settled = Exclude<CounterOutcome, { kind: 'needs_seed' }>;
+type Settled = Exclude<CounterOutcome, { kind: 'needs_seed' } | { kind: 'too_late' }>;
 
 const pairKey = (accountId: string, day: string) => `${accountId}|${day}`;
 
@@ -65,7 +73,7 @@ export class UsageMeter {
 
   constructor(private readonly deps: MeterDeps) {}
 
-  async authorize(requests: Array<string | MeterRequest>): Promise<MeterResult[]> {
+  async authorize(requests: Array<string | MeterRequest>, options: MeterOptions = {}): Promise<MeterResult[]> {
     const items = requests.map((r) => (typeof r === 'string' ? { apiKey: r } : r));
     const apiKeys = items.map((i) => i.apiKey);
     const { clock, metrics } = this.deps;
@@ -82,7 +90,9 @@ export class UsageMeter {
       retryAfterSeconds: 0,
     }));
 
-    const principals = await this.resolve(apiKeys);
+    const countBy = options.countBy ?? 0;
+    const tooLate = () => countBy > 0 && clock.now() > countBy;
+    const principals = tooLate() ? apiKeys.map(() => 'unavailable' as const) : await this.resolve(apiKeys);
     const toCount: Array<{ index: number; principal: KeyPrincipal }> = [];
     principals.forEach((p, index) => {
       if (p === 'unavailable') {
@@ -93,9 +103,13 @@ export class UsageMeter {
     });
 
     if (toCount.length > 0) {
-      const outcomes = await this.count(
-        toCount.map(({ principal }) => ({ accountId: principal.accountId, day, limit: principal.dailyLimit, hard: principal.hardLimit })),
-      );
+      const items = toCount.map(({ principal }) => ({
+        accountId: principal.accountId,
+        day,
+        limit: principal.dailyLimit,
+        hard: principal.hardLimit,
+      }));
+      const outcomes = tooLate() ? items.map(() => 'unavailable' as const) : await this.count(items, countBy);
       outcomes.forEach((outcome, i) => {
         const { index, principal } = toCount[i] as { index: number; principal: KeyPrincipal };
         if (outcome === 'unavailable') {
@@ -160,16 +174,16 @@ export class UsageMeter {
   }
 
   /** Decide-and-count in Redis; seed missing counters from Postgres and retry those items. */
-  private async count(items: CounterItem[]): Promise<Array<Settled | 'unavailable'>> {
+  private async count(items: CounterItem[], countBy: number): Promise<Array<Settled | 'unavailable'>> {
     const { counters, accounts, logger, metrics } = this.deps;
     let outcomes: Array<CounterOutcome | 'unavailable'>;
     try {
       if (this.failOpenPairs.size > 0) await this.liftAfterFailOpen();
-      outcomes = await counters.authorize(items);
+      outcomes = await counters.authorize(items, countBy);
     } catch (err) {
       metrics.storeErrors.inc({ store: 'redis' });
       logger.warn({ err: { message: (err as Error).message } }, 'counter store unavailable');
-      return this.deps.failOpen ? this.countInDatabase(items) : items.map(() => 'unavailable');
+      return this.deps.failOpen ? this.countInDatabase(items, countBy) : items.map(() => 'unavailable');
     }
     for (let round = 0; round < 3; round++) {
       const seedIdx = outcomes.flatMap((o, i) => (o !== 'unavailable' && o.kind === 'needs_seed' ? [i] : []));
@@ -184,7 +198,10 @@ export class UsageMeter {
           }),
         );
         metrics.seeds.inc(pairs.length);
-        const retried = await counters.authorize(seedIdx.map((i) => items[i] as CounterItem));
+        const retried = await counters.authorize(
+          seedIdx.map((i) => items[i] as CounterItem),
+          countBy,
+        );
         seedIdx.forEach((i, j) => {
           outcomes[i] = retried[j] as CounterOutcome;
         });
@@ -194,17 +211,23 @@ export class UsageMeter {
         break;
       }
     }
-    return outcomes.map((o) => (o === 'unavailable' || o.kind === 'needs_seed' ? 'unavailable' : o));
+    const late = outcomes.filter((o) => o !== 'unavailable' && o.kind === 'too_late').length;
+    if (late > 0) metrics.tooLate.inc(late);
+    return outcomes.map((o) => (o === 'unavailable' || o.kind === 'needs_seed' || o.kind === 'too_late' ? 'unavailable' : o));
   }
 
   /** Fail-open: exact atomic counting in Postgres while Redis is down (logged and counted in metrics). */
-  private async countInDatabase(items: CounterItem[]): Promise<Array<Settled | 'unavailable'>> {
+  private async countInDatabase(items: CounterItem[], countBy: number): Promise<Array<Settled | 'unavailable'>> {
     const { accounts, logger, metrics } = this.deps;
     logger.warn({ items: items.length }, 'fail-open: counting in postgres while redis is unavailable');
     // Postgres must hold every count this replica has seen before it becomes the counter.
     await this.flush().catch(() => undefined);
     const out: Array<Settled | 'unavailable'> = [];
     for (const it of items) {
+      if (countBy > 0 && this.deps.clock.now() > countBy) {
+        out.push('unavailable'); // past the batch's deadline: not counted
+        continue;
+      }
       try {
         const r = await accounts.incrementInDatabase(it.accountId, it.day, it.hard ? it.limit : null);
         this.failOpenPairs.set(pairKey(it.accountId, it.day), { accountId: it.accountId, day: it.day });

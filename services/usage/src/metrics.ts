@@ -7,6 +7,7 @@ export interface UsageMetrics extends ServiceMetrics {
   flushed: Counter<string>;
   storeErrors: Counter<'store'>;
   failOpen: Counter<string>;
+  tooLate: Counter<string>;
   pendingCounters: Gauge<string>;
 }
 
@@ -27,7 +28,7 @@ export function createUsageMetrics(): UsageMetrics {
       buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256, 512],
       registers,
     }),
-    seeds: new Counter({ name: 'fcd_usage_counter_seeds_total', help: 'Daily counters seeded into Redis from Postgres.', registers }),
+    seeds: new Counter({ name: 'fcd_usage_seeds_total', help: 'Daily counts seeded into Redis from Postgres.', registers }),
     flushed: new Counter({ name: 'fcd_usage_counters_flushed_total', help: 'Daily counters written to Postgres.', registers }),
     storeErrors: new Counter({
       name: 'fcd_usage_store_errors_total',
@@ -38,6 +39,11 @@ export function createUsageMetrics(): UsageMetrics {
     failOpen: new Counter({
       name: 'fcd_usage_fail_open_requests_total',
       help: 'Requests counted in Postgres because Redis was down and fail-open is enabled.',
+      registers,
+    }),
+    tooLate: new Counter({
+      name: 'fcd_usage_items_past_deadline_total',
+      help: 'Authorization items not counted because their batch reached Redis after its count-by deadline.',
       registers,
     }),
     pendingCounters: new Gauge({ name: 'fcd_usage_pending_counters', help: 'Counters waiting for the next flush.', registers }),

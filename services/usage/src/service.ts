@@ -70,7 +70,16 @@ export async function startUsageService(config: UsageConfig, options: { clock?: 
   };
   let shuttingDown = false;
 
-  const { server: grpcServer, health, drain } = createGrpcServer(meter, accounts, logger, metrics);
+  const {
+    server: grpcServer,
+    health,
+    drain,
+  } = createGrpcServer(meter, accounts, logger, metrics, {
+    callSecret: config.USAGE_GRPC_SECRET,
+    maxBatchItems: config.GRPC_MAX_BATCH_ITEMS,
+    maxMessageBytes: config.GRPC_MAX_MESSAGE_BYTES,
+    maxConcurrentStreams: config.GRPC_MAX_CONCURRENT_STREAMS,
+  });
   const grpcPort = await new Promise<number>((resolve, reject) =>
     grpcServer.bindAsync(`${config.HOST}:${config.GRPC_PORT}`, grpc.ServerCredentials.createInsecure(), (err, port) =>
       err ? reject(err) : resolve(port),

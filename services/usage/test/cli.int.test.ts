@@ -10,6 +10,7 @@ import {
   repoRoot,
   type ServiceProcess,
   startService,
+  TEST_USAGE_GRPC_SECRET,
   type TestDatabase,
   testUrls,
   uniqueName,
@@ -248,8 +249,9 @@ describe('usage admin CLI (built dist/cli.js, own database)', { timeout: 120_000
         HOST: '127.0.0.1',
         KEY_CACHE_TTL_MS: '0',
         KEY_CACHE_NEGATIVE_TTL_MS: '0',
+        USAGE_GRPC_SECRET: TEST_USAGE_GRPC_SECRET,
       });
-      const usageRpc = createClient(UsageService, `127.0.0.1:${grpcPort}`);
+      const usageRpc = createClient(UsageService, `127.0.0.1:${grpcPort}`, { callSecret: TEST_USAGE_GRPC_SECRET });
       rpc = usageRpc;
       const authorize = async () => {
         const res = await usageRpc.unary.authorize(create(AuthorizeRequestSchema, { items: [{ apiKey, method: 'GET', path: '/v1/x' }] }));

@@ -22,6 +22,17 @@ afterAll(async () => {
 });
 
 describe('CounterStore.authorize (one Lua call per batch)', () => {
+  it("counts nothing when Redis runs the batch after its count-by time (on Redis's clock), and counts before it", async () => {
+    await store.seed([{ accountId: 'deadline', day: DAY, count: 5 }]);
+    const [seconds] = await redis.time();
+    const redisNow = Number(seconds) * 1000;
+    const item = { accountId: 'deadline', day: DAY, limit: 100, hard: true };
+    expect(await store.authorize([item, item], redisNow - 1000)).toEqual([{ kind: 'too_late' }, { kind: 'too_late' }]);
+    expect(await store.get('deadline', DAY)).toBe(5);
+    expect(await store.authorize([item], redisNow + 60_000)).toEqual([{ kind: 'counted', count: 6 }]);
+    expect(await store.authorize([item], 0)).toEqual([{ kind: 'counted', count: 7 }]);
+  });
+
   it('decides each item in order: missing counters need a seed, hard limits refuse, soft limits count past the limit', async () => {
     await store.seed([
       { accountId: 'free-a', day: DAY, count: 98 },

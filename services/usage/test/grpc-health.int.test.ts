@@ -1,6 +1,15 @@
 import { grpc } from '@fcd/grpc';
 import { UsageService } from '@fcd/proto';
-import { createTestDatabase, freePort, PrivateRedis, type ServiceProcess, startService, type TestDatabase, uniqueName } from '@fcd/testing';
+import {
+  createTestDatabase,
+  freePort,
+  PrivateRedis,
+  type ServiceProcess,
+  startService,
+  TEST_USAGE_GRPC_SECRET,
+  type TestDatabase,
+  uniqueName,
+} from '@fcd/testing';
 import { service as healthService } from 'grpc-health-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
@@ -104,6 +113,7 @@ async function startUsage(env: Record<string, string> = {}): Promise<{ usage: Se
     PORT: '0',
     METRICS_PORT: '0',
     HOST: '127.0.0.1',
+    USAGE_GRPC_SECRET: TEST_USAGE_GRPC_SECRET,
     ...env,
   });
   processes.push(usage);

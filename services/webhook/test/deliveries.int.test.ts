@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { DeliveryStore, SubscriptionStore, verify } from '@fcd/webhooks';
 import type { FastifyInstance, InjectOptions } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { asAccount, createContext, newAccount, PUBLIC_HOST, type TestContext, testApp } from './helpers';
+import { asAccount, createContext, newAccount, PUBLIC_HOST, type TestContext, target, testApp } from './helpers';
 
 /**
  * The delivery tools of the webhook API (SPEC §8 "beyond the seed"): the log,
@@ -29,7 +29,7 @@ afterAll(async () => {
 });
 
 function call(options: InjectOptions, who = account) {
-  return app.inject({ ...options, headers: { ...asAccount(who), ...(options.headers ?? {}) } });
+  return app.inject({ ...options, headers: { ...asAccount(who, target(options)), ...(options.headers ?? {}) } });
 }
 
 async function create(): Promise<{ id: string; secret: string }> {

@@ -1,9 +1,9 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { Writable } from 'node:stream';
-import { type AccountClaims, createLogger, createPool, InternalAuth, migrate, type Pool } from '@fcd/service-kit';
+import { type AccountClaims, createLogger, createPool, InternalAuth, migrate, type Pool, requestTarget } from '@fcd/service-kit';
 import { createTestDatabase, type TestDatabase } from '@fcd/testing';
 import { type ResolvedAddress, type Resolver, SecretBox, WEBHOOK_SCHEMA, webhookMigrations } from '@fcd/webhooks';
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyInstance, type InjectOptions } from 'fastify';
 import { buildApp } from '../src/app';
 import { type FacilityDirectory, HttpFacilityDirectory } from '../src/clients/facility';
 
@@ -32,11 +32,20 @@ export function newAccount(): string {
   return `acct_${randomUUID()}`;
 }
 
-/** The header the gateway sends: the signed account claims. */
-export function asAccount(accountId: string, tier: Tier = 'pro'): Record<string, string> {
+/** The header the gateway sends: the account claims, signed for this one request to the webhook service. */
+export function asAccount(accountId: string, request: { method?: string; url: string }, tier: Tier = 'pro'): Record<string, string> {
   return {
-    'x-fcd-account': internalAuth.sign({ account_id: accountId, tier, tier_rank: TIER_RANK[tier], request_id: `req_${randomUUID()}` }),
+    'x-fcd-account': internalAuth.sign(
+      { account_id: accountId, tier, tier_rank: TIER_RANK[tier], request_id: `req_${randomUUID()}` },
+      { audience: 'webhook', method: request.method ?? 'GET', path: request.url },
+    ),
   };
+}
+
+/** The method and path (with query) an inject call sends, for `asAccount`. */
+export function target(options: InjectOptions): { method: string; url: string } {
+  if (typeof options.url !== 'string') throw new Error('inject with a string url');
+  return { method: options.method ?? 'GET', url: options.url };
 }
 
 export const dnsError = (code: string) => Object.assign(new Error(code), { code });
@@ -80,7 +89,7 @@ export async function startFacilityStub(existing: Iterable<string>): Promise<Fac
   };
   app.get('/healthz', async () => ({ data: { status: 'ok' } }));
   app.post<{ Body: { ids: string[] } }>('/internal/v1/facilities/existing', async (request, reply) => {
-    const claims = internalAuth.verify(request.headers['x-fcd-account']);
+    const claims = internalAuth.verify(request.headers['x-fcd-account'], requestTarget(request, 'facility'));
     stub.calls.push({ ids: request.body.ids, claims });
     if (!claims) return reply.code(401).send({ error: { code: 'UNAUTHORIZED', message: 'no' } });
     if (stub.failWith) return reply.code(stub.failWith).send({ error: { code: 'INTERNAL_ERROR', message: 'boom' } });

@@ -61,14 +61,18 @@ describe('webhook service process', () => {
     const account = newAccount();
     const res = await fetch(`${base}/v1/webhooks`, {
       method: 'POST',
-      headers: { ...asAccount(account), 'content-type': 'application/json', 'x-request-id': 'req-process-1' },
+      headers: {
+        ...asAccount(account, { method: 'POST', url: '/v1/webhooks' }),
+        'content-type': 'application/json',
+        'x-request-id': 'req-process-1',
+      },
       body: JSON.stringify({ url: 'https://93.184.215.14/hook', events: ['violation.new'], facility_ids: [F1] }),
     });
     expect(res.status).toBe(201);
     expect(res.headers.get('x-request-id')).toBe('req-process-1');
     const { data } = (await res.json()) as { data: { secret: string; id: string } };
     expect(data.secret).toMatch(/^whsec_/);
-    const list = await fetch(`${base}/v1/webhooks`, { headers: asAccount(account) });
+    const list = await fetch(`${base}/v1/webhooks`, { headers: asAccount(account, { url: '/v1/webhooks' }) });
     expect(((await list.json()) as { data: Array<{ secret: string }> }).data[0]?.secret).toBe(`whsec_********${data.secret.slice(-4)}`);
     expect(service.output.join('\n')).not.toContain(data.secret.slice(6));
   });
@@ -76,7 +80,7 @@ describe('webhook service process', () => {
   it('refuses a loopback destination by default (WEBHOOK_ALLOW_PRIVATE_URLS off)', async () => {
     const res = await fetch(`${base}/v1/webhooks`, {
       method: 'POST',
-      headers: { ...asAccount(newAccount()), 'content-type': 'application/json' },
+      headers: { ...asAccount(newAccount(), { method: 'POST', url: '/v1/webhooks' }), 'content-type': 'application/json' },
       body: JSON.stringify({ url: 'http://127.0.0.1:8080/hook', events: ['violation.new'] }),
     });
     expect(res.status).toBe(400);
@@ -98,7 +102,7 @@ describe('webhook service process', () => {
     const create = async (account: string) => {
       const res = await fetch(`${base}/v1/webhooks`, {
         method: 'POST',
-        headers: { ...asAccount(account), 'content-type': 'application/json' },
+        headers: { ...asAccount(account, { method: 'POST', url: '/v1/webhooks' }), 'content-type': 'application/json' },
         body: JSON.stringify({ url: 'https://93.184.215.14/hook', events: ['case.new'] }),
       });
       return ((await res.json()) as { data: { id: string } }).data.id;
@@ -107,7 +111,10 @@ describe('webhook service process', () => {
     const a2 = await create(downgraded);
     const b1 = await create(other);
     // A test event: a pending delivery (no dispatcher runs here).
-    const test = await fetch(`${base}/v1/webhooks/${a1}/test`, { method: 'POST', headers: asAccount(downgraded) });
+    const test = await fetch(`${base}/v1/webhooks/${a1}/test`, {
+      method: 'POST',
+      headers: asAccount(downgraded, { method: 'POST', url: `/v1/webhooks/${a1}/test` }),
+    });
     expect(test.status).toBe(202);
     const cli = (args: string[]) =>
       spawnSync(process.execPath, [resolve(repoRoot, 'services/webhook/dist/cli.js'), ...args], {
@@ -118,16 +125,22 @@ describe('webhook service process', () => {
     expect(run.status, run.stderr).toBe(0);
     expect(JSON.parse(run.stdout)).toEqual({ account_id: downgraded, reason: 'tier_downgraded', deactivated: [a1, a2].sort() });
     for (const id of [a1, a2]) {
-      const { data } = (await (await fetch(`${base}/v1/webhooks/${id}`, { headers: asAccount(downgraded) })).json()) as {
+      const { data } = (await (
+        await fetch(`${base}/v1/webhooks/${id}`, { headers: asAccount(downgraded, { url: `/v1/webhooks/${id}` }) })
+      ).json()) as {
         data: { is_active: boolean; deactivation_reason: string | null };
       };
       expect(data).toMatchObject({ is_active: false, deactivation_reason: 'tier_downgraded' });
     }
-    const deliveries = (await (await fetch(`${base}/v1/webhooks/${a1}/deliveries`, { headers: asAccount(downgraded) })).json()) as {
+    const deliveries = (await (
+      await fetch(`${base}/v1/webhooks/${a1}/deliveries`, { headers: asAccount(downgraded, { url: `/v1/webhooks/${a1}/deliveries` }) })
+    ).json()) as {
       data: Array<{ status: string }>;
     };
     expect(deliveries.data.map((d) => d.status)).toEqual(['cancelled']);
-    const untouched = (await (await fetch(`${base}/v1/webhooks/${b1}`, { headers: asAccount(other) })).json()) as {
+    const untouched = (await (
+      await fetch(`${base}/v1/webhooks/${b1}`, { headers: asAccount(other, { url: `/v1/webhooks/${b1}` }) })
+    ).json()) as {
       data: { is_active: boolean };
     };
     expect(untouched.data.is_active).toBe(true);
@@ -136,7 +149,9 @@ describe('webhook service process', () => {
     expect(cli(['deactivate-account']).status).toBe(2);
     expect(cli(['deactivate-account', '--account', other, '--reason', 'Bad Reason']).status).toBe(2);
     expect(cli(['frobnicate']).status).toBe(2);
-    const still = (await (await fetch(`${base}/v1/webhooks/${b1}`, { headers: asAccount(other) })).json()) as {
+    const still = (await (
+      await fetch(`${base}/v1/webhooks/${b1}`, { headers: asAccount(other, { url: `/v1/webhooks/${b1}` }) })
+    ).json()) as {
       data: { is_active: boolean };
     };
     expect(still.data.is_active).toBe(true);

@@ -30,7 +30,7 @@ beforeAll(async () => {
     const res = await app.inject({
       method: 'POST',
       url: '/v1/webhooks',
-      headers: asAccount(patchAccount),
+      headers: asAccount(patchAccount, { method: 'POST', url: '/v1/webhooks' }),
       payload: { url: 'https://hooks.example.com/p', events: ['case.new'] },
     });
     patchIds.push(res.json().data.id);
@@ -138,7 +138,7 @@ describe('property: webhook bodies never cause a 5xx', () => {
         const res = await app.inject({
           method: 'POST',
           url: '/v1/webhooks',
-          headers: { ...asAccount(newAccount()), 'content-type': 'application/json' },
+          headers: { ...asAccount(newAccount(), { method: 'POST', url: '/v1/webhooks' }), 'content-type': 'application/json' },
           payload: JSON.stringify(body),
         });
         expectEnvelope(res, 201);
@@ -157,7 +157,7 @@ describe('property: webhook bodies never cause a 5xx', () => {
         const res = await app.inject({
           method: 'PATCH',
           url: `/v1/webhooks/${id}`,
-          headers: { ...asAccount(patchAccount), 'content-type': 'application/json' },
+          headers: { ...asAccount(patchAccount, { method: 'PATCH', url: `/v1/webhooks/${id}` }), 'content-type': 'application/json' },
           payload: JSON.stringify(body),
         });
         expectEnvelope(res, 200);

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { ManualClock } from '@fcd/service-kit';
+import { InternalAuth, ManualClock } from '@fcd/service-kit';
 import { matches, SubscriptionStore, sign, verify } from '@fcd/webhooks';
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -7,6 +7,8 @@ import {
   asAccount,
   createContext,
   type FacilityStub,
+  INTERNAL_SECRET,
+  internalAuth,
   logCapture,
   newAccount,
   PRIVATE_HOST,
@@ -14,6 +16,7 @@ import {
   SUBSCRIPTION_KEYS,
   startFacilityStub,
   type TestContext,
+  target,
   testApp,
 } from './helpers';
 
@@ -51,7 +54,7 @@ async function call(
   options: InjectOptions,
   tier: 'free' | 'pro' | 'enterprise' = 'pro',
 ): Promise<LightMyRequestResponse> {
-  return app.inject({ ...options, headers: { ...asAccount(accountId, tier), ...(options.headers ?? {}) } });
+  return app.inject({ ...options, headers: { ...asAccount(accountId, target(options), tier), ...(options.headers ?? {}) } });
 }
 const create = (accountId: string, payload: unknown, tier: 'pro' | 'enterprise' | 'free' = 'pro') =>
   call(accountId, { method: 'POST', url: '/v1/webhooks', payload: payload as object }, tier);
@@ -446,6 +449,47 @@ describe('authentication, Pro gating and HTTP conventions', () => {
     }
   });
 
+  it('refuses a captured header replayed to another method, path or service, and writes nothing', async () => {
+    const account = newAccount();
+    const captured = asAccount(account, { method: 'GET', url: '/v1/webhooks?limit=1' });
+    expect((await app.inject({ method: 'GET', url: '/v1/webhooks?limit=1', headers: captured })).statusCode).toBe(200);
+    const replays: InjectOptions[] = [
+      { method: 'POST', url: '/v1/webhooks?limit=1', payload: { url: url(), events: ['case.new'] } },
+      { method: 'POST', url: '/v1/webhooks', payload: { url: url(), events: ['case.new'] } },
+      { method: 'GET', url: '/v1/webhooks' },
+      { method: 'GET', url: '/v1/webhooks?limit=2' },
+      { method: 'GET', url: `/v1/webhooks/wh_${randomUUID()}` },
+    ];
+    for (const options of replays) {
+      const res = await app.inject({ ...options, headers: captured });
+      expect(res.statusCode, `${options.method} ${options.url}`).toBe(401);
+      expect(res.json().error.code).toBe('UNAUTHORIZED');
+    }
+    // The same request, signed for the facility service.
+    const forFacility = internalAuth.sign(
+      { account_id: account, tier: 'pro', tier_rank: 1 },
+      { audience: 'facility', method: 'POST', path: '/v1/webhooks' },
+    );
+    const res = await app.inject({
+      method: 'POST',
+      url: '/v1/webhooks',
+      headers: { 'x-fcd-account': forFacility },
+      payload: { url: url(), events: ['case.new'] },
+    });
+    expect(res.statusCode).toBe(401);
+    expect(await countRows(account)).toBe(0);
+  });
+
+  it('refuses a header older than its few seconds of life', async () => {
+    const account = newAccount();
+    const old = new InternalAuth(INTERNAL_SECRET, undefined, new ManualClock(Date.now() - 5_100));
+    const stale = old.sign(
+      { account_id: account, tier: 'pro', tier_rank: 1 },
+      { audience: 'webhook', method: 'GET', path: '/v1/webhooks' },
+    );
+    expect((await app.inject({ method: 'GET', url: '/v1/webhooks', headers: { 'x-fcd-account': stale } })).statusCode).toBe(401);
+  });
+
   it('answers 405 with Allow for a known path and a wrong method, and 404 for unknown paths', async () => {
     const account = newAccount();
     const put = await call(account, { method: 'PUT', url: `/v1/webhooks/wh_${randomUUID()}`, payload: {} });
@@ -492,7 +536,7 @@ describe('dependencies', () => {
       const res = await down.app.inject({
         method: 'POST',
         url: '/v1/webhooks',
-        headers: asAccount(account),
+        headers: asAccount(account, { method: 'POST', url: '/v1/webhooks' }),
         payload: { url: url(), events: ['case.new'], facility_ids: [F1] },
       });
       expect(res.statusCode).toBe(503);
@@ -503,7 +547,7 @@ describe('dependencies', () => {
       const ok = await down.app.inject({
         method: 'POST',
         url: '/v1/webhooks',
-        headers: asAccount(account),
+        headers: asAccount(account, { method: 'POST', url: '/v1/webhooks' }),
         payload: { url: url(), events: ['case.new'] },
       });
       expect(ok.statusCode).toBe(201);
@@ -545,7 +589,7 @@ describe('WEBHOOK_ALLOW_PRIVATE_URLS', () => {
         dev.app.inject({
           method: 'POST',
           url: '/v1/webhooks',
-          headers: asAccount(account),
+          headers: asAccount(account, { method: 'POST', url: '/v1/webhooks' }),
           payload: { url: target, events: ['case.new'] },
         });
       expect((await post('http://127.0.0.1:3000/hook')).statusCode).toBe(201);

@@ -165,6 +165,9 @@ app.kubernetes.io/managed-by: {{ .ctx.Release.Service }}
 {{- define "fcd.env.internalAuth" -}}
 {{ include "fcd.secretEnv" (dict "env" "INTERNAL_AUTH_SECRET" "ref" (include "fcd.secretRef" (dict "ctx" . "cfg" .Values.secrets.internalAuth "key" "internal-auth-secret" "what" "secrets.internalAuth"))) }}
 {{- end -}}
+{{- define "fcd.env.usageGrpc" -}}
+{{ include "fcd.secretEnv" (dict "env" "USAGE_GRPC_SECRET" "ref" (include "fcd.secretRef" (dict "ctx" . "cfg" .Values.secrets.usageGrpc "key" "usage-grpc-secret" "what" "secrets.usageGrpc"))) }}
+{{- end -}}
 {{- define "fcd.env.webhookKey" -}}
 {{ include "fcd.secretEnv" (dict "env" "WEBHOOK_SECRET_KEY" "ref" (include "fcd.secretRef" (dict "ctx" . "cfg" .Values.secrets.webhookEncryptionKey "key" "webhook-secret-key" "what" "secrets.webhookEncryptionKey"))) }}
 {{- with .Values.secrets.webhookEncryptionKey }}
@@ -198,6 +201,7 @@ app.kubernetes.io/managed-by: {{ .ctx.Release.Service }}
 - name: WEBHOOK_URL
   value: {{ printf "http://%s:%v" (include "fcd.componentName" (dict "ctx" $ctx "name" "webhook")) $ctx.Values.webhook.containerPorts.http | quote }}
 {{ include "fcd.env.internalAuth" $ctx }}
+{{ include "fcd.env.usageGrpc" $ctx }}
 {{- else if eq .name "usage" }}
 - name: HOST
   value: "0.0.0.0"
@@ -209,6 +213,7 @@ app.kubernetes.io/managed-by: {{ .ctx.Release.Service }}
   value: {{ not $ctx.Values.migrations.enabled | quote }}
 {{ include "fcd.env.database" $ctx }}
 {{ include "fcd.env.redis" $ctx }}
+{{ include "fcd.env.usageGrpc" $ctx }}
 {{- $admin := include "fcd.secretRef" (dict "ctx" $ctx "cfg" $ctx.Values.secrets.adminToken "key" "admin-token" "what" "secrets.adminToken" "optional" true) }}
 {{- if $admin }}
 {{ include "fcd.secretEnv" (dict "env" "ADMIN_TOKEN" "ref" $admin) }}
@@ -232,6 +237,7 @@ app.kubernetes.io/managed-by: {{ .ctx.Release.Service }}
 {{ include "fcd.env.database" $ctx }}
 {{ include "fcd.env.nats" $ctx }}
 {{ include "fcd.env.webhookKey" $ctx }}
+{{ include "fcd.env.usageGrpc" $ctx }}
 {{- end }}
 {{- range $k, $val := $v.env }}
 - name: {{ $k }}
@@ -297,6 +303,9 @@ nats-url: {{ . | b64enc | quote }}
 {{- if .Values.secrets.generate }}
 {{- if not .Values.secrets.internalAuth.existingSecret }}
 internal-auth-secret: {{ get $live "internal-auth-secret" | default (randAlphaNum 48 | b64enc) | quote }}
+{{- end }}
+{{- if not .Values.secrets.usageGrpc.existingSecret }}
+usage-grpc-secret: {{ get $live "usage-grpc-secret" | default (randAlphaNum 48 | b64enc) | quote }}
 {{- end }}
 {{- if not .Values.secrets.webhookEncryptionKey.existingSecret }}
 webhook-secret-key: {{ get $live "webhook-secret-key" | default (randBytes 32 | b64enc) | quote }}

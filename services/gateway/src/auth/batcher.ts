@@ -31,6 +31,25 @@ interface InFlight {
 const tracer = trace.getTracer('@fcd/gateway');
 const RPC_ATTRIBUTES = { 'rpc.system': 'grpc', 'rpc.service': UsageService.typeName, 'rpc.method': 'AuthorizeStream' };
 
+/**
+ * Bounds on what one item carries, so a full batch stays far below the usage service's message cap
+ * (4 MiB) whatever clients send: a key longer than the key format (36 characters) is refused
+ * whatever follows its 64th character, and the path and tracestate only label traces.
+ */
+const MAX_KEY_CHARS = 64;
+const MAX_PATH_CHARS = 256;
+const MAX_TRACESTATE_CHARS = 256;
+
+/**
+ * A batch travels with its count-by time: usage counts its items only if Redis runs the counting
+ * before then (docs/metering.md, "Counting follows the answer"). It is this much earlier than the
+ * time the gateway stops waiting and answers 503, so an item counted just in time is also answered
+ * in time: a quarter of the deadline, at most 500 ms.
+ */
+export function countByMargin(deadlineMs: number): number {
+  return Math.min(500, Math.floor(deadlineMs / 4));
+}
+
 const UNAVAILABLE = () => create(AuthorizeResultSchema, { decision: Decision.UNAVAILABLE, retryAfterSeconds: 1 });
 
 /**
@@ -68,7 +87,14 @@ export class AuthorizationBatcher {
     });
     const { traceparent = '', tracestate = '' } = injectTraceContext(trace.setSpan(context.active(), span));
     return new Promise((resolve) => {
-      const item = create(AuthorizeItemSchema, { apiKey, method, path, includeUsage, traceparent, tracestate });
+      const item = create(AuthorizeItemSchema, {
+        apiKey: apiKey.slice(0, MAX_KEY_CHARS),
+        method: method.slice(0, 16),
+        path: path.slice(0, MAX_PATH_CHARS),
+        includeUsage,
+        traceparent,
+        tracestate: tracestate.length <= MAX_TRACESTATE_CHARS ? tracestate : '',
+      });
       this.queue.push({
         item,
         resolve: (r) => {
@@ -102,7 +128,13 @@ export class AuthorizationBatcher {
     this.inFlight.set(batchId, { waiters, timer, deadlineAt, resent: resend !== undefined });
     if (!resend) this.options.onBatch?.(waiters.length);
     try {
-      stream.write(create(AuthorizeStreamRequestSchema, { batchId, items: waiters.map((w) => w.item) }));
+      stream.write(
+        create(AuthorizeStreamRequestSchema, {
+          batchId,
+          items: waiters.map((w) => w.item),
+          countByUnixMs: BigInt(deadlineAt - countByMargin(this.options.deadlineMs)),
+        }),
+      );
     } catch (err) {
       this.fail(batchId, (err as Error).message);
     }

@@ -57,6 +57,13 @@ export class Upstream {
     } catch (err) {
       throw serviceUnavailable(this.name, 1, err);
     }
+    if (res.statusCode === 401) {
+      // The client's key was accepted here: a domain service refusing the signed account header is an
+      // internal fault (secrets that differ, or a request queued past the header's few seconds), so the
+      // client gets a retryable 503, never a 401 that would blame its key.
+      request.log.error({ upstream: this.name }, 'upstream refused the signed account header');
+      throw serviceUnavailable(this.name, 1);
+    }
     if (res.statusCode >= 500 && res.statusCode !== 503) {
       request.log.error({ upstream: this.name, status: res.statusCode }, 'upstream error');
       throw new AppError('INTERNAL_ERROR', `An internal error occurred. Quote request id ${request.id} when reporting it.`);

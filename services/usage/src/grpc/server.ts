@@ -1,5 +1,5 @@
 import { create } from '@bufbuild/protobuf';
-import { addService, grpc } from '@fcd/grpc';
+import { addService, grpc, isHealthMethod, requireCallAuth, toGrpcError } from '@fcd/grpc';
 import {
   type AuthorizeItem,
   AuthorizeResponseSchema,
@@ -57,8 +57,13 @@ function toResult(r: MeterResult): AuthorizeResult {
   });
 }
 
-async function decide(meter: UsageMeter, items: AuthorizeItem[]): Promise<AuthorizeResult[]> {
-  return (await meter.authorize(items.map((i) => ({ apiKey: i.apiKey, includeUsage: i.includeUsage })))).map(toResult);
+/** `countBy`: the batch's deadline (Unix ms, 0 = none); items not counted by then are answered UNAVAILABLE. */
+async function decide(meter: UsageMeter, items: AuthorizeItem[], countBy: bigint): Promise<AuthorizeResult[]> {
+  const results = await meter.authorize(
+    items.map((i) => ({ apiKey: i.apiKey, includeUsage: i.includeUsage })),
+    { countBy: Number(countBy) },
+  );
+  return results.map(toResult);
 }
 
 const tracer = trace.getTracer('@fcd/usage');
@@ -82,13 +87,40 @@ export const HEALTH_SERVICE_NAME = UsageService.typeName;
 /** At most this many account ids per GetAccounts call. */
 export const MAX_ACCOUNTS_PER_CALL = 1000;
 
+export interface GrpcLimits {
+  /** Shared secret of the per-call tokens (every method but the standard health service needs one). */
+  callSecret: string;
+  /** Items per authorization batch (a stream message or an Authorize call); more → INVALID_ARGUMENT. */
+  maxBatchItems: number;
+  /** Largest request message in bytes; larger → RESOURCE_EXHAUSTED (grpc-js). */
+  maxMessageBytes: number;
+  /** Concurrent calls (HTTP/2 streams) per connection; beyond → refused by HTTP/2 (RST_STREAM REFUSED_STREAM). */
+  maxConcurrentStreams: number;
+}
+
+const refusedBatch = (items: number, max: number) =>
+  new AppError('VALIDATION_ERROR', `A batch carries at most ${max} items; this one has ${items}.`);
+
 export function createGrpcServer(
   meter: UsageMeter,
   accounts: AccountStore,
   logger: Logger,
   metrics: UsageMetrics,
+  limits: GrpcLimits,
 ): { server: grpc.Server; health: HealthImplementation; drain: () => Promise<void> } {
-  const server = new grpc.Server({ 'grpc.keepalive_permit_without_calls': 1, 'grpc.max_receive_message_length': 8 * 1024 * 1024 });
+  const server = new grpc.Server({
+    'grpc.keepalive_permit_without_calls': 1,
+    'grpc.max_receive_message_length': limits.maxMessageBytes,
+    'grpc.max_concurrent_streams': limits.maxConcurrentStreams,
+    interceptors: [
+      requireCallAuth(limits.callSecret, {
+        isOpen: isHealthMethod,
+        onRefused: (path) => {
+          metrics.requestsTotal.inc({ route: path.slice(path.lastIndexOf('/') + 1), method: 'grpc', status: 'UNAUTHENTICATED' });
+        },
+      }),
+    ],
+  });
   const health = new HealthImplementation({
     '': 'NOT_SERVING',
     [HEALTH_SERVICE_NAME]: 'NOT_SERVING',
@@ -127,9 +159,16 @@ export function createGrpcServer(
         };
         call.on('data', (batch) => {
           if (ending) return; // not counted, not answered: the gateway sends it again on a new stream
+          if (batch.items.length > limits.maxBatchItems) {
+            // A caller that ignores the cap loses its stream (its batches still being decided are answered first).
+            ending = true;
+            metrics.requestsTotal.inc({ route: 'AuthorizeStream', method: 'grpc', status: 'INVALID_ARGUMENT' });
+            call.emit('error', toGrpcError(refusedBatch(batch.items.length, limits.maxBatchItems)));
+            return;
+          }
           started.set(batch.batchId, performance.now());
           const spans = itemSpans(batch.items);
-          const done = decide(meter, batch.items)
+          const done = decide(meter, batch.items, batch.countByUnixMs)
             .catch((err: unknown) => {
               logger.error({ err }, 'authorize batch failed');
               return unavailable(batch.items);
@@ -162,8 +201,13 @@ export function createGrpcServer(
         call.on('end', endWhenIdle);
         call.on('error', (err) => logger.debug({ err: { message: err.message } }, 'authorize stream error'));
       },
-      async authorize(request) {
-        return create(AuthorizeResponseSchema, { results: await decide(meter, request.items) });
+      async authorize(request, call) {
+        if (request.items.length > limits.maxBatchItems) throw refusedBatch(request.items.length, limits.maxBatchItems);
+        // Without a count-by time, the call's own deadline bounds the counting.
+        const deadline = call.getDeadline();
+        const callDeadline = deadline instanceof Date ? deadline.getTime() : Number.isFinite(deadline) ? Number(deadline) : 0;
+        const countBy = request.countByUnixMs > 0n ? request.countByUnixMs : BigInt(Math.trunc(callDeadline));
+        return create(AuthorizeResponseSchema, { results: await decide(meter, request.items, countBy) });
       },
       async getUsage(request) {
         const report = await meter.usage(request.accountId);

@@ -1,4 +1,3 @@
-import { timingSafeEqual } from 'node:crypto';
 import {
   AppError,
   baseFastifyOptions,
@@ -6,6 +5,7 @@ import {
   checkReadiness,
   errorBody,
   installHttpConventions,
+  requireBearerToken,
   type ServiceMetrics,
 } from '@fcd/service-kit';
 import { Type } from '@sinclair/typebox';
@@ -57,15 +57,10 @@ export function buildUsageHttpApp(deps: UsageHttpDeps): FastifyInstance {
   });
 
   app.register(async (admin) => {
-    admin.addHook('onRequest', async (request) => {
-      const given = /^Bearer (.+)$/.exec(request.headers.authorization ?? '')?.[1];
-      const ok =
-        deps.adminToken !== undefined &&
-        given !== undefined &&
-        given.length === deps.adminToken.length &&
-        timingSafeEqual(Buffer.from(given), Buffer.from(deps.adminToken));
-      if (!ok) throw new AppError('UNAUTHORIZED', 'A valid admin token is required in the Authorization header.');
-    });
+    admin.addHook(
+      'onRequest',
+      requireBearerToken(deps.adminToken, { message: 'A valid admin token is required in the Authorization header.' }),
+    );
     const accountOut = (a: { id: string; name: string; tier: string; dailyLimit: number; createdAt: string }) => ({
       id: a.id,
       name: a.name,

@@ -10,12 +10,23 @@ import { Redis } from 'ioredis';
  * 45 µs of CPU per request (docs/benchmarks.md, 2026-11-23). Its keys span slots,
  * so Redis Cluster would need the batch split by slot (docs/metering.md).
  *
- * KEYS[i] = counter; ARGV[2i-1] = daily limit, ARGV[2i] = '1' for a hard limit.
- * Returns status, count per item: 0 = counter missing (seed it), 1 = counted, 2 = refused.
+ * KEYS[i] = counter; ARGV[2i-1] = daily limit, ARGV[2i] = '1' for a hard limit; ARGV[2n+1] = the
+ * batch's count-by time (Unix ms, 0 = none). Past it, on Redis's own clock (so a script that waited
+ * behind a stalled Redis or a slow network counts nothing), every item is status 3 and nothing changes.
+ * Returns status, count per item: 0 = counter missing (seed it), 1 = counted, 2 = refused, 3 = too late.
  */
 const AUTHORIZE_BATCH_LUA = `
 local out = {}
-for i = 1, #KEYS do
+local n = #KEYS
+local countBy = tonumber(ARGV[2 * n + 1]) or 0
+if countBy > 0 then
+  local t = redis.call('TIME')
+  if tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) > countBy then
+    for i = 1, n do out[2 * i - 1] = 3; out[2 * i] = 0 end
+    return out
+  end
+end
+for i = 1, n do
   local c = redis.call('GET', KEYS[i])
   if not c then
     out[2 * i - 1] = 0; out[2 * i] = 0
@@ -38,7 +49,12 @@ if c and tonumber(c) < tonumber(ARGV[1]) then redis.call('SET', KEYS[1], ARGV[1]
 return 1
 `;
 
-export type CounterOutcome = { kind: 'needs_seed' } | { kind: 'counted'; count: number } | { kind: 'refused'; count: number };
+export type CounterOutcome =
+  | { kind: 'needs_seed' }
+  | { kind: 'counted'; count: number }
+  | { kind: 'refused'; count: number }
+  /** The batch's count-by time had passed when Redis ran the script: not counted. */
+  | { kind: 'too_late' };
 
 export interface CounterItem {
   accountId: string;
@@ -75,16 +91,21 @@ export class CounterStore {
     return m ? { accountId: m[1] as string, day: m[2] as string } : undefined;
   }
 
-  /** One Lua call: decide-and-count every item, in order. Throws when Redis is unreachable. */
-  async authorize(items: CounterItem[]): Promise<CounterOutcome[]> {
+  /**
+   * One Lua call: decide-and-count every item, in order, unless Redis runs it after `countBy`
+   * (Unix ms; 0 = no limit). Throws when Redis is unreachable.
+   */
+  async authorize(items: CounterItem[], countBy = 0): Promise<CounterOutcome[]> {
     if (items.length === 0) return [];
     const args: Array<string | number> = items.map((it) => this.key(it.accountId, it.day));
     for (const it of items) args.push(it.limit, it.hard ? '1' : '0');
+    args.push(Math.max(0, Math.trunc(countBy)));
     const flat = await this.redis.fcdAuthorizeBatch(items.length, ...args);
     return items.map((_, i) => {
       const status = flat[2 * i];
       const count = flat[2 * i + 1] as number;
       if (status === 0) return { kind: 'needs_seed' };
+      if (status === 3) return { kind: 'too_late' };
       return status === 1 ? { kind: 'counted', count } : { kind: 'refused', count };
     });
   }

@@ -45,13 +45,14 @@ export class HttpFacilityDirectory implements FacilityDirectory {
     if (ids.length === 0) return new Set();
     let status: number;
     let payload: unknown;
+    const path = `${this.basePath}/internal/v1/facilities/existing`;
     try {
       const res = await this.pool.request({
-        path: `${this.basePath}/internal/v1/facilities/existing`,
+        path,
         method: 'POST',
         headers: {
           'content-type': 'application/json',
-          [INTERNAL_AUTH_HEADER]: this.options.internalAuth.sign(account),
+          [INTERNAL_AUTH_HEADER]: this.options.internalAuth.sign(account, { audience: 'facility', method: 'POST', path }),
           ...(account.request_id ? { 'x-request-id': account.request_id } : {}),
         },
         body: JSON.stringify({ ids }),

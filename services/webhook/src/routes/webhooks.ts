@@ -1,4 +1,12 @@
-import { type AccountClaims, AppError, fieldProblems, INTERNAL_AUTH_HEADER, type InternalAuth, unauthorized } from '@fcd/service-kit';
+import {
+  type AccountClaims,
+  AppError,
+  fieldProblems,
+  INTERNAL_AUTH_HEADER,
+  type InternalAuth,
+  requestTarget,
+  unauthorized,
+} from '@fcd/service-kit';
 import type { Static } from '@sinclair/typebox';
 import { Ajv } from 'ajv';
 import type { FastifyInstance, FastifyRequest, FastifySchemaCompiler } from 'fastify';
@@ -67,7 +75,7 @@ export async function webhookRoutes(app: FastifyInstance, options: WebhookRoutes
   const { service, internalAuth } = options;
 
   app.addHook('onRequest', async (request) => {
-    const claims = internalAuth.verify(request.headers[INTERNAL_AUTH_HEADER]);
+    const claims = internalAuth.verify(request.headers[INTERNAL_AUTH_HEADER], requestTarget(request, 'webhook'));
     if (!claims) throw unauthorized();
     const rank = typeof claims.tier_rank === 'number' ? claims.tier_rank : 0;
     if (rank < PRO_RANK) {

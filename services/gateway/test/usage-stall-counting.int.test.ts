@@ -1,0 +1,77 @@
+import { eventually, PrivateRedis, type Stack, startStack } from '@fcd/testing';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+/**
+ * Counting follows the answer: while Redis is frozen (SIGSTOP) past the gateway's authorization
+ * deadline, the gateway answers 503 and the batches it gave up on wait in Redis's socket. When Redis
+ * resumes, their counting script runs after the batch's count-by time and counts nothing, so the
+ * stored count equals exactly the number of 2xx answers.
+ */
+
+const DEADLINE_MS = 600;
+let redis: PrivateRedis;
+let stack: Stack;
+
+beforeAll(async () => {
+  redis = await PrivateRedis.start();
+  stack = await startStack({ label: 'usage_stall', redisUrl: redis.url, gatewayEnv: { AUTH_DEADLINE_MS: String(DEADLINE_MS) } });
+}, 60_000);
+
+afterAll(async () => {
+  redis?.resume();
+  await stack?.stop();
+  await redis?.stop();
+});
+
+describe('a usage service stalled past the authorization deadline', () => {
+  it('stores exactly as many requests as were answered 2xx', async () => {
+    const { apiKey, accountId } = await stack.createAccount('pro');
+    const url = `${stack.gatewayUrls[0] as string}/v1/account/usage`;
+    const statuses: number[] = [];
+    let running = true;
+    const lanes = Array.from({ length: 6 }, async () => {
+      while (running) {
+        const res = await fetch(url, { headers: { 'x-api-key': apiKey } });
+        await res.arrayBuffer();
+        statuses.push(res.status);
+      }
+    });
+    const answered = (status: number) => statuses.filter((s) => s === status).length;
+
+    // Traffic flows, then Redis freezes for three deadlines (several batches are sent into the
+    // stall and given up on), then it resumes and traffic flows again.
+    await eventually(
+      async () => answered(200),
+      (n) => n >= 20,
+    );
+    for (let stall = 0; stall < 3; stall++) {
+      redis.pause();
+      const before = answered(503);
+      await eventually(
+        async () => answered(503),
+        (n) => n >= before + 6,
+      );
+      await new Promise((r) => setTimeout(r, DEADLINE_MS));
+      redis.resume();
+      const ok = answered(200);
+      await eventually(
+        async () => answered(200),
+        (n) => n >= ok + 20,
+      );
+    }
+    running = false;
+    await Promise.all(lanes);
+
+    const ok = answered(200);
+    expect(answered(503)).toBeGreaterThanOrEqual(18);
+    expect(statuses.every((s) => s === 200 || s === 503)).toBe(true);
+    // Every count reaches Postgres (flushed every 200 ms in this stack) and nothing more arrives.
+    await eventually(
+      () => stack.storedCount(accountId),
+      (n) => n === ok,
+    );
+    await new Promise((r) => setTimeout(r, 1000));
+    expect(await stack.storedCount(accountId)).toBe(ok);
+    console.log(`usage stalled past the deadline: ${ok} × 200, ${answered(503)} × 503, stored ${ok}`);
+  }, 90_000);
+});
