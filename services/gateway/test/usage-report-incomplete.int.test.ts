@@ -8,7 +8,7 @@ import {
   GetUsageResponseSchema,
   UsageService,
 } from '@fcd/proto';
-import { freePort, type ServiceProcess, startService, TEST_INTERNAL_AUTH_SECRET, TEST_USAGE_GRPC_SECRET } from '@fcd/testing';
+import { eventually, freePort, type ServiceProcess, startService, TEST_INTERNAL_AUTH_SECRET, TEST_USAGE_GRPC_SECRET } from '@fcd/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 /**
@@ -92,6 +92,9 @@ describe('GET /v1/account/usage when the usage report has no billing period', ()
     ['fetched with GetUsage', UNARY, ['acct_unaryRep']],
   ])('answers 503 SERVICE_UNAVAILABLE with Retry-After and the rate-limit headers (report %s)', async (_, apiKey, expectedGetUsage) => {
     getUsageCalls.length = 0;
+    const incomplete = (l: { msg?: unknown; has_billing_period?: unknown }) =>
+      l.msg === 'usage report incomplete' && l.has_billing_period === false;
+    const loggedBefore = gateway.logs().filter(incomplete).length;
     const res = await fetch(`${gatewayUrl}/v1/account/usage`, { headers: { 'x-api-key': apiKey } });
     expect(res.status).toBe(503);
     expect(res.headers.get('retry-after')).toBe('1');
@@ -101,6 +104,11 @@ describe('GET /v1/account/usage when the usage report has no billing period', ()
     expect(body.error.code).toBe('SERVICE_UNAVAILABLE');
     expect(body.error.details).toEqual({ dependency: 'usage' });
     expect(getUsageCalls).toEqual(expectedGetUsage);
-    expect(gateway.logs().some((l) => l.msg === 'usage report incomplete' && l.has_billing_period === false)).toBe(true);
+    // the log line may be written just after the response: wait for this request's own line
+    const logged = await eventually(
+      async () => gateway.logs().filter(incomplete).length,
+      (n) => n > loggedBefore,
+    );
+    expect(logged).toBe(loggedBefore + 1);
   });
 });
