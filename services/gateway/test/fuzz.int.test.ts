@@ -18,7 +18,7 @@ import { ALL_METHODS, PUBLIC_ROUTES } from '../src/routes/table';
 const RUNS = 1000;
 /** Answers by status: the runs must reach the routes, not stop at authentication. */
 const seen = new Map<number, number>();
-const CLIENT_STATUSES = new Set(Object.values(ERROR_STATUS).filter((s) => s < 500));
+const CLIENT_STATUSES = new Set<number>(Object.values(ERROR_STATUS).filter((s) => s < 500));
 
 let stack: ApiStack;
 let pool: Pool;
