@@ -4,6 +4,7 @@ import { Type } from '@sinclair/typebox';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, parseConfig } from './config';
+import { AppError } from './errors';
 import { baseFastifyOptions, installHttpConventions } from './http';
 import { DESCRIPTOR_RESERVE, descriptorLimit, HttpServerEnv, type HttpServerSettings, maxConnections } from './http-server';
 import { createLogger } from './logger';
@@ -26,6 +27,7 @@ beforeAll(async () => {
   installHttpConventions(app);
   app.get('/ok', async () => ({ data: { ok: true } }));
   app.post('/echo', async (request) => ({ data: request.body }));
+  app.post('/guarded', { onRequest: async () => Promise.reject(new AppError('UNAUTHORIZED', 'No.')) }, async () => ({ data: {} }));
   await app.listen({ port: 0, host: '127.0.0.1' });
   port = (app.server.address() as { port: number }).port;
   metrics = await startMetricsServer(new Registry(), 0, '127.0.0.1', settings);
@@ -88,6 +90,20 @@ describe('timeouts', () => {
     const res = parse(await slow.closed);
     expect(res.status).toBe(408);
     expect(res.headers['x-request-id']).toBe('slow-body-1');
+    expect(res.body.error.code).toBe('REQUEST_TIMEOUT');
+  });
+
+  it('closes, without a second answer, a connection whose request was answered before its body arrived', async () => {
+    const answered = raw('POST /guarded HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{');
+    const data = await answered.closed;
+    expect(parse(data).status).toBe(401);
+    expect(data.match(/HTTP\/1\.1 /g)).toHaveLength(1);
+  });
+
+  it('answers a body that never starts with 408', async () => {
+    const idle = raw('POST /echo HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 10\r\n\r\n');
+    const res = parse(await idle.closed);
+    expect(res.status).toBe(408);
     expect(res.body.error.code).toBe('REQUEST_TIMEOUT');
   });
 
