@@ -26,6 +26,10 @@ beforeAll(async () => {
   app = Fastify(baseFastifyOptions(createLogger({ service: 'http-server-test', level: 'silent' }), settings));
   installHttpConventions(app);
   app.get('/ok', async () => ({ data: { ok: true } }));
+  app.get('/slow-answer', async () => {
+    await new Promise((r) => setTimeout(r, settings.HTTP_REQUEST_TIMEOUT_MS + 400));
+    return { data: { ok: true } };
+  });
   app.post('/echo', async (request) => ({ data: request.body }));
   app.post('/guarded', { onRequest: async () => Promise.reject(new AppError('UNAUTHORIZED', 'No.')) }, async () => ({ data: {} }));
   await app.listen({ port: 0, host: '127.0.0.1' });
@@ -117,6 +121,11 @@ describe('timeouts', () => {
     } finally {
       clearInterval(timer);
     }
+  });
+
+  it('never cuts the time a service takes to answer a received request', async () => {
+    const res = await fetch(`http://127.0.0.1:${port}/slow-answer`);
+    expect(res.status).toBe(200);
   });
 
   it('closes an idle keep-alive connection after its answer without another response', async () => {
