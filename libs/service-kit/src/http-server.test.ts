@@ -8,7 +8,7 @@ import { AppError } from './errors';
 import { baseFastifyOptions, installHttpConventions } from './http';
 import { DESCRIPTOR_RESERVE, descriptorLimit, HttpServerEnv, type HttpServerSettings, maxConnections } from './http-server';
 import { createLogger } from './logger';
-import { Registry, startMetricsServer } from './metrics';
+import { createMetrics, Registry, startMetricsServer } from './metrics';
 
 const settings: HttpServerSettings = {
   HTTP_REQUEST_TIMEOUT_MS: 600,
@@ -17,6 +17,7 @@ const settings: HttpServerSettings = {
   HTTP_MAX_CONNECTIONS: 6,
 };
 
+const serviceMetrics = createMetrics('http-server-test');
 let app: FastifyInstance;
 let port: number;
 let metrics: Server;
@@ -24,7 +25,7 @@ let metricsPort: number;
 
 beforeAll(async () => {
   app = Fastify(baseFastifyOptions(createLogger({ service: 'http-server-test', level: 'silent' }), settings));
-  installHttpConventions(app);
+  installHttpConventions(app, { metrics: serviceMetrics });
   app.get('/ok', async () => ({ data: { ok: true } }));
   app.get('/slow-answer', async () => {
     await new Promise((r) => setTimeout(r, settings.HTTP_REQUEST_TIMEOUT_MS + 400));
@@ -179,6 +180,7 @@ describe('connection cap', () => {
     expect(await ok()).toBe(200);
     const first = await Promise.race([slow[0]?.closed, new Promise((r) => setTimeout(() => r('open'), 200))]);
     expect(first).toBe(''); // closed without an answer, before any timeout
+    expect((await serviceMetrics.connectionsShed.get()).values.map((v) => v.value)).toEqual([1]);
     const rest = await Promise.all(slow.slice(1).map((s) => s.closed));
     expect(rest.map((r) => parse(r).status)).toEqual([408, 408, 408, 408, 408]);
   });

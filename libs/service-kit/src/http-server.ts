@@ -129,6 +129,13 @@ export function answerClientError(err: Error & { code?: string }, socket: Socket
   else socket.destroy();
 }
 
+const shedListeners = new WeakMap<Server, Array<() => void>>();
+
+/** Calls `listener` each time the server sheds a connection at its cap. */
+export function onConnectionShed(server: Server, listener: () => void): void {
+  shedListeners.set(server, [...(shedListeners.get(server) ?? []), listener]);
+}
+
 /**
  * Keeps at most `max` connections: a new connection over the cap closes the
  * connection idle or slow for the longest time (between requests, or still
@@ -150,6 +157,7 @@ export function capConnections(server: Server, max: number, onShed?: () => void)
         open.delete(candidate);
         candidate.destroy();
         onShed?.();
+        for (const listener of shedListeners.get(server) ?? []) listener();
         break;
       }
     }

@@ -12,7 +12,14 @@ import {
 } from 'fastify';
 import type { Logger } from 'pino';
 import { AppError, type ErrorCode, errorBody, type FieldProblem } from './errors';
-import { answerClientError, createHttpServer, DEFAULT_HTTP_SERVER_SETTINGS, type HttpServerSettings, rawRequestIds } from './http-server';
+import {
+  answerClientError,
+  createHttpServer,
+  DEFAULT_HTTP_SERVER_SETTINGS,
+  type HttpServerSettings,
+  onConnectionShed,
+  rawRequestIds,
+} from './http-server';
 import type { ServiceMetrics } from './metrics';
 import { classifyDatabaseError } from './pg';
 
@@ -255,6 +262,21 @@ export function installHttpConventions(app: FastifyInstance, options: HttpConven
     }
     return sendError(reply, appError);
   });
+
+  if (options.metrics) {
+    const { connectionsShed } = options.metrics;
+    // One warning per burst (at most every 10 s), counted in between.
+    let shedSinceLog = 0;
+    let lastLog = 0;
+    onConnectionShed(app.server, () => {
+      connectionsShed.inc();
+      shedSinceLog++;
+      if (Date.now() - lastLog < 10_000) return;
+      app.log.warn({ shed: shedSinceLog }, 'connection cap reached: idle or slow connections closed to admit new ones');
+      shedSinceLog = 0;
+      lastLog = Date.now();
+    });
+  }
 
   if (options.metrics) {
     const { requestDuration, requestsTotal } = options.metrics;

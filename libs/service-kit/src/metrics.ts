@@ -9,6 +9,8 @@ export interface ServiceMetrics {
   /** RED: request duration by route/RPC, method and status (count = rate, status = errors). */
   requestDuration: Histogram<'route' | 'method' | 'status'>;
   requestsTotal: Counter<'route' | 'method' | 'status'>;
+  /** Connections closed at the HTTP server's connection cap to admit new ones (idle or slow clients). */
+  connectionsShed: Counter;
 }
 
 /** One registry per service: default process metrics plus RED metrics. */
@@ -28,7 +30,12 @@ export function createMetrics(service: string, registry = new Registry()): Servi
     labelNames: ['route', 'method', 'status'] as const,
     registers: [registry],
   });
-  return { registry, requestDuration, requestsTotal };
+  const connectionsShed = new Counter({
+    name: 'fcd_http_connections_shed_total',
+    help: 'Idle or slow HTTP connections closed at the connection cap (HTTP_MAX_CONNECTIONS) to admit new ones.',
+    registers: [registry],
+  });
+  return { registry, requestDuration, requestsTotal, connectionsShed };
 }
 
 /** Serves GET /metrics on its own port (the admin port), apart from the API, with the API's timeouts. */
