@@ -217,10 +217,10 @@ const QUERY_PARAMETERS: Record<string, string> = {
   q: 'Name contains (case-insensitive).',
   facility_id: 'Only records of this facility (UUID).',
   severity: 'Violation severity.',
-  since: 'Only records dated on or after this day (YYYY-MM-DD).',
+  since: 'Only records dated on or after this day (YYYY-MM-DD, 0001-01-01 to 9999-12-31: what a Postgres date holds).',
   status: 'Case status.',
   case_type: 'Case type.',
-  limit: 'Page size, 1–100 (default 25).',
+  limit: 'Page size, 1–100 (default 25), in decimal digits only: `Infinity`, `1e2`, `0x10` or `1.5` is a VALIDATION_ERROR.',
   cursor: 'Opaque cursor: `pagination.next_cursor` of the previous page.',
 };
 
@@ -238,7 +238,7 @@ const ERROR_RESPONSES: Record<string, { status: number; description: string; cod
     status: 400,
     codes: ['VALIDATION_ERROR', 'BAD_REQUEST'],
     description:
-      'VALIDATION_ERROR: a bad or unknown query parameter or body field; `details.fields` lists every problem at once. BAD_REQUEST: the body is not valid JSON, not an object, or has `__proto__` / `constructor.prototype` keys; or the URL has a percent-encoding that does not decode (answered before authentication).',
+      'VALIDATION_ERROR: a bad or unknown query parameter or body field; `details.fields` lists every problem at once. BAD_REQUEST: the body is not valid JSON, not an object, nests arrays or objects deeper than 32 levels, or has `__proto__` / `constructor.prototype` keys; or the URL has a percent-encoding that does not decode, or the request is not valid HTTP/1.1 (e.g. both Content-Length and Transfer-Encoding, two Content-Lengths, CR, LF or NUL in a header), both answered before authentication.',
   },
   Unauthorized: {
     status: 401,
@@ -248,7 +248,8 @@ const ERROR_RESPONSES: Record<string, { status: number; description: string; cod
   Forbidden: {
     status: 403,
     codes: ['FORBIDDEN'],
-    description: 'Authenticated but not allowed, e.g. a Free account on a webhook route; `details: { required_tier, tier }`.',
+    description:
+      'Authenticated but not allowed: a Free account on any path and method under `/v1/webhooks` (before its body is read); `details: { required_tier, tier }`.',
   },
   NotFound: {
     status: 404,
@@ -261,6 +262,12 @@ const ERROR_RESPONSES: Record<string, { status: number; description: string; cod
     description: 'A known path with another method; the `Allow` header lists the methods (GET routes also allow HEAD).',
     headers: ['Allow'],
   },
+  RequestTimeout: {
+    status: 408,
+    codes: ['REQUEST_TIMEOUT'],
+    description:
+      'The request head did not arrive within 10 s, or the whole request within 30 s (the operator may change both). Answered before authentication; the connection is closed.',
+  },
   Conflict: {
     status: 409,
     codes: ['LIMIT_REACHED'],
@@ -271,6 +278,11 @@ const ERROR_RESPONSES: Record<string, { status: number; description: string; cod
     status: 415,
     codes: ['UNSUPPORTED_MEDIA_TYPE'],
     description: 'A body without `Content-Type: application/json`.',
+  },
+  HeadersTooLarge: {
+    status: 431,
+    codes: ['HEADERS_TOO_LARGE'],
+    description: 'The request head is over 16 KiB. Answered before authentication; the connection is closed.',
   },
   TooManyRequests: {
     status: 429,
@@ -328,7 +340,10 @@ const HEADERS: JsonObject = {
 function errorResponses(): JsonObject {
   const out: JsonObject = {};
   for (const [name, r] of Object.entries(ERROR_RESPONSES)) {
-    const headers: JsonObject = r.status === 401 ? { 'X-Request-Id': ref('headers', 'X-Request-Id') } : { ...RATE_LIMIT_HEADERS };
+    // Answered before authorization (or refusing it): no rate-limit headers.
+    const headers: JsonObject = [401, 408, 431].includes(r.status)
+      ? { 'X-Request-Id': ref('headers', 'X-Request-Id') }
+      : { ...RATE_LIMIT_HEADERS };
     for (const h of r.headers ?? []) headers[h] = ref('headers', h);
     out[name] = {
       description: `${r.codes.join(' or ')}. ${r.description}`,
@@ -384,7 +399,7 @@ function operation(route: CollectedRoute): JsonObject {
     };
   }
   if (route.method === 'DELETE') responses['204'] = { description: 'Deleted. No body.', headers: RATE_LIMIT_HEADERS };
-  const errors = new Set<number>([500, ...(info.errors ?? [])]);
+  const errors = new Set<number>([408, 431, 500, ...(info.errors ?? [])]);
   if (isV1) for (const s of [401, 429, 503]) errors.add(s);
   if (hasBody || route.schema.querystring) errors.add(400);
   if (paramNames(route.path).length > 0) errors.add(404);
@@ -414,7 +429,9 @@ const DESCRIPTION = `HTTP JSON API over US facility compliance data (EPA ECHO fa
 - Errors are \`{ "error": { "code", "message", "details"? } }\`.
 - Every response to an authenticated request, whatever its status (401 excepted), carries \`X-RateLimit-Limit\`, \`X-RateLimit-Remaining\` and \`X-RateLimit-Reset\`. Every response carries \`X-Request-Id\`.
 - An unknown \`/v1\` path is 404 NOT_FOUND; a known path with another method is 405 METHOD_NOT_ALLOWED with \`Allow\` (both counted).
-- Bodies: JSON objects only, at most 64 KiB, \`Content-Type: application/json\`.
+- Bodies: JSON objects only, at most 64 KiB, nested at most 32 levels deep (arrays and objects), \`Content-Type: application/json\`.
+- Integer query parameters (\`limit\`) are decimal digits only; dates (\`since\`) lie between 0001-01-01 and 9999-12-31.
+- Slow clients: the request head must arrive within 10 s and the whole request within 30 s, else 408 REQUEST_TIMEOUT; an idle keep-alive connection is closed after 72 s. A head over 16 KiB is 431 HEADERS_TOO_LARGE.
 - Timestamps are ISO 8601 UTC with milliseconds and \`Z\`; dates \`YYYY-MM-DD\`.`;
 
 /** The whole document, keys sorted. */

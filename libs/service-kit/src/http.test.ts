@@ -1,6 +1,6 @@
 import Fastify from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { baseFastifyOptions, installHttpConventions, MAX_PARAM_LENGTH } from './http';
+import { baseFastifyOptions, exceedsJsonDepth, installHttpConventions, MAX_JSON_DEPTH, MAX_PARAM_LENGTH } from './http';
 import { createLogger } from './logger';
 
 const app = Fastify(baseFastifyOptions(createLogger({ service: 'http-test', level: 'silent' })));
@@ -8,6 +8,19 @@ const app = Fastify(baseFastifyOptions(createLogger({ service: 'http-test', leve
 beforeAll(async () => {
   installHttpConventions(app);
   app.post('/v1/things', async (request) => ({ data: request.body }));
+  app.get(
+    '/v1/list',
+    {
+      schema: {
+        querystring: {
+          type: 'object',
+          properties: { limit: { type: 'integer', minimum: 1, maximum: 100 }, q: { type: 'string' } },
+          additionalProperties: false,
+        },
+      },
+    },
+    async (request) => ({ data: request.query }),
+  );
   app.get<{ Params: { id: string } }>('/v1/things/:id', async (request) => ({ data: { length: request.params.id.length } }));
   await app.ready();
 });
@@ -65,5 +78,54 @@ describe('JSON bodies', () => {
       payload: '{"a":1}',
     });
     expect(res.json()).toEqual({ data: { a: 1 } });
+  });
+});
+
+describe('JSON depth', () => {
+  const nested = (depth: number) => `${'{"a":'.repeat(depth - 1)}{}${'}'.repeat(depth - 1)}`;
+
+  it('counts nesting outside strings only', () => {
+    expect(exceedsJsonDepth(nested(MAX_JSON_DEPTH))).toBe(false);
+    expect(exceedsJsonDepth(nested(MAX_JSON_DEPTH + 1))).toBe(true);
+    expect(exceedsJsonDepth(`{"a":"${'['.repeat(1000)}\\"${'{'.repeat(100)}"}`)).toBe(false);
+    expect(exceedsJsonDepth(`${'['.repeat(5000)}${']'.repeat(5000)}`)).toBe(true);
+  });
+
+  it(`accepts a body nested ${MAX_JSON_DEPTH} deep`, async () => {
+    const res = await app.inject({
+      method: 'POST',
+      url: '/v1/things',
+      headers: { 'content-type': 'application/json' },
+      payload: nested(MAX_JSON_DEPTH),
+    });
+    expect(res.statusCode).toBe(200);
+  });
+
+  it('answers a 5,000-deep body (30 KB) with 400 BAD_REQUEST', async () => {
+    const payload = `{"a":${'['.repeat(5000)}${']'.repeat(5000)}}`;
+    const res = await app.inject({ method: 'POST', url: '/v1/things', headers: { 'content-type': 'application/json' }, payload });
+    expect(res.statusCode).toBe(400);
+    expect(res.json()).toEqual({
+      error: { code: 'BAD_REQUEST', message: `The request body nests arrays or objects deeper than ${MAX_JSON_DEPTH} levels.` },
+    });
+  });
+});
+
+describe('integer query parameters', () => {
+  it.each(['Infinity', '-Infinity', '1e400', '0x10', '1.5', '1e1', ' 5', '5 ', '+5', 'NaN', '1_0'])(
+    'refuses limit=%s with 400 VALIDATION_ERROR naming the field',
+    async (text) => {
+      const res = await app.inject({ method: 'GET', url: `/v1/list?limit=${encodeURIComponent(text)}&nope=1` });
+      expect(res.statusCode).toBe(400);
+      expect(res.json().error.details.fields).toEqual([
+        { field: 'nope', message: 'is not a known query parameter' },
+        { field: 'limit', message: 'must be a decimal integer' },
+      ]);
+    },
+  );
+
+  it('accepts decimal text and keeps other parameters as they are', async () => {
+    const res = await app.inject({ method: 'GET', url: '/v1/list?limit=010&q=0x10' });
+    expect(res.json()).toEqual({ data: { limit: 10, q: '0x10' } });
   });
 });

@@ -12,11 +12,23 @@ import {
 } from 'fastify';
 import type { Logger } from 'pino';
 import { AppError, type ErrorCode, errorBody, type FieldProblem } from './errors';
+import {
+  answerClientError,
+  createHttpServer,
+  DEFAULT_HTTP_SERVER_SETTINGS,
+  type HttpServerSettings,
+  onConnectionShed,
+  rawRequestIds,
+} from './http-server';
 import type { ServiceMetrics } from './metrics';
 import { classifyDatabaseError } from './pg';
 
 export const BODY_LIMIT_BYTES = 64 * 1024;
 export const MAX_PARAM_LENGTH = 2048;
+/** Deepest nesting of arrays and objects a JSON body may have (checked before it is parsed). */
+export const MAX_JSON_DEPTH = 32;
+/** The only text an integer query parameter may have: decimal digits, an optional minus sign. */
+const DECIMAL_INTEGER = /^-?[0-9]{1,15}$/;
 const REQUEST_ID_PATTERN = /^[A-Za-z0-9._:-]{1,128}$/;
 
 /** Echo a well-formed incoming X-Request-Id, else generate one. */
@@ -24,13 +36,23 @@ export function requestIdFrom(header: string | string[] | undefined): string {
   return typeof header === 'string' && REQUEST_ID_PATTERN.test(header) ? header : `req_${randomUUID()}`;
 }
 
-/** Fastify options shared by every HTTP service. */
-export function baseFastifyOptions(logger: Logger): FastifyHttpOptions<Server, FastifyBaseLogger> {
+/** Fastify options shared by every HTTP service; the server has the timeouts and connection cap of `http`. */
+export function baseFastifyOptions(
+  logger: Logger,
+  http: HttpServerSettings = DEFAULT_HTTP_SERVER_SETTINGS,
+): FastifyHttpOptions<Server, FastifyBaseLogger> {
   return {
     loggerInstance: logger as FastifyBaseLogger,
     bodyLimit: BODY_LIMIT_BYTES,
     requestIdHeader: false,
-    genReqId: (req) => requestIdFrom(req.headers['x-request-id']),
+    genReqId: (req) => {
+      const id = requestIdFrom(req.headers['x-request-id']);
+      rawRequestIds.set(req, id);
+      return id;
+    },
+    serverFactory: (handler) => createHttpServer(http, handler, { clientErrors: false }),
+    // Errors Node raises before routing (malformed or oversized heads, timeouts) get the envelope too.
+    clientErrorHandler: answerClientError,
     // Request lines are not logged by default (one line per request costs the hot path);
     // errors and 5xx are logged by the error handler with the request id.
     logController: new LogController({ requestIdLogLabel: 'request_id', disableRequestLogging: true }),
@@ -79,6 +101,8 @@ export function fieldProblems(validation: NonNullable<FastifyError['validation']
     if (v.keyword === 'additionalProperties' && typeof params.additionalProperty === 'string') {
       path = path ? `${path}.${params.additionalProperty}` : params.additionalProperty;
       message = context === 'querystring' ? 'is not a known query parameter' : 'is not a known field';
+    } else if (v.keyword === 'type' && params.type === 'integer') {
+      message = 'must be a decimal integer';
     } else if (v.keyword === 'required' && typeof params.missingProperty === 'string') {
       path = path ? `${path}.${params.missingProperty}` : params.missingProperty;
       message = 'is required';
@@ -132,6 +156,44 @@ export function toAppError(thrown: FastifyError | Error, request: FastifyRequest
   return new AppError('INTERNAL_ERROR', `An internal error occurred. Quote request id ${request.id} when reporting it.`);
 }
 
+/** True when `text` nests arrays/objects deeper than `max` (strings skipped); linear, no recursion. */
+export function exceedsJsonDepth(text: string, max = MAX_JSON_DEPTH): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 92)
+        i++; // backslash: skip the escaped character
+      else if (c === 34) inString = false;
+    } else if (c === 34) {
+      inString = true;
+    } else if (c === 123 || c === 91) {
+      if (++depth > max) return true;
+    } else if (c === 125 || c === 93) {
+      depth--;
+    }
+  }
+  return false;
+}
+
+/** Query parameters whose schema type is integer (or number) whose text is not a plain decimal. */
+function refuseNonDecimalNumbers(request: FastifyRequest): void {
+  const schema = request.routeOptions.schema?.querystring as { properties?: Record<string, { type?: unknown }> } | undefined;
+  const query = request.query as Record<string, unknown> | undefined;
+  if (!schema?.properties || !query) return;
+  for (const [name, property] of Object.entries(schema.properties)) {
+    if (property.type !== 'integer' && property.type !== 'number') continue;
+    const value = query[name];
+    const texts = Array.isArray(value) ? value : [value];
+    if (texts.some((t) => typeof t === 'string' && !DECIMAL_INTEGER.test(t))) {
+      // ajv would coerce "0x10", "1e1", " 5" or "Infinity" to numbers; a value of no JSON type
+      // fails the schema's type check instead, so the field joins the other problems.
+      query[name] = { text: value };
+    }
+  }
+}
+
 function isJson(text: string): boolean {
   try {
     JSON.parse(text);
@@ -165,10 +227,16 @@ export function installHttpConventions(app: FastifyInstance, options: HttpConven
     }
   });
 
+  // Integer query parameters are decimal text only ("Infinity", "1e400", "0x10" are refused).
+  app.addHook('preValidation', async (request) => refuseNonDecimalNumbers(request));
+
   // Only JSON bodies, and only objects (SPEC §2: BAD_REQUEST otherwise).
   app.removeAllContentTypeParsers();
   const parseJson = app.getDefaultJsonParser('error', 'error');
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+    if (exceedsJsonDepth(body as string)) {
+      return done(new AppError('BAD_REQUEST', `The request body nests arrays or objects deeper than ${MAX_JSON_DEPTH} levels.`), undefined);
+    }
     parseJson(request, body as string, (err, value) => {
       if (err) {
         // Fastify's parser (secure-json-parse) also refuses valid JSON with __proto__ or
@@ -194,6 +262,21 @@ export function installHttpConventions(app: FastifyInstance, options: HttpConven
     }
     return sendError(reply, appError);
   });
+
+  if (options.metrics) {
+    const { connectionsShed } = options.metrics;
+    // One warning per burst (at most every 10 s), counted in between.
+    let shedSinceLog = 0;
+    let lastLog = 0;
+    onConnectionShed(app.server, () => {
+      connectionsShed.inc();
+      shedSinceLog++;
+      if (Date.now() - lastLog < 10_000) return;
+      app.log.warn({ shed: shedSinceLog }, 'connection cap reached: idle or slow connections closed to admit new ones');
+      shedSinceLog = 0;
+      lastLog = Date.now();
+    });
+  }
 
   if (options.metrics) {
     const { requestDuration, requestsTotal } = options.metrics;

@@ -4,6 +4,7 @@ export * from './config';
 export * from './errors';
 export * from './health';
 export * from './http';
+export * from './http-server';
 export * from './internal-auth';
 export * from './logger';
 export * from './metrics';

@@ -1,5 +1,6 @@
-import { createServer, type Server } from 'node:http';
+import type { Server } from 'node:http';
 import { Counter, collectDefaultMetrics, Histogram, Registry } from 'prom-client';
+import { createHttpServer, DEFAULT_HTTP_SERVER_SETTINGS, type HttpServerSettings, METRICS_MAX_CONNECTIONS } from './http-server';
 
 export { Counter, Gauge, Histogram, Registry } from 'prom-client';
 
@@ -8,6 +9,8 @@ export interface ServiceMetrics {
   /** RED: request duration by route/RPC, method and status (count = rate, status = errors). */
   requestDuration: Histogram<'route' | 'method' | 'status'>;
   requestsTotal: Counter<'route' | 'method' | 'status'>;
+  /** Connections closed at the HTTP server's connection cap to admit new ones (idle or slow clients). */
+  connectionsShed: Counter;
 }
 
 /**
@@ -35,26 +38,40 @@ export function createMetrics(service: string, registry = new Registry()): Servi
     labelNames: ['route', 'method', 'status'] as const,
     registers: [registry],
   });
-  return { registry, requestDuration, requestsTotal };
+  const connectionsShed = new Counter({
+    name: 'fcd_http_connections_shed_total',
+    help: 'Idle or slow HTTP connections closed at the connection cap (HTTP_MAX_CONNECTIONS) to admit new ones.',
+    registers: [registry],
+  });
+  return { registry, requestDuration, requestsTotal, connectionsShed };
 }
 
-/** Serves GET /metrics on its own port (the admin port), apart from the API. */
-export async function startMetricsServer(registry: Registry, port: number, host = '0.0.0.0'): Promise<Server> {
-  const server = createServer((req, res) => {
-    if (req.method === 'GET' && (req.url === '/metrics' || req.url?.startsWith('/metrics?'))) {
-      registry
-        .metrics()
-        .then((body) => {
-          res.writeHead(200, { 'content-type': registry.contentType });
-          res.end(body);
-        })
-        .catch(() => {
-          res.writeHead(500).end();
-        });
-      return;
-    }
-    res.writeHead(404, { 'content-type': 'text/plain' }).end('not found\n');
-  });
+/** Serves GET /metrics on its own port (the admin port), apart from the API, with the API's timeouts. */
+export async function startMetricsServer(
+  registry: Registry,
+  port: number,
+  host = '0.0.0.0',
+  settings: HttpServerSettings = DEFAULT_HTTP_SERVER_SETTINGS,
+): Promise<Server> {
+  const server = createHttpServer(
+    settings,
+    (req, res) => {
+      if (req.method === 'GET' && (req.url === '/metrics' || req.url?.startsWith('/metrics?'))) {
+        registry
+          .metrics()
+          .then((body) => {
+            res.writeHead(200, { 'content-type': registry.contentType });
+            res.end(body);
+          })
+          .catch(() => {
+            res.writeHead(500).end();
+          });
+        return;
+      }
+      res.writeHead(404, { 'content-type': 'text/plain' }).end('not found\n');
+    },
+    { maxConnections: METRICS_MAX_CONNECTIONS },
+  );
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, host, () => resolve());

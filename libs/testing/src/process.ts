@@ -63,12 +63,24 @@ export interface ServiceProcess {
 export async function startService(
   name: string,
   env: Record<string, string>,
-  options: { entry?: string; args?: string[]; readyTimeoutMs?: number; waitReady?: boolean } = {},
+  options: {
+    entry?: string;
+    args?: string[];
+    readyTimeoutMs?: number;
+    waitReady?: boolean;
+    /** Runs the process under this file-descriptor limit (`ulimit -n` in bash, then exec node). */
+    fdLimit?: number;
+  } = {},
 ): Promise<ServiceProcess> {
   const script = resolve(repoRoot, 'services', name, 'dist', `${options.entry ?? 'main'}.js`);
   const telemetry = resolve(repoRoot, 'services', name, 'dist', 'telemetry.js');
   const preload = (options.entry ?? 'main') === 'main' && existsSync(telemetry) ? ['--import', telemetry] : [];
-  const proc = spawn(process.execPath, ['--enable-source-maps', ...preload, script, ...(options.args ?? [])], {
+  const nodeArgs = ['--enable-source-maps', ...preload, script, ...(options.args ?? [])];
+  const [command, args] =
+    options.fdLimit === undefined
+      ? [process.execPath, nodeArgs]
+      : ['bash', ['-c', `ulimit -n ${Math.floor(options.fdLimit)} && exec "$0" "$@"`, process.execPath, ...nodeArgs]];
+  const proc = spawn(command, args, {
     env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

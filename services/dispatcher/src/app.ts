@@ -3,6 +3,7 @@ import {
   baseFastifyOptions,
   type Check,
   checkReadiness,
+  type HttpServerSettings,
   installHttpConventions,
   type Logger,
   type ServiceMetrics,
@@ -14,11 +15,13 @@ export interface AppDeps {
   metrics?: ServiceMetrics;
   checks: Record<string, Check>;
   isShuttingDown: () => boolean;
+  /** Timeouts and connection cap of the HTTP server. */
+  http?: HttpServerSettings;
 }
 
 /** The dispatcher's HTTP surface: GET /healthz and GET /readyz (Postgres and NATS). */
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
-  const app = Fastify(baseFastifyOptions(deps.logger));
+  const app = Fastify(baseFastifyOptions(deps.logger, deps.http));
   installHttpConventions(app, { metrics: deps.metrics });
   app.setNotFoundHandler(async () => {
     throw new AppError('NOT_FOUND', 'No such route.');

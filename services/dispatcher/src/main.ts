@@ -40,10 +40,11 @@ const app = await buildApp({
   metrics,
   checks: { postgres: () => pool.query('SELECT 1'), nats: () => dispatcher.consumer.check() },
   isShuttingDown: () => shuttingDown,
+  http: config,
 });
 
 await app.listen({ port: config.PORT, host: config.HOST });
-const metricsServer = await startMetricsServer(metrics.registry, config.METRICS_PORT, config.HOST);
+const metricsServer = await startMetricsServer(metrics.registry, config.METRICS_PORT, config.HOST, config);
 dispatcher.start();
 
 const address = app.server.address();

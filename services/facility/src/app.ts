@@ -2,6 +2,7 @@ import {
   AppError,
   baseFastifyOptions,
   type Check,
+  type HttpServerSettings,
   type InternalAuth,
   installHttpConventions,
   type Logger,
@@ -30,6 +31,8 @@ export interface AppDeps {
   ingestMaxBodyBytes: number;
   readiness: Record<string, Check>;
   shuttingDown?: () => boolean;
+  /** Timeouts and connection cap of the HTTP server. */
+  http?: HttpServerSettings;
 }
 
 const METHODS: HTTPMethods[] = ['DELETE', 'GET', 'PATCH', 'POST', 'PUT'];
@@ -41,7 +44,7 @@ const METHODS: HTTPMethods[] = ['DELETE', 'GET', 'PATCH', 'POST', 'PUT'];
  * path with another method is 405 METHOD_NOT_ALLOWED with Allow.
  */
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
-  const app = Fastify(baseFastifyOptions(deps.logger));
+  const app = Fastify(baseFastifyOptions(deps.logger, deps.http));
   installHttpConventions(app, deps.metrics ? { metrics: deps.metrics } : {});
 
   const methodsByUrl = new Map<string, Set<string>>();

@@ -1,4 +1,4 @@
-import { Env, parseConfig } from '@fcd/service-kit';
+import { Env, HttpServerEnv, parseConfig } from '@fcd/service-kit';
 import { type Static, Type } from '@sinclair/typebox';
 
 /** Environment of the facility service (HTTP API, ingestion API and outbox relay). */
@@ -22,6 +22,7 @@ export const FacilityConfigSchema = Type.Object({
   OUTBOX_RETENTION_HOURS: Env.int(168, 0, 100_000),
   RELAY_ENABLED: Env.bool(true),
   LOG_LEVEL: Env.logLevel(),
+  ...HttpServerEnv,
 });
 
 export type FacilityConfig = Readonly<Static<typeof FacilityConfigSchema>>;

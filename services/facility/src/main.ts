@@ -71,10 +71,11 @@ const app = await buildApp({
   ingestMaxBodyBytes: config.INGEST_MAX_BODY_BYTES,
   readiness: { postgres: () => pool.query('SELECT 1'), nats: () => bus.check() },
   shuttingDown: () => shuttingDown,
+  http: config,
 });
 
 await app.listen({ port: config.PORT, host: config.HOST });
-const metricsServer = await startMetricsServer(metrics.registry, config.METRICS_PORT, config.HOST);
+const metricsServer = await startMetricsServer(metrics.registry, config.METRICS_PORT, config.HOST, config);
 if (config.RELAY_ENABLED) relay.start();
 
 const address = app.server.address();

@@ -7,6 +7,7 @@ import {
   type Check,
   checkReadiness,
   errorBody,
+  type HttpServerSettings,
   type InternalAuth,
   installHttpConventions,
   type Logger,
@@ -17,7 +18,7 @@ import {
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { AuthorizationBatcher } from './auth/batcher';
 import { registerApiReference } from './openapi';
-import { ALL_METHODS, PUBLIC_ROUTES, type Target } from './routes/table';
+import { ALL_METHODS, PUBLIC_ROUTES, type Target, TIER_GATED_PREFIXES } from './routes/table';
 import { NoQuery, UsageResponseSchema } from './routes/usage-schema';
 import type { Upstream } from './upstream/proxy';
 
@@ -30,6 +31,8 @@ export interface GatewayDeps {
   internalAuth: InternalAuth;
   readiness: Record<string, Check>;
   isShuttingDown: () => boolean;
+  /** Timeouts and connection cap of the HTTP server. */
+  http?: HttpServerSettings;
 }
 
 export interface AuthenticatedAccount {
@@ -48,6 +51,18 @@ declare module 'fastify' {
 
 const USAGE_PATH = '/v1/account/usage';
 
+/** 403 when the path lies under a tier-gated prefix the account's tier does not reach. */
+function tierGate(path: string, result: AuthorizeResult): AppError | undefined {
+  for (const gate of TIER_GATED_PREFIXES) {
+    if (path !== gate.prefix && !path.startsWith(`${gate.prefix}/`)) continue;
+    if (result.tierRank >= gate.minTierRank) return undefined;
+    return new AppError('FORBIDDEN', 'Webhooks are available on the Pro tier and above. Upgrade the account to use them.', {
+      details: { required_tier: gate.requiredTier, tier: result.tier },
+    });
+  }
+  return undefined;
+}
+
 function setRateLimitHeaders(reply: FastifyReply, r: AuthorizeResult): void {
   reply.header('x-ratelimit-limit', String(r.dailyLimit));
   reply.header('x-ratelimit-remaining', String(r.remaining));
@@ -64,7 +79,7 @@ function rateLimited(r: AuthorizeResult): AppError {
 
 /** The public HTTP surface: health, authentication and metering of /v1, routing to the domain services. */
 export function buildGatewayApp(deps: GatewayDeps): FastifyInstance {
-  const app = Fastify(baseFastifyOptions(deps.logger));
+  const app = Fastify(baseFastifyOptions(deps.logger, deps.http));
   installHttpConventions(app, { metrics: deps.metrics });
 
   // Health: unauthenticated, unversioned, never counted.
@@ -95,6 +110,11 @@ export function buildGatewayApp(deps: GatewayDeps): FastifyInstance {
     switch (result.decision) {
       case Decision.ALLOWED:
         setRateLimitHeaders(reply, result);
+        {
+          // Before the body is read: a Free caller gets 403 whatever it sends.
+          const refused = tierGate(path, result);
+          if (refused) throw refused;
+        }
         request.account = { accountId: result.accountId, tier: result.tier, tierRank: result.tierRank };
         request.usageReport = result.usage;
         return;

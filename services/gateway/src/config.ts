@@ -1,4 +1,4 @@
-import { Env } from '@fcd/service-kit';
+import { Env, HttpServerEnv } from '@fcd/service-kit';
 import { Type } from '@sinclair/typebox';
 
 export const GatewayConfigSchema = Type.Object({
@@ -21,5 +21,6 @@ export const GatewayConfigSchema = Type.Object({
   UPSTREAM_TIMEOUT_MS: Env.int(10_000, 100, 60_000),
   UPSTREAM_CONNECTIONS: Env.int(64, 1, 1024),
   LOG_LEVEL: Env.logLevel(),
+  ...HttpServerEnv,
 });
 export type GatewayConfig = typeof GatewayConfigSchema.static;

@@ -59,10 +59,11 @@ export async function startGateway(config: GatewayConfig, options: { logger?: Lo
       webhook: () => upstreams.webhook.healthy(),
     },
     isShuttingDown: () => shuttingDown,
+    http: config,
   });
   await app.listen({ port: config.PORT, host: config.HOST });
   const port = (app.server.address() as { port: number }).port;
-  const metricsServer: Server = await startMetricsServer(metrics.registry, config.METRICS_PORT, config.HOST);
+  const metricsServer: Server = await startMetricsServer(metrics.registry, config.METRICS_PORT, config.HOST, config);
   const metricsPort = (metricsServer.address() as { port: number }).port;
   return {
     port,

@@ -1,4 +1,4 @@
-import { Env } from '@fcd/service-kit';
+import { Env, HttpServerEnv } from '@fcd/service-kit';
 import { Type } from '@sinclair/typebox';
 
 export const UsageConfigSchema = Type.Object({
@@ -33,5 +33,6 @@ export const UsageConfigSchema = Type.Object({
   ADMIN_TOKEN: Type.Optional(Type.String({ minLength: 32 })),
   MIGRATE_ON_START: Env.bool(true),
   LOG_LEVEL: Env.logLevel(),
+  ...HttpServerEnv,
 });
 export type UsageConfig = typeof UsageConfigSchema.static;

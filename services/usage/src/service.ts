@@ -108,10 +108,11 @@ export async function startUsageService(config: UsageConfig, options: { clock?: 
     checks,
     adminToken: config.ADMIN_TOKEN,
     isShuttingDown: () => shuttingDown,
+    http: config,
   });
   await http.listen({ port: config.PORT, host: config.HOST });
   const httpPort = (http.server.address() as { port: number }).port;
-  const metricsServer: Server = await startMetricsServer(metrics.registry, config.METRICS_PORT, config.HOST);
+  const metricsServer: Server = await startMetricsServer(metrics.registry, config.METRICS_PORT, config.HOST, config);
   const metricsPort = (metricsServer.address() as { port: number }).port;
 
   const flushTimer = setInterval(() => {

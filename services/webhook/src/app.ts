@@ -3,6 +3,7 @@ import {
   baseFastifyOptions,
   type Clock,
   Counter,
+  type HttpServerSettings,
   type IdSource,
   type InternalAuth,
   installHttpConventions,
@@ -32,6 +33,8 @@ export interface AppDeps {
   clock?: Clock;
   ids?: IdSource;
   isShuttingDown?: () => boolean;
+  /** Timeouts and connection cap of the HTTP server. */
+  http?: HttpServerSettings;
 }
 
 function domainMetrics(metrics: ServiceMetrics | undefined) {
@@ -55,7 +58,7 @@ function domainMetrics(metrics: ServiceMetrics | undefined) {
 
 /** The webhook service's HTTP app: conventions, health, and /v1/webhooks. */
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
-  const app = Fastify(baseFastifyOptions(deps.logger));
+  const app = Fastify(baseFastifyOptions(deps.logger, deps.http));
   installHttpConventions(app, { metrics: deps.metrics });
   const counters = domainMetrics(deps.metrics);
 

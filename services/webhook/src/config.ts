@@ -1,4 +1,4 @@
-import { Env, parseConfig } from '@fcd/service-kit';
+import { Env, HttpServerEnv, parseConfig } from '@fcd/service-kit';
 import { SECRET_KEY_PATTERN } from '@fcd/webhooks';
 import { type Static, Type } from '@sinclair/typebox';
 
@@ -21,6 +21,7 @@ export const ConfigSchema = Type.Object({
   WEBHOOK_ALLOW_PRIVATE_URLS: Env.bool(false),
   WEBHOOK_MAX_SUBSCRIPTIONS: Env.int(25, 1, 10_000),
   LOG_LEVEL: Env.logLevel(),
+  ...HttpServerEnv,
 });
 
 export type Config = Static<typeof ConfigSchema>;

@@ -42,10 +42,11 @@ const app = await buildApp({
   facilities,
   metrics,
   isShuttingDown: () => shuttingDown,
+  http: config,
 });
 
 await app.listen({ port: config.PORT, host: config.HOST });
-const metricsServer = await startMetricsServer(metrics.registry, config.METRICS_PORT, config.HOST);
+const metricsServer = await startMetricsServer(metrics.registry, config.METRICS_PORT, config.HOST, config);
 const address = app.server.address();
 const metricsAddress = metricsServer.address();
 const port = typeof address === 'object' && address ? address.port : config.PORT;

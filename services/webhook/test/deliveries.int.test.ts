@@ -130,6 +130,24 @@ describe('GET /v1/webhooks/{id}/deliveries', () => {
     expect(bad.json().error.code).toBe('VALIDATION_ERROR');
   });
 
+  it("refuses another subscription's delivery cursor and the subscription list's cursor with 400 VALIDATION_ERROR", async () => {
+    const sub = await create();
+    const other = await create();
+    for (let i = 0; i < 2; i++) await deliveryWithAttempts(sub.id, 0, false);
+    const cursor = (await call({ method: 'GET', url: `/v1/webhooks/${sub.id}/deliveries?limit=1` })).json().pagination.next_cursor;
+    const listCursor = (await call({ method: 'GET', url: '/v1/webhooks?limit=1' })).json().pagination.next_cursor;
+    expect(typeof listCursor).toBe('string');
+    for (const url of [`/v1/webhooks/${other.id}/deliveries?cursor=${cursor}`, `/v1/webhooks/${sub.id}/deliveries?cursor=${listCursor}`]) {
+      const res = await call({ method: 'GET', url });
+      expect(res.statusCode).toBe(400);
+      expect(res.json().error).toEqual({
+        code: 'VALIDATION_ERROR',
+        message: 'Invalid request: cursor: is not a valid cursor for this list',
+        details: { fields: [{ field: 'cursor', message: 'is not a valid cursor for this list' }] },
+      });
+    }
+  });
+
   it("another account's subscription is a 404", async () => {
     const sub = await create();
     const res = await call({ method: 'GET', url: `/v1/webhooks/${sub.id}/deliveries` }, newAccount());

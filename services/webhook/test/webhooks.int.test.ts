@@ -272,6 +272,17 @@ describe('GET /v1/webhooks', () => {
     expect(page3.pagination).toEqual({ limit: 2, next_cursor: null, has_more: false });
   });
 
+  it("refuses another account's cursor with 400 VALIDATION_ERROR naming cursor", async () => {
+    const owner = newAccount();
+    for (let i = 0; i < 2; i += 1) {
+      clock.advance(1000);
+      await create(owner, { url: url(`/c/${i}`), events: ['case.new'] });
+    }
+    const cursor = (await call(owner, { method: 'GET', url: '/v1/webhooks?limit=1' })).json().pagination.next_cursor;
+    expect((await call(owner, { method: 'GET', url: `/v1/webhooks?limit=1&cursor=${cursor}` })).statusCode).toBe(200);
+    expectValidationError(await call(newAccount(), { method: 'GET', url: `/v1/webhooks?limit=1&cursor=${cursor}` }), ['cursor']);
+  });
+
   it("defaults to 25 per page and shows only the account's own subscriptions", async () => {
     const account = newAccount();
     const res = await call(account, { method: 'GET', url: '/v1/webhooks' });
@@ -282,6 +293,12 @@ describe('GET /v1/webhooks', () => {
     ['limit=0', 'limit'],
     ['limit=101', 'limit'],
     ['limit=ten', 'limit'],
+    ['limit=Infinity', 'limit'],
+    ['limit=-Infinity', 'limit'],
+    ['limit=1e400', 'limit'],
+    ['limit=0x10', 'limit'],
+    ['limit=1.5', 'limit'],
+    ['limit=1e1', 'limit'],
     ['cursor=not-a-cursor!', 'cursor'],
     ['cursor=eyJhIjoxfQ', 'cursor'],
     ['colour=blue', 'colour'],

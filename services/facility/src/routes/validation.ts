@@ -15,6 +15,7 @@ function clarify(validation: Validation): Validation {
     }
     if (v.keyword === 'format' && params.format === 'date') return { ...v, message: 'must be a date YYYY-MM-DD' };
     if (v.keyword === 'format' && params.format === 'uuid') return { ...v, message: 'must be a UUID' };
+    if (v.keyword === 'formatMinimum') return { ...v, message: 'must be a date from 0001-01-01 to 9999-12-31' };
     return v;
   });
 }

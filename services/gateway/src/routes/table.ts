@@ -28,4 +28,11 @@ export const PUBLIC_ROUTES: PublicRoute[] = [
   { path: '/v1/webhooks/:webhook_id/rotate-secret', methods: ['POST'], target: 'webhook' },
 ];
 
+/**
+ * Paths under these prefixes need at least this tier rank ("Pro and above": free 0 < pro 1 <
+ * enterprise 2). The gateway refuses lower tiers with 403 before reading the body, on every path
+ * and method under the prefix (unknown sub-paths and wrong methods too); the domain service checks again.
+ */
+export const TIER_GATED_PREFIXES = [{ prefix: '/v1/webhooks', minTierRank: 1, requiredTier: 'pro' }] as const;
+
 export const ALL_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;

@@ -320,8 +320,10 @@ export interface components {
           | 'BAD_REQUEST'
           | 'NOT_FOUND'
           | 'METHOD_NOT_ALLOWED'
+          | 'REQUEST_TIMEOUT'
           | 'PAYLOAD_TOO_LARGE'
           | 'UNSUPPORTED_MEDIA_TYPE'
+          | 'HEADERS_TOO_LARGE'
           | 'LIMIT_REACHED'
           | 'SERVICE_UNAVAILABLE'
           | 'INTERNAL_ERROR';
@@ -333,7 +335,7 @@ export interface components {
     };
   };
   responses: {
-    /** @description VALIDATION_ERROR or BAD_REQUEST. VALIDATION_ERROR: a bad or unknown query parameter or body field; `details.fields` lists every problem at once. BAD_REQUEST: the body is not valid JSON, not an object, or has `__proto__` / `constructor.prototype` keys; or the URL has a percent-encoding that does not decode (answered before authentication). */
+    /** @description VALIDATION_ERROR or BAD_REQUEST. VALIDATION_ERROR: a bad or unknown query parameter or body field; `details.fields` lists every problem at once. BAD_REQUEST: the body is not valid JSON, not an object, nests arrays or objects deeper than 32 levels, or has `__proto__` / `constructor.prototype` keys; or the URL has a percent-encoding that does not decode, or the request is not valid HTTP/1.1 (e.g. both Content-Length and Transfer-Encoding, two Content-Lengths, CR, LF or NUL in a header), both answered before authentication. */
     BadRequest: {
       headers: {
         'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
@@ -369,7 +371,7 @@ export interface components {
         };
       };
     };
-    /** @description FORBIDDEN. Authenticated but not allowed, e.g. a Free account on a webhook route; `details: { required_tier, tier }`. */
+    /** @description FORBIDDEN. Authenticated but not allowed: a Free account on any path and method under `/v1/webhooks` (before its body is read); `details: { required_tier, tier }`. */
     Forbidden: {
       headers: {
         'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
@@ -383,6 +385,21 @@ export interface components {
           error?: {
             /** @enum {unknown} */
             code?: 'FORBIDDEN';
+          };
+        };
+      };
+    };
+    /** @description HEADERS_TOO_LARGE. The request head is over 16 KiB. Answered before authentication; the connection is closed. */
+    HeadersTooLarge: {
+      headers: {
+        'X-Request-Id': components['headers']['X-Request-Id'];
+        [name: string]: unknown;
+      };
+      content: {
+        'application/json': components['schemas']['Error'] & {
+          error?: {
+            /** @enum {unknown} */
+            code?: 'HEADERS_TOO_LARGE';
           };
         };
       };
@@ -456,6 +473,21 @@ export interface components {
           error?: {
             /** @enum {unknown} */
             code?: 'PAYLOAD_TOO_LARGE';
+          };
+        };
+      };
+    };
+    /** @description REQUEST_TIMEOUT. The request head did not arrive within 10 s, or the whole request within 30 s (the operator may change both). Answered before authentication; the connection is closed. */
+    RequestTimeout: {
+      headers: {
+        'X-Request-Id': components['headers']['X-Request-Id'];
+        [name: string]: unknown;
+      };
+      content: {
+        'application/json': components['schemas']['Error'] & {
+          error?: {
+            /** @enum {unknown} */
+            code?: 'REQUEST_TIMEOUT';
           };
         };
       };
@@ -575,6 +607,8 @@ export interface operations {
           };
         };
       };
+      408: components['responses']['RequestTimeout'];
+      431: components['responses']['HeadersTooLarge'];
       500: components['responses']['InternalError'];
     };
   };
@@ -609,6 +643,8 @@ export interface operations {
           };
         };
       };
+      408: components['responses']['RequestTimeout'];
+      431: components['responses']['HeadersTooLarge'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };
@@ -659,7 +695,9 @@ export interface operations {
       };
       400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
+      408: components['responses']['RequestTimeout'];
       429: components['responses']['TooManyRequests'];
+      431: components['responses']['HeadersTooLarge'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };
@@ -673,9 +711,9 @@ export interface operations {
         cursor?: string;
         /** @description Only records of this facility (UUID). */
         facility_id?: string;
-        /** @description Page size, 1–100 (default 25). */
+        /** @description Page size, 1–100 (default 25), in decimal digits only: `Infinity`, `1e2`, `0x10` or `1.5` is a VALIDATION_ERROR. */
         limit?: number;
-        /** @description Only records dated on or after this day (YYYY-MM-DD). */
+        /** @description Only records dated on or after this day (YYYY-MM-DD, 0001-01-01 to 9999-12-31: what a Postgres date holds). */
         since?: string;
         /** @description Case status. */
         status?: 'filed' | 'active' | 'settled' | 'closed';
@@ -727,7 +765,9 @@ export interface operations {
       };
       400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
+      408: components['responses']['RequestTimeout'];
       429: components['responses']['TooManyRequests'];
+      431: components['responses']['HeadersTooLarge'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };
@@ -781,7 +821,9 @@ export interface operations {
       400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       404: components['responses']['NotFound'];
+      408: components['responses']['RequestTimeout'];
       429: components['responses']['TooManyRequests'];
+      431: components['responses']['HeadersTooLarge'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };
@@ -793,7 +835,7 @@ export interface operations {
         compliance_status?: 'no_violation' | 'violation' | 'significant_violation';
         /** @description Opaque cursor: `pagination.next_cursor` of the previous page. */
         cursor?: string;
-        /** @description Page size, 1–100 (default 25). */
+        /** @description Page size, 1–100 (default 25), in decimal digits only: `Infinity`, `1e2`, `0x10` or `1.5` is a VALIDATION_ERROR. */
         limit?: number;
         /** @description ECHO program (case-insensitive). */
         program?: 'CAA' | 'CWA' | 'RCRA' | 'SDWA';
@@ -905,7 +947,9 @@ export interface operations {
       };
       400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
+      408: components['responses']['RequestTimeout'];
       429: components['responses']['TooManyRequests'];
+      431: components['responses']['HeadersTooLarge'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };
@@ -959,7 +1003,9 @@ export interface operations {
       400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       404: components['responses']['NotFound'];
+      408: components['responses']['RequestTimeout'];
       429: components['responses']['TooManyRequests'];
+      431: components['responses']['HeadersTooLarge'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };
@@ -971,9 +1017,9 @@ export interface operations {
         case_type?: 'administrative_informal' | 'administrative_formal' | 'judicial';
         /** @description Opaque cursor: `pagination.next_cursor` of the previous page. */
         cursor?: string;
-        /** @description Page size, 1–100 (default 25). */
+        /** @description Page size, 1–100 (default 25), in decimal digits only: `Infinity`, `1e2`, `0x10` or `1.5` is a VALIDATION_ERROR. */
         limit?: number;
-        /** @description Only records dated on or after this day (YYYY-MM-DD). */
+        /** @description Only records dated on or after this day (YYYY-MM-DD, 0001-01-01 to 9999-12-31: what a Postgres date holds). */
         since?: string;
         /** @description Case status. */
         status?: 'filed' | 'active' | 'settled' | 'closed';
@@ -1029,7 +1075,9 @@ export interface operations {
       400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       404: components['responses']['NotFound'];
+      408: components['responses']['RequestTimeout'];
       429: components['responses']['TooManyRequests'];
+      431: components['responses']['HeadersTooLarge'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };
@@ -1039,13 +1087,13 @@ export interface operations {
       query?: {
         /** @description Opaque cursor: `pagination.next_cursor` of the previous page. */
         cursor?: string;
-        /** @description Page size, 1–100 (default 25). */
+        /** @description Page size, 1–100 (default 25), in decimal digits only: `Infinity`, `1e2`, `0x10` or `1.5` is a VALIDATION_ERROR. */
         limit?: number;
         /** @description ECHO program (case-insensitive). */
         program?: 'CAA' | 'CWA' | 'RCRA' | 'SDWA';
         /** @description Violation severity. */
         severity?: 'minor' | 'moderate' | 'significant';
-        /** @description Only records dated on or after this day (YYYY-MM-DD). */
+        /** @description Only records dated on or after this day (YYYY-MM-DD, 0001-01-01 to 9999-12-31: what a Postgres date holds). */
         since?: string;
       };
       header?: never;
@@ -1098,7 +1146,9 @@ export interface operations {
       400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       404: components['responses']['NotFound'];
+      408: components['responses']['RequestTimeout'];
       429: components['responses']['TooManyRequests'];
+      431: components['responses']['HeadersTooLarge'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };
@@ -1110,13 +1160,13 @@ export interface operations {
         cursor?: string;
         /** @description Only records of this facility (UUID). */
         facility_id?: string;
-        /** @description Page size, 1–100 (default 25). */
+        /** @description Page size, 1–100 (default 25), in decimal digits only: `Infinity`, `1e2`, `0x10` or `1.5` is a VALIDATION_ERROR. */
         limit?: number;
         /** @description ECHO program (case-insensitive). */
         program?: 'CAA' | 'CWA' | 'RCRA' | 'SDWA';
         /** @description Violation severity. */
         severity?: 'minor' | 'moderate' | 'significant';
-        /** @description Only records dated on or after this day (YYYY-MM-DD). */
+        /** @description Only records dated on or after this day (YYYY-MM-DD, 0001-01-01 to 9999-12-31: what a Postgres date holds). */
         since?: string;
       };
       header?: never;
@@ -1165,7 +1215,9 @@ export interface operations {
       };
       400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
+      408: components['responses']['RequestTimeout'];
       429: components['responses']['TooManyRequests'];
+      431: components['responses']['HeadersTooLarge'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };
@@ -1175,7 +1227,7 @@ export interface operations {
       query?: {
         /** @description Opaque cursor: `pagination.next_cursor` of the previous page. */
         cursor?: string;
-        /** @description Page size, 1–100 (default 25). */
+        /** @description Page size, 1–100 (default 25), in decimal digits only: `Infinity`, `1e2`, `0x10` or `1.5` is a VALIDATION_ERROR. */
         limit?: number;
       };
       header?: never;
@@ -1218,7 +1270,9 @@ export interface operations {
       400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
+      408: components['responses']['RequestTimeout'];
       429: components['responses']['TooManyRequests'];
+      431: components['responses']['HeadersTooLarge'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };
@@ -1269,10 +1323,12 @@ export interface operations {
       400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
+      408: components['responses']['RequestTimeout'];
       409: components['responses']['Conflict'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
       429: components['responses']['TooManyRequests'];
+      431: components['responses']['HeadersTooLarge'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };
@@ -1319,7 +1375,9 @@ export interface operations {
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
+      408: components['responses']['RequestTimeout'];
       429: components['responses']['TooManyRequests'];
+      431: components['responses']['HeadersTooLarge'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };
@@ -1351,7 +1409,9 @@ export interface operations {
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
+      408: components['responses']['RequestTimeout'];
       429: components['responses']['TooManyRequests'];
+      431: components['responses']['HeadersTooLarge'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };
@@ -1407,9 +1467,11 @@ export interface operations {
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
+      408: components['responses']['RequestTimeout'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
       429: components['responses']['TooManyRequests'];
+      431: components['responses']['HeadersTooLarge'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };
@@ -1419,7 +1481,7 @@ export interface operations {
       query?: {
         /** @description Opaque cursor: `pagination.next_cursor` of the previous page. */
         cursor?: string;
-        /** @description Page size, 1–100 (default 25). */
+        /** @description Page size, 1–100 (default 25), in decimal digits only: `Infinity`, `1e2`, `0x10` or `1.5` is a VALIDATION_ERROR. */
         limit?: number;
       };
       header?: never;
@@ -1472,7 +1534,9 @@ export interface operations {
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
+      408: components['responses']['RequestTimeout'];
       429: components['responses']['TooManyRequests'];
+      431: components['responses']['HeadersTooLarge'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };
@@ -1527,7 +1591,9 @@ export interface operations {
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
+      408: components['responses']['RequestTimeout'];
       429: components['responses']['TooManyRequests'];
+      431: components['responses']['HeadersTooLarge'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };
@@ -1574,7 +1640,9 @@ export interface operations {
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
+      408: components['responses']['RequestTimeout'];
       429: components['responses']['TooManyRequests'];
+      431: components['responses']['HeadersTooLarge'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };
@@ -1627,7 +1695,9 @@ export interface operations {
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
+      408: components['responses']['RequestTimeout'];
       429: components['responses']['TooManyRequests'];
+      431: components['responses']['HeadersTooLarge'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
     };

@@ -4,6 +4,7 @@ import {
   type Check,
   checkReadiness,
   errorBody,
+  type HttpServerSettings,
   installHttpConventions,
   requireBearerToken,
   type ServiceMetrics,
@@ -24,6 +25,8 @@ export interface UsageHttpDeps {
   optionalChecks?: string[];
   adminToken: string | undefined;
   isShuttingDown: () => boolean;
+  /** Timeouts and connection cap of the HTTP server. */
+  http?: HttpServerSettings;
 }
 
 const AccountOut = Type.Object({
@@ -43,7 +46,7 @@ const KeyOut = Type.Object({
 
 /** Health endpoints and the token-protected internal admin API (same operations as the CLI). */
 export function buildUsageHttpApp(deps: UsageHttpDeps): FastifyInstance {
-  const app = Fastify(baseFastifyOptions(deps.logger));
+  const app = Fastify(baseFastifyOptions(deps.logger, deps.http));
   installHttpConventions(app, { metrics: deps.metrics });
 
   app.get('/healthz', async () => ({ data: { status: 'ok' } }));

@@ -3,11 +3,18 @@ import { decodeCursor, encodeCursor } from './cursor';
 
 describe('list cursor', () => {
   const position = { created_at: '2026-11-22T08:15:30.123Z', id: 'wh_7b0d7a56-8a4c-4d77-9a0e-2f1f7f1b2c3d' };
+  const list = 'subscriptions:acct-a';
 
   it('round-trips an opaque base64url token', () => {
-    const cursor = encodeCursor(position);
+    const cursor = encodeCursor(list, position);
     expect(cursor).toMatch(/^[A-Za-z0-9_-]+$/);
-    expect(decodeCursor(cursor)).toEqual(position);
+    expect(decodeCursor(list, cursor)).toEqual(position);
+  });
+
+  it("refuses another list's or another account's cursor", () => {
+    const cursor = encodeCursor(list, position);
+    expect(decodeCursor('subscriptions:acct-b', cursor)).toBeUndefined();
+    expect(decodeCursor('deliveries:wh_7b0d7a56-8a4c-4d77-9a0e-2f1f7f1b2c3d', cursor)).toBeUndefined();
   });
 
   it('refuses anything it did not issue', () => {
@@ -16,14 +23,21 @@ describe('list cursor', () => {
       '',
       'not base64!',
       enc({ created_at: position.created_at, id: position.id }),
+      enc([position.created_at, position.id]),
+      enc(['x', position.created_at, position.id]),
       enc([position.created_at]),
-      enc(['2026-13-45T99:99:99.999Z', position.id]),
-      enc(['yesterday', position.id]),
-      enc([position.created_at, 'wh_x']),
-      enc([position.created_at, 42]),
       'x'.repeat(500),
     ]) {
-      expect(decodeCursor(bad)).toBeUndefined();
+      expect(decodeCursor(list, bad)).toBeUndefined();
+    }
+    const tag = JSON.parse(Buffer.from(encodeCursor(list, position), 'base64url').toString())[0];
+    for (const bad of [
+      enc([tag, '2026-13-45T99:99:99.999Z', position.id]),
+      enc([tag, 'yesterday', position.id]),
+      enc([tag, position.created_at, 'wh_x']),
+      enc([tag, position.created_at, 42]),
+    ]) {
+      expect(decodeCursor(list, bad)).toBeUndefined();
     }
   });
 });

@@ -1,23 +1,34 @@
+import { createHash } from 'node:crypto';
 import type { ListPosition } from '@fcd/webhooks';
 
 /**
- * Opaque keyset cursor for the subscription list: base64url of the last row's
- * (created_at, id). Clients must not build or parse it.
+ * Opaque keyset cursor of one list: base64url of a tag naming the list (a
+ * digest of its kind and owner, e.g. the account for subscriptions, the
+ * subscription for deliveries) and the last row's (created_at, id). A cursor
+ * of another list or another account does not decode here, so it is a
+ * VALIDATION_ERROR rather than a position in someone else's order. Clients
+ * must not build or parse it.
  */
 const ID = /^wh_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
-export function encodeCursor(position: ListPosition): string {
-  return Buffer.from(JSON.stringify([position.created_at, position.id]), 'utf8').toString('base64url');
+function listTag(list: string): string {
+  return createHash('sha256').update(list).digest('base64url').slice(0, 16);
 }
 
-/** undefined when the text is not a cursor this service issued. */
-export function decodeCursor(text: string, idPattern: RegExp = ID): ListPosition | undefined {
+/** `list` names the list and its owner, e.g. `subscriptions:<account id>`. */
+export function encodeCursor(list: string, position: ListPosition): string {
+  return Buffer.from(JSON.stringify([listTag(list), position.created_at, position.id]), 'utf8').toString('base64url');
+}
+
+/** undefined when the text is not a cursor this service issued for this list. */
+export function decodeCursor(list: string, text: string, idPattern: RegExp = ID): ListPosition | undefined {
   if (!/^[A-Za-z0-9_-]{1,400}$/.test(text)) return undefined;
   try {
     const value: unknown = JSON.parse(Buffer.from(text, 'base64url').toString('utf8'));
-    if (!Array.isArray(value) || value.length !== 2) return undefined;
-    const [createdAt, id] = value as unknown[];
+    if (!Array.isArray(value) || value.length !== 3) return undefined;
+    const [tag, createdAt, id] = value as unknown[];
+    if (tag !== listTag(list)) return undefined;
     if (typeof createdAt !== 'string' || !ISO.test(createdAt) || Number.isNaN(Date.parse(createdAt))) return undefined;
     if (typeof id !== 'string' || !idPattern.test(id)) return undefined;
     return { created_at: createdAt, id };

@@ -128,15 +128,17 @@ export class WebhookService {
 
   async list(account: AccountClaims, limit: number | undefined, cursor: string | undefined): Promise<SubscriptionListView> {
     const size = limit ?? DEFAULT_PAGE_SIZE;
-    const after = cursor === undefined ? undefined : decodeCursor(cursor);
-    if (cursor !== undefined && after === undefined) throw validationError([{ field: 'cursor', message: 'is not a valid cursor' }]);
+    const list = `subscriptions:${account.account_id}`;
+    const after = cursor === undefined ? undefined : decodeCursor(list, cursor);
+    if (cursor !== undefined && after === undefined)
+      throw validationError([{ field: 'cursor', message: 'is not a valid cursor for this list' }]);
     const page = await this.options.store.list(account.account_id, size, after);
     const last = page.items[page.items.length - 1];
     return {
       data: page.items.map(view),
       pagination: {
         limit: size,
-        next_cursor: page.has_more && last ? encodeCursor({ created_at: last.created_at, id: last.id }) : null,
+        next_cursor: page.has_more && last ? encodeCursor(list, { created_at: last.created_at, id: last.id }) : null,
         has_more: page.has_more,
       },
     };
@@ -177,15 +179,17 @@ export class WebhookService {
   ): Promise<DeliveryListView> {
     await this.get(account, id);
     const size = limit ?? DEFAULT_PAGE_SIZE;
-    const after = cursor === undefined ? undefined : decodeCursor(cursor, DELIVERY_ID);
-    if (cursor !== undefined && after === undefined) throw validationError([{ field: 'cursor', message: 'is not a valid cursor' }]);
+    const list = `deliveries:${id}`;
+    const after = cursor === undefined ? undefined : decodeCursor(list, cursor, DELIVERY_ID);
+    if (cursor !== undefined && after === undefined)
+      throw validationError([{ field: 'cursor', message: 'is not a valid cursor for this list' }]);
     const page = await this.options.deliveries.list(id, size, after);
     const last = page.items[page.items.length - 1];
     return {
       data: page.items,
       pagination: {
         limit: size,
-        next_cursor: page.has_more && last ? encodeCursor({ created_at: last.created_at, id: last.id }) : null,
+        next_cursor: page.has_more && last ? encodeCursor(list, { created_at: last.created_at, id: last.id }) : null,
         has_more: page.has_more,
       },
     };

@@ -1,0 +1,223 @@
+import type { Server } from 'node:http';
+import { connect, type Socket } from 'node:net';
+import { Type } from '@sinclair/typebox';
+import Fastify, { type FastifyInstance } from 'fastify';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ConfigError, parseConfig } from './config';
+import { AppError } from './errors';
+import { baseFastifyOptions, installHttpConventions } from './http';
+import { DESCRIPTOR_RESERVE, descriptorLimit, HttpServerEnv, type HttpServerSettings, maxConnections } from './http-server';
+import { createLogger } from './logger';
+import { createMetrics, Registry, startMetricsServer } from './metrics';
+
+const settings: HttpServerSettings = {
+  HTTP_REQUEST_TIMEOUT_MS: 600,
+  HTTP_HEADERS_TIMEOUT_MS: 400,
+  HTTP_KEEP_ALIVE_TIMEOUT_MS: 300,
+  HTTP_MAX_CONNECTIONS: 6,
+};
+
+const serviceMetrics = createMetrics('http-server-test');
+let app: FastifyInstance;
+let port: number;
+let metrics: Server;
+let metricsPort: number;
+
+beforeAll(async () => {
+  app = Fastify(baseFastifyOptions(createLogger({ service: 'http-server-test', level: 'silent' }), settings));
+  installHttpConventions(app, { metrics: serviceMetrics });
+  app.get('/ok', async () => ({ data: { ok: true } }));
+  app.get('/slow-answer', async () => {
+    await new Promise((r) => setTimeout(r, settings.HTTP_REQUEST_TIMEOUT_MS + 400));
+    return { data: { ok: true } };
+  });
+  app.post('/echo', async (request) => ({ data: request.body }));
+  app.post('/guarded', { onRequest: async () => Promise.reject(new AppError('UNAUTHORIZED', 'No.')) }, async () => ({ data: {} }));
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  port = (app.server.address() as { port: number }).port;
+  metrics = await startMetricsServer(new Registry(), 0, '127.0.0.1', settings);
+  metricsPort = (metrics.address() as { port: number }).port;
+});
+afterAll(async () => {
+  await app.close();
+  await new Promise((r) => metrics.close(r));
+});
+
+interface Exchange {
+  socket: Socket;
+  /** Everything the server sent, once it closed the connection. */
+  closed: Promise<string>;
+}
+
+/** Opens a raw connection and writes `bytes` (the test decides what is left unsent). */
+function raw(bytes: string, target = port): Exchange {
+  const socket = connect(target, '127.0.0.1');
+  let data = '';
+  socket.setEncoding('latin1');
+  socket.on('data', (chunk: string) => {
+    data += chunk;
+  });
+  const closed = new Promise<string>((resolve) => {
+    socket.on('error', () => undefined);
+    socket.on('close', () => resolve(data));
+  });
+  socket.write(bytes, 'latin1');
+  return { socket, closed };
+}
+
+function parse(response: string) {
+  const [head = '', body = ''] = response.split('\r\n\r\n');
+  const [statusLine = '', ...lines] = head.split('\r\n');
+  const headers = Object.fromEntries(lines.map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]));
+  return { status: Number(statusLine.split(' ')[1]), headers, body: body ? JSON.parse(body) : undefined };
+}
+
+async function ok(): Promise<number> {
+  return (await fetch(`http://127.0.0.1:${port}/ok`, { headers: { connection: 'close' } })).status;
+}
+
+describe('timeouts', () => {
+  it('answers a request whose head never ends with 408 REQUEST_TIMEOUT and closes it', async () => {
+    const slow = raw('GET /ok HTTP/1.1\r\nHost: x\r\nX-Slow: ');
+    expect(await ok()).toBe(200);
+    const res = parse(await slow.closed);
+    expect(res.status).toBe(408);
+    expect(res.headers['x-request-id']).toMatch(/^req_[0-9a-f-]{36}$/);
+    expect(res.headers['content-type']).toBe('application/json; charset=utf-8');
+    expect(res.body).toEqual({ error: { code: 'REQUEST_TIMEOUT', message: 'The request was not received in time.' } });
+  });
+
+  it('answers a body that stops after one byte with 408, quoting the request id', async () => {
+    const slow = raw(
+      'POST /echo HTTP/1.1\r\nHost: x\r\nX-Request-Id: slow-body-1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{',
+    );
+    expect(await ok()).toBe(200);
+    const res = parse(await slow.closed);
+    expect(res.status).toBe(408);
+    expect(res.headers['x-request-id']).toBe('slow-body-1');
+    expect(res.body.error.code).toBe('REQUEST_TIMEOUT');
+  });
+
+  it('closes, without a second answer, a connection whose request was answered before its body arrived', async () => {
+    const answered = raw('POST /guarded HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{');
+    const data = await answered.closed;
+    expect(parse(data).status).toBe(401);
+    expect(data.match(/HTTP\/1\.1 /g)).toHaveLength(1);
+  });
+
+  it('answers a body that never starts with 408', async () => {
+    const idle = raw('POST /echo HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 10\r\n\r\n');
+    const res = parse(await idle.closed);
+    expect(res.status).toBe(408);
+    expect(res.body.error.code).toBe('REQUEST_TIMEOUT');
+  });
+
+  it('answers a body that trickles in with 408 at the request timeout', async () => {
+    const slow = raw('POST /echo HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n');
+    const timer = setInterval(() => slow.socket.write(' '), 100);
+    try {
+      const res = parse(await slow.closed);
+      expect(res.status).toBe(408);
+      expect(res.body.error.code).toBe('REQUEST_TIMEOUT');
+    } finally {
+      clearInterval(timer);
+    }
+  });
+
+  it('never cuts the time a service takes to answer a received request', async () => {
+    const res = await fetch(`http://127.0.0.1:${port}/slow-answer`);
+    expect(res.status).toBe(200);
+  });
+
+  it('closes an idle keep-alive connection after its answer without another response', async () => {
+    const idle = raw('GET /ok HTTP/1.1\r\nHost: x\r\n\r\n');
+    const res = parse(await idle.closed);
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ data: { ok: true } });
+  });
+});
+
+describe('errors Node raises before routing get the envelope and an X-Request-Id', () => {
+  it.each([
+    [
+      'Content-Length with Transfer-Encoding',
+      'POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n{}',
+      400,
+    ],
+    ['two Content-Length headers', 'POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n{}', 400],
+    ['a CR inside a header value', 'GET /ok HTTP/1.1\r\nHost: x\r\nX-A: b\rc\r\n\r\n', 400],
+    ['a LF inside a header name', 'GET /ok HTTP/1.1\r\nHost: x\r\nX\nA: b\r\n\r\n', 400],
+    ['a NUL in a header value', 'GET /ok HTTP/1.1\r\nHost: x\r\nX-A: b\0c\r\n\r\n', 400],
+    ['a malformed request line', 'GARBAGE\r\n\r\n', 400],
+    ['headers over 16 KiB', `GET /ok HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`, 431],
+  ])('%s', async (_name, bytes, status) => {
+    const res = parse(await raw(bytes).closed);
+    expect(res.status).toBe(status);
+    expect(res.headers['x-request-id']).toMatch(/^req_[0-9a-f-]{36}$/);
+    expect(res.headers.connection).toBe('close');
+    expect(res.body).toEqual(
+      status === 431
+        ? { error: { code: 'HEADERS_TOO_LARGE', message: 'The request headers are too large.' } }
+        : { error: { code: 'BAD_REQUEST', message: 'The request is not valid HTTP/1.1.' } },
+    );
+  });
+
+  it('on the metrics port too, with its timeouts', async () => {
+    const bad = parse(await raw('POST /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n', metricsPort).closed);
+    expect(bad.status).toBe(400);
+    expect(bad.body.error.code).toBe('BAD_REQUEST');
+    const slow = parse(await raw('GET /metrics HTTP/1.1\r\n', metricsPort).closed);
+    expect(slow.status).toBe(408);
+    expect(slow.headers['x-request-id']).toMatch(/^req_/);
+  });
+});
+
+describe('connection cap', () => {
+  it('closes the oldest slow connection to admit a new one, and keeps answering', async () => {
+    const slow = Array.from({ length: 6 }, () => raw('GET /ok HTTP/1.1\r\nHost: x\r\n'));
+    await Promise.all(slow.map((s) => new Promise((r) => s.socket.once('connect', r))));
+    await new Promise((r) => setTimeout(r, 50)); // let the server accept all six
+    expect(await ok()).toBe(200);
+    const first = await Promise.race([slow[0]?.closed, new Promise((r) => setTimeout(() => r('open'), 200))]);
+    expect(first).toBe(''); // closed without an answer, before any timeout
+    expect((await serviceMetrics.connectionsShed.get()).values.map((v) => v.value)).toEqual([1]);
+    const rest = await Promise.all(slow.slice(1).map((s) => s.closed));
+    expect(rest.map((r) => parse(r).status)).toEqual([408, 408, 408, 408, 408]);
+  });
+
+  it('derives the cap from the descriptor limit', () => {
+    const limits =
+      'Limit                     Soft Limit           Hard Limit           Units     \nMax open files            1024                 4096                 files     \n';
+    expect(descriptorLimit(limits)).toBe(1024);
+    expect(descriptorLimit('Max open files            unlimited            unlimited            files\n')).toBeUndefined();
+    const base = { HTTP_REQUEST_TIMEOUT_MS: 1, HTTP_HEADERS_TIMEOUT_MS: 1, HTTP_KEEP_ALIVE_TIMEOUT_MS: 1 };
+    expect(maxConnections(base, 1024)).toBe(1024 - DESCRIPTOR_RESERVE);
+    expect(maxConnections(base, 100)).toBe(64);
+    expect(maxConnections({ ...base, HTTP_MAX_CONNECTIONS: 10 }, 1024)).toBe(10);
+  });
+});
+
+describe('configuration', () => {
+  const schema = Type.Object({ ...HttpServerEnv });
+
+  it('has defaults and reads the environment', () => {
+    expect(parseConfig(schema, {})).toEqual({
+      HTTP_REQUEST_TIMEOUT_MS: 30_000,
+      HTTP_HEADERS_TIMEOUT_MS: 10_000,
+      HTTP_KEEP_ALIVE_TIMEOUT_MS: 72_000,
+    });
+    expect(
+      parseConfig(schema, { HTTP_MAX_CONNECTIONS: '500', HTTP_REQUEST_TIMEOUT_MS: '5000', HTTP_HEADERS_TIMEOUT_MS: '5000' }),
+    ).toMatchObject({
+      HTTP_MAX_CONNECTIONS: 500,
+      HTTP_REQUEST_TIMEOUT_MS: 5000,
+    });
+  });
+
+  it('refuses a headers timeout above the request timeout', () => {
+    expect(() => parseConfig(schema, { HTTP_HEADERS_TIMEOUT_MS: '20000', HTTP_REQUEST_TIMEOUT_MS: '10000' })).toThrow(
+      new ConfigError(['HTTP_HEADERS_TIMEOUT_MS: must not exceed HTTP_REQUEST_TIMEOUT_MS']),
+    );
+    expect(() => parseConfig(schema, { HTTP_REQUEST_TIMEOUT_MS: 'soon' })).toThrow(ConfigError);
+  });
+});

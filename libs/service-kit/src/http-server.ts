@@ -1,0 +1,200 @@
+import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { createServer, type IncomingMessage, type RequestListener, type Server, type ServerResponse, STATUS_CODES } from 'node:http';
+import type { Socket } from 'node:net';
+import { Type } from '@sinclair/typebox';
+import { ERROR_STATUS, type ErrorCode, errorBody } from './errors';
+
+/**
+ * Every HTTP server of every service (the API port and the metrics port) is
+ * made here, so the edge rules hold everywhere: timeouts on slow or idle
+ * clients, the error envelope for errors Node raises before any route runs,
+ * and a connection cap that sheds the oldest idle or slow socket rather than
+ * running out of file descriptors (docs/operations.md, "HTTP servers").
+ */
+export interface HttpServerSettings {
+  /** Time to receive a whole request (head and body); then 408. */
+  HTTP_REQUEST_TIMEOUT_MS: number;
+  /** Time to receive a request's head; then 408. At most HTTP_REQUEST_TIMEOUT_MS. */
+  HTTP_HEADERS_TIMEOUT_MS: number;
+  /** An idle keep-alive connection is closed after this time. */
+  HTTP_KEEP_ALIVE_TIMEOUT_MS: number;
+  /** Open connections kept at most; unset: the process's file-descriptor limit less a reserve. */
+  HTTP_MAX_CONNECTIONS?: number;
+}
+
+/** Config schema fragment: spread into each service's schema. */
+export const HttpServerEnv = {
+  HTTP_REQUEST_TIMEOUT_MS: Type.Integer({ default: 30_000, minimum: 100, maximum: 600_000 }),
+  HTTP_HEADERS_TIMEOUT_MS: Type.Integer({ default: 10_000, minimum: 100, maximum: 600_000 }),
+  HTTP_KEEP_ALIVE_TIMEOUT_MS: Type.Integer({ default: 72_000, minimum: 100, maximum: 600_000 }),
+  HTTP_MAX_CONNECTIONS: Type.Optional(Type.Integer({ minimum: 1, maximum: 10_000_000 })),
+};
+
+export const DEFAULT_HTTP_SERVER_SETTINGS: HttpServerSettings = {
+  HTTP_REQUEST_TIMEOUT_MS: 30_000,
+  HTTP_HEADERS_TIMEOUT_MS: 10_000,
+  HTTP_KEEP_ALIVE_TIMEOUT_MS: 72_000,
+};
+
+/** Cross-field rules of the fragment (Node refuses a headers timeout above the request timeout). */
+export function httpServerSettingsProblems(values: Record<string, unknown>): string[] {
+  const headers = values.HTTP_HEADERS_TIMEOUT_MS;
+  const request = values.HTTP_REQUEST_TIMEOUT_MS;
+  if (typeof headers === 'number' && typeof request === 'number' && headers > request) {
+    return ['HTTP_HEADERS_TIMEOUT_MS: must not exceed HTTP_REQUEST_TIMEOUT_MS'];
+  }
+  return [];
+}
+
+/** Descriptors kept free for everything but client connections (pools, gRPC, NATS, logs, DNS). */
+export const DESCRIPTOR_RESERVE = 256;
+/** The metrics port only serves scrapes. */
+export const METRICS_MAX_CONNECTIONS = 32;
+
+/** The soft RLIMIT_NOFILE of this process (Linux /proc), or undefined where it cannot be read. */
+export function descriptorLimit(limitsText?: string): number | undefined {
+  let text = limitsText;
+  if (text === undefined) {
+    try {
+      text = readFileSync('/proc/self/limits', 'utf8');
+    } catch {
+      return undefined;
+    }
+  }
+  const soft = /^Max open files\s+(\d+|unlimited)\s/m.exec(text)?.[1];
+  return soft === undefined || soft === 'unlimited' ? undefined : Number(soft);
+}
+
+/** HTTP_MAX_CONNECTIONS, or the descriptor limit less the reserve (at least 64); 0 = no cap. */
+export function maxConnections(settings: HttpServerSettings, limit = descriptorLimit()): number {
+  if (settings.HTTP_MAX_CONNECTIONS !== undefined) return settings.HTTP_MAX_CONNECTIONS;
+  return limit === undefined ? 0 : Math.max(64, limit - DESCRIPTOR_RESERVE);
+}
+
+/** Request ids of requests Fastify has seen, so an error on their socket quotes the same id. */
+export const rawRequestIds = new WeakMap<IncomingMessage, string>();
+
+interface Exchange {
+  req: IncomingMessage;
+  res: ServerResponse;
+}
+const exchanges = new WeakMap<Socket, Exchange>();
+const answered = new WeakSet<Socket>();
+
+const CLIENT_ERRORS: Record<string, { code: ErrorCode; message: string }> = {
+  ERR_HTTP_REQUEST_TIMEOUT: { code: 'REQUEST_TIMEOUT', message: 'The request was not received in time.' },
+  HPE_HEADER_OVERFLOW: { code: 'HEADERS_TOO_LARGE', message: 'The request headers are too large.' },
+  HPE_CHUNK_EXTENSIONS_OVERFLOW: { code: 'PAYLOAD_TOO_LARGE', message: 'The chunk extensions of the request body are too large.' },
+};
+const MALFORMED = { code: 'BAD_REQUEST' as const, message: 'The request is not valid HTTP/1.1.' };
+
+/**
+ * `clientError`: Node could not read a request (malformed head, conflicting
+ * lengths, header overflow, timeout). Answers with the error envelope and an
+ * X-Request-Id where a response can still be written, then closes.
+ */
+export function answerClientError(err: Error & { code?: string }, socket: Socket): void {
+  if (socket.destroyed || answered.has(socket)) return;
+  answered.add(socket);
+  if (err.code === 'ECONNRESET' || err.code === 'EPIPE') {
+    socket.destroy();
+    return;
+  }
+  // The socket's last exchange, unless it is over (the next request's head may be arriving).
+  const last = exchanges.get(socket);
+  const current = last && !(last.req.complete && last.res.writableEnded) ? last : undefined;
+  if (current?.res.headersSent) {
+    // This request was already answered (its body still coming) or is being answered.
+    socket.destroy();
+    return;
+  }
+  const { code, message } = CLIENT_ERRORS[err.code ?? ''] ?? MALFORMED;
+  const status = ERROR_STATUS[code];
+  const id = (current && rawRequestIds.get(current.req)) ?? `req_${randomUUID()}`;
+  const body = JSON.stringify(errorBody(code, message));
+  const head = [
+    `HTTP/1.1 ${status} ${STATUS_CODES[status]}`,
+    'content-type: application/json; charset=utf-8',
+    `content-length: ${Buffer.byteLength(body)}`,
+    `x-request-id: ${id}`,
+    'connection: close',
+  ].join('\r\n');
+  // Half-close after the answer, keep discarding what the client still sends (closing with
+  // unread input would reset the connection and could lose the answer), then close for good.
+  const timer = setTimeout(() => socket.destroy(), 1000);
+  timer.unref();
+  socket.once('close', () => clearTimeout(timer));
+  if (socket.writable) socket.end(`${head}\r\n\r\n${body}`);
+  else socket.destroy();
+}
+
+const shedListeners = new WeakMap<Server, Array<() => void>>();
+
+/** Calls `listener` each time the server sheds a connection at its cap. */
+export function onConnectionShed(server: Server, listener: () => void): void {
+  shedListeners.set(server, [...(shedListeners.get(server) ?? []), listener]);
+}
+
+/**
+ * Keeps at most `max` connections: a new connection over the cap closes the
+ * connection idle or slow for the longest time (between requests, or still
+ * sending its head or body). Connections whose request is complete and being
+ * answered are never closed.
+ */
+export function capConnections(server: Server, max: number, onShed?: () => void): void {
+  if (max <= 0) return;
+  // Insertion order = least recent activity first (a finished response moves a socket to the end).
+  const open = new Map<Socket, true>();
+  const busy = (socket: Socket) => {
+    const x = exchanges.get(socket);
+    return Boolean(x?.req.complete && !x.res.writableEnded);
+  };
+  server.on('connection', (socket: Socket) => {
+    if (open.size >= max) {
+      for (const candidate of open.keys()) {
+        if (busy(candidate)) continue;
+        open.delete(candidate);
+        candidate.destroy();
+        onShed?.();
+        for (const listener of shedListeners.get(server) ?? []) listener();
+        break;
+      }
+    }
+    open.set(socket, true);
+    socket.once('close', () => open.delete(socket));
+  });
+  server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+    res.once('finish', () => {
+      if (open.delete(req.socket) && !req.socket.destroyed) open.set(req.socket, true);
+    });
+  });
+}
+
+export interface HttpServerOptions {
+  /** Whether this function installs the clientError handler (Fastify installs its own option). */
+  clientErrors?: boolean;
+  /** Fixed connection cap (the metrics port); else from the settings. */
+  maxConnections?: number;
+  onShed?: () => void;
+}
+
+/** node:http options of the settings (Node checks its timeouts every `connectionsCheckingInterval`). */
+export function nodeServerOptions(settings: HttpServerSettings) {
+  const shortest = Math.min(settings.HTTP_HEADERS_TIMEOUT_MS, settings.HTTP_REQUEST_TIMEOUT_MS);
+  return {
+    requestTimeout: settings.HTTP_REQUEST_TIMEOUT_MS,
+    headersTimeout: settings.HTTP_HEADERS_TIMEOUT_MS,
+    keepAliveTimeout: settings.HTTP_KEEP_ALIVE_TIMEOUT_MS,
+    connectionsCheckingInterval: Math.max(25, Math.min(1000, Math.floor(shortest / 4))),
+  };
+}
+
+/** An HTTP server with the edge rules of the settings. */
+export function createHttpServer(settings: HttpServerSettings, handler: RequestListener, options: HttpServerOptions = {}): Server {
+  const server = createServer(nodeServerOptions(settings), handler);
+  server.on('request', (req: IncomingMessage, res: ServerResponse) => exchanges.set(req.socket, { req, res }));
+  if (options.clientErrors !== false) server.on('clientError', answerClientError);
+  capConnections(server, options.maxConnections ?? maxConnections(settings), options.onShed);
+  return server;
+}
