@@ -7,6 +7,7 @@ import {
   startService,
   startStack,
   TEST_INTERNAL_AUTH_SECRET,
+  TEST_USAGE_GRPC_SECRET,
   type TestAccount,
 } from '@fcd/testing';
 import { Client } from 'undici';
@@ -152,6 +153,7 @@ describe('slow clients', () => {
           METRICS_PORT: '0',
           HOST: '127.0.0.1',
           INTERNAL_AUTH_SECRET: TEST_INTERNAL_AUTH_SECRET,
+          USAGE_GRPC_SECRET: TEST_USAGE_GRPC_SECRET,
           FACILITY_URL: `http://127.0.0.1:${await freePort()}`,
           WEBHOOK_URL: `http://127.0.0.1:${await freePort()}`,
           ...timeouts,
