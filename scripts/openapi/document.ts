@@ -339,6 +339,7 @@ const HEADERS: JsonObject = {
   'X-Usage-Stale': {
     description:
       "Present (`true`) when the billing figures of earlier days came from the usage service's cache because its store was unreachable; they may miss counts made since. Today's count is live.",
+    required: false,
     schema: { type: 'string', enum: ['true'] },
   },
 };

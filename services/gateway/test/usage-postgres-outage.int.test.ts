@@ -103,6 +103,8 @@ describe('Postgres stopped for 20 s under metered load', () => {
       () => stack.storedCount(accountId),
       (n) => n === earlier + ok,
     );
-    expect(stack.usage.logs().some((l) => l.msg === 'uncaught exception' || (l.level as unknown) === 60 || l.level === 'fatal')).toBe(false);
+    expect(stack.usage.logs().some((l) => l.msg === 'uncaught exception' || (l.level as unknown) === 60 || l.level === 'fatal')).toBe(
+      false,
+    );
   }, 90_000);
 });
