@@ -46,7 +46,7 @@ export interface paths {
     };
     /**
      * The calling account's usage today and in the billing period
-     * @description The call itself counts, and the figures include it. The billing period is the UTC calendar month.
+     * @description The call itself counts, and the figures include it. The billing period is the UTC calendar month. While the usage store (Postgres) is unreachable, an account the service knows is still answered: today is live, earlier days come from its cache, and the response carries `X-Usage-Stale: true`.
      */
     get: operations['getAccountUsage'];
     put?: never;
@@ -579,6 +579,8 @@ export interface components {
     'X-RateLimit-Reset': string;
     /** @description Echoes a well-formed incoming `X-Request-Id` (`[A-Za-z0-9._:-]{1,128}`), else a generated `req_<uuid>`. */
     'X-Request-Id': string;
+    /** @description Present (`true`) when the billing figures of earlier days came from the usage service's cache because its store was unreachable; they may miss counts made since. Today's count is live. */
+    'X-Usage-Stale': 'true';
   };
   pathItems: never;
 }
@@ -665,6 +667,7 @@ export interface operations {
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
           'X-Request-Id': components['headers']['X-Request-Id'];
+          'X-Usage-Stale': components['headers']['X-Usage-Stale'];
           [name: string]: unknown;
         };
         content: {
