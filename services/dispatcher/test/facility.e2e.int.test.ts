@@ -305,7 +305,7 @@ it('through the gateway with a Pro key: subscriptions (one facility, all facilit
   const rotated = await call(`/v1/webhooks/${sub.id}/rotate-secret`, apiKey, { method: 'POST' });
   expect(rotated.status, rotated.text).toBe(200);
   const newSecret = rotated.body.data.secret as string;
-  expect(newSecret).toMatch(/^whsec_[A-Za-z0-9_-]{32,}$/);
+  expect(newSecret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
   expect(newSecret).not.toBe(sub.secret);
   expect((await call(`/v1/webhooks/${sub.id}`, apiKey)).body.data.secret).toBe(`whsec_********${newSecret.slice(-4)}`);
   const before = receiver.at(p).length;
