@@ -1259,6 +1259,7 @@ export interface operations {
               id: string;
               is_active: boolean;
               secret: string;
+              secret_rotation_ends_at: string | null;
               updated_at: string;
               url: string;
             }[];
@@ -1317,6 +1318,7 @@ export interface operations {
               id: string;
               is_active: boolean;
               secret: string;
+              secret_rotation_ends_at: string | null;
               updated_at: string;
               url: string;
             };
@@ -1368,6 +1370,7 @@ export interface operations {
               id: string;
               is_active: boolean;
               secret: string;
+              secret_rotation_ends_at: string | null;
               updated_at: string;
               url: string;
             };
@@ -1460,6 +1463,7 @@ export interface operations {
               id: string;
               is_active: boolean;
               secret: string;
+              secret_rotation_ends_at: string | null;
               updated_at: string;
               url: string;
             };
@@ -1611,7 +1615,13 @@ export interface operations {
       };
       cookie?: never;
     };
-    requestBody?: never;
+    requestBody: {
+      content: {
+        'application/json': {
+          overlap_seconds?: number;
+        };
+      };
+    };
     responses: {
       /** @description OK. */
       200: {
@@ -1633,6 +1643,7 @@ export interface operations {
               id: string;
               is_active: boolean;
               secret: string;
+              secret_rotation_ends_at: string | null;
               updated_at: string;
               url: string;
             };
@@ -1644,6 +1655,8 @@ export interface operations {
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
       408: components['responses']['RequestTimeout'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
       429: components['responses']['TooManyRequests'];
       431: components['responses']['HeadersTooLarge'];
       500: components['responses']['InternalError'];
