@@ -64,6 +64,10 @@ export interface AttemptResult {
   responseStatus: number | null;
   error: string | null;
   success: boolean;
+  /** A 429 or 503's Retry-After, in ms from the end of the attempt; null when absent. */
+  retryAfterMs?: number | null;
+  /** The destination is refused for good (the URL or its resolved address fails the safety rules). */
+  permanent?: boolean;
 }
 
 /** What happens to a delivery after an attempt (decided by the dispatcher's pure schedule). */
@@ -80,6 +84,10 @@ export interface DecisionInput {
   firstAttemptAt: number;
   /** The subscription's last success (any delivery), before this attempt; null if none. */
   lastSuccessAt: number | null;
+  /** The receiver's Retry-After (429/503), in ms; null when absent. */
+  retryAfterMs?: number | null;
+  /** The destination is refused for good: no retry. */
+  permanent?: boolean;
 }
 
 /** One attempt to record (`recordAttempts`). */
@@ -514,6 +522,8 @@ export class DeliveryStore {
           finishedAt: result.finishedAt,
           firstAttemptAt: claimed.firstAttemptAt,
           lastSuccessAt: sub?.lastSuccessAt ?? null,
+          retryAfterMs: result.retryAfterMs ?? null,
+          permanent: result.permanent ?? false,
         });
         if (!sub || !row || row.status !== 'pending' || row.attempt_count !== claimed.attempt) {
           outcomes.push({ decision, applied: false, deactivated: false, cancelled: 0 });

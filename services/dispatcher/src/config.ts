@@ -25,6 +25,8 @@ export const ConfigSchema = Type.Object({
   ),
   /** Delays after each failed attempt: ms numbers or with a unit (`200ms`, `1m`, `2h`), comma-separated. */
   WEBHOOK_RETRY_SCHEDULE: Type.String({ pattern: RETRY_SCHEDULE_PATTERN, default: '1m,5m,30m,2h,12h' }),
+  /** Spread of each scheduled retry delay, in percent (±); Retry-After answers are not spread. */
+  WEBHOOK_RETRY_JITTER_PERCENT: Env.int(20, 0, 50),
   WEBHOOK_CONNECT_TIMEOUT_MS: Env.int(5000, 10, 60_000),
   WEBHOOK_TIMEOUT_MS: Env.int(10_000, 10, 120_000),
   /** Development and tests only: http and private/loopback destinations (cloud metadata stays refused). */

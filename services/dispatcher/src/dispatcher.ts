@@ -96,6 +96,7 @@ export class Dispatcher {
       logger,
       metrics,
       schedule: parseRetrySchedule(config.WEBHOOK_RETRY_SCHEDULE),
+      retry: { jitter: config.WEBHOOK_RETRY_JITTER_PERCENT / 100, random: Math.random },
       concurrency: config.DISPATCHER_CONCURRENCY,
       pollMs: config.DISPATCHER_POLL_MS,
       leaseMs: config.WEBHOOK_CONNECT_TIMEOUT_MS + config.WEBHOOK_TIMEOUT_MS + 15_000,

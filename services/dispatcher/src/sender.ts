@@ -19,6 +19,20 @@ export interface SendResult {
   error: string | null;
   kind: FailureKind | null;
   durationMs: number;
+  /** A 429 or 503's Retry-After in ms (seconds or an HTTP date); null when absent or unreadable. */
+  retryAfterMs: number | null;
+  /** The destination is refused for good (URL or resolved address fails the safety rules): no retry. */
+  permanent: boolean;
+}
+
+/** Retry-After as ms from now: delay-seconds or an HTTP date; null when absent or unreadable. */
+export function parseRetryAfter(value: string | string[] | undefined, nowMs: number): number | null {
+  const text = (Array.isArray(value) ? value[0] : value)?.trim();
+  if (!text) return null;
+  if (/^\d{1,9}$/.test(text)) return Number(text) * 1000;
+  // An HTTP date names its weekday or month; plain numbers like "-1" or "1.5" are not dates.
+  const at = /[A-Za-z]{3}/.test(text) ? Date.parse(text) : Number.NaN;
+  return Number.isNaN(at) ? null : Math.max(0, at - nowMs);
 }
 
 export interface SenderOptions {
@@ -80,7 +94,12 @@ export class Sender {
 
   async send(url: string, body: string, headers: Record<string, string>): Promise<SendResult> {
     const started = performance.now();
-    const done = (r: Omit<SendResult, 'durationMs'>): SendResult => ({ ...r, durationMs: performance.now() - started });
+    const done = (r: Omit<SendResult, 'durationMs' | 'retryAfterMs' | 'permanent'> & { retryAfterMs?: number | null }): SendResult => ({
+      retryAfterMs: null,
+      ...r,
+      permanent: r.kind === 'blocked' || r.kind === 'invalid_url',
+      durationMs: performance.now() - started,
+    });
     const parsed = parseWebhookUrl(url, this.options.allowPrivate);
     if (!parsed.ok) return done({ status: null, success: false, kind: 'invalid_url', error: `url refused: ${parsed.message}` });
 
@@ -107,11 +126,13 @@ export class Sender {
         }
       }
       const success = res.statusCode >= 200 && res.statusCode < 300;
+      const throttled = res.statusCode === 429 || res.statusCode === 503;
       return done({
         status: res.statusCode,
         success,
         kind: success ? null : 'http_status',
         error: success ? null : `HTTP ${res.statusCode}`,
+        retryAfterMs: throttled ? parseRetryAfter(res.headers['retry-after'], Date.now()) : null,
       });
     } catch (err) {
       return done({ status: null, success: false, ...classify(err, timedOut) });

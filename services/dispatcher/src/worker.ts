@@ -1,7 +1,7 @@
 import { type Clock, context, contextFromColumn, type Logger, type Span, SpanKind, SpanStatusCode, trace } from '@fcd/service-kit';
 import type { ClaimedDelivery, DeliveryStore } from '@fcd/webhooks';
 import { deliveryHeaders } from './domain/headers';
-import { decideAfterAttempt } from './domain/retry';
+import { decideAfterAttempt, type RetryOptions } from './domain/retry';
 import type { DispatcherMetrics } from './metrics';
 import { AttemptRecorder } from './recorder';
 import type { Sender } from './sender';
@@ -13,6 +13,8 @@ export interface WorkerOptions {
   logger: Logger;
   metrics?: DispatcherMetrics;
   schedule: readonly number[];
+  /** Jitter and random source of retry delays (default: none). */
+  retry?: RetryOptions;
   concurrency: number;
   pollMs: number;
   /** How long a claimed delivery stays leased (longer than one attempt can take). */
@@ -65,7 +67,7 @@ export class DeliveryWorker {
   constructor(private readonly o: WorkerOptions) {
     this.recorder = new AttemptRecorder({
       store: o.store,
-      decide: (input) => decideAfterAttempt(input, o.schedule),
+      decide: (input) => decideAfterAttempt(input, o.schedule, o.retry),
       flushMs: o.recordFlushMs ?? 2,
       maxBatch: Math.max(16, o.concurrency * 2),
     });
@@ -232,6 +234,8 @@ export class DeliveryWorker {
       response_status: result.status,
       duration_ms: Math.round(result.durationMs),
       ...(result.error ? { error: result.error } : {}),
+      ...(result.retryAfterMs !== null ? { retry_after_ms: result.retryAfterMs } : {}),
+      ...(result.permanent ? { permanent: true } : {}),
     };
     const recording = this.recorder.record({
       claimed: d,
@@ -242,6 +246,8 @@ export class DeliveryWorker {
         responseStatus: result.status,
         error: result.error,
         success: result.success,
+        retryAfterMs: result.retryAfterMs,
+        permanent: result.permanent,
       },
     });
     return { recorded: this.report(recording, d, log) };
@@ -268,7 +274,11 @@ export class DeliveryWorker {
         logger.info(log, 'delivered');
       } else {
         metrics?.deliveries.inc({ result: 'failed' });
-        logger.warn(log, 'delivery failed; no retries left');
+        const permanent = log.permanent === true && !d.manual;
+        logger.warn(
+          log,
+          permanent ? 'delivery failed permanently: the destination is refused; not retried' : 'delivery failed; no retries left',
+        );
       }
       if (outcome.deactivated) {
         metrics?.deactivations.inc();

@@ -50,8 +50,11 @@ export interface Received {
   body: string;
 }
 
-/** How the receiver answers one request: a status, a status after a delay, or 'hang' (never answers). */
-export type Behaviour = (r: Received, countForPath: number) => number | { status: number; delayMs: number } | 'hang';
+/** How the receiver answers one request: a status, a status after a delay (and with headers), or 'hang' (never answers). */
+export type Behaviour = (
+  r: Received,
+  countForPath: number,
+) => number | { status: number; delayMs: number; headers?: Record<string, string> } | 'hang';
 
 /** A real HTTPS receiver recording every request; behaviour per path. */
 export class Receiver {
@@ -76,7 +79,7 @@ export class Receiver {
         const answer = (this.behaviours.get(r.path) ?? (() => 204))(r, count);
         if (answer === 'hang') return;
         if (typeof answer === 'number') res.writeHead(answer, { 'content-type': 'text/plain' }).end('ok');
-        else setTimeout(() => res.writeHead(answer.status, { 'content-type': 'text/plain' }).end('ok'), answer.delayMs);
+        else setTimeout(() => res.writeHead(answer.status, { 'content-type': 'text/plain', ...answer.headers }).end('ok'), answer.delayMs);
       });
     });
   }

@@ -401,7 +401,7 @@ describe('the dispatcher process', () => {
     expect(receiver.at(p)).toHaveLength(0);
   });
 
-  it('with private URLs disallowed, a host name that resolves to 127.0.0.1 is never contacted: the attempt is refused at connect time', async () => {
+  it('with private URLs disallowed, a host name that resolves to 127.0.0.1 is never contacted: refused at connect time, not retried', async () => {
     const hosts = hostsPreloadEnv({ [REBIND_HOST]: '127.0.0.1' });
     const stream = uniqueName('DP_REBIND').toUpperCase();
     const url = (p: string) => `https://${REBIND_HOST}:${receiver.port}${p}`;
@@ -422,9 +422,9 @@ describe('the dispatcher process', () => {
     expect([control?.headers.host, control?.headers['x-service-event-id']]).toEqual([`${REBIND_HOST}:${receiver.port}`, controlEvent.id]);
     expect(await allowed.svc.stop()).toBe(0);
 
-    // Disallowed (the default): the name passes the URL check, resolves to 127.0.0.1 at connect time and is refused.
-    // A one-hour retry keeps the delivery's next attempt out of this test.
-    const { metrics } = await start(
+    // Disallowed (the default): the name passes the URL check, resolves to 127.0.0.1 at connect time and is refused:
+    // a permanent failure, so the delivery stops after this one attempt (a one-hour schedule would otherwise keep it pending).
+    const { svc, metrics } = await start(
       env(stream, { ...hosts, WEBHOOK_ALLOW_PRIVATE_URLS: 'false', WEBHOOK_RETRY_SCHEDULE: '1h,1h,1h,1h,1h' }),
     );
     const facility = randomUUID();
@@ -439,11 +439,43 @@ describe('the dispatcher process', () => {
     expect(attempts.map((a) => [a.attempt, a.outcome, a.response_status, a.error])).toEqual([
       [1, 'failure', null, `blocked: refused to connect to ${REBIND_HOST}: a loopback address`],
     ]);
-    expect((await deliveriesOf(db, sub.id)).map((d) => [d.status, d.attempt_count])).toEqual([['pending', 1]]);
+    const settled = await eventually(
+      async () => (await deliveriesOf(db, sub.id)).map((d) => [d.status, d.attempt_count]),
+      (d) => d[0]?.[0] === 'failed',
+    );
+    expect(settled).toEqual([['failed', 1]]);
+    expect(svc.logs().filter((l) => l.msg === 'delivery failed permanently: the destination is refused; not retried')).toHaveLength(1);
     expect(await counter(metrics, 'fcd_dispatcher_attempts_total', 'blocked')).toBe(1);
     expect(receiver.at(p)).toHaveLength(0);
     // Not one request reached the receiver's port while this dispatcher ran.
     expect(receiver.requests.slice(requestsBefore)).toEqual([]);
+  });
+
+  it('a 429 with Retry-After: 2 under a 1 s schedule is retried after 2 s, not 1 s', async () => {
+    const stream = uniqueName('DP_RETRY_AFTER').toUpperCase();
+    const { svc } = await start(env(stream, { WEBHOOK_RETRY_SCHEDULE: '1s,1s,1s,1s,1s' }));
+    const facility = randomUUID();
+    const p = path();
+    receiver.behaviours.set(p, (_r, n) => (n === 1 ? { status: 429, delayMs: 0, headers: { 'retry-after': '2' } } : 204));
+    const sub = await subscribe(db, { url: receiver.url(p), facility_ids: [facility] });
+    await (await bus(stream)).publish(violationEvent(facility));
+    const [first, second] = await eventually(
+      async () => receiver.at(p),
+      (r) => r.length === 2,
+      20_000,
+    );
+    // The 1 s schedule with its ±20 % jitter would have retried within 1.2 s; Retry-After holds it to 2 s.
+    expect((second?.at ?? 0) - (first?.at ?? 0)).toBeGreaterThanOrEqual(2000);
+    const scheduled = svc.logs().find((l) => l.msg === 'delivery attempt failed; retry scheduled' && l.subscription_id === sub.id);
+    expect(scheduled).toMatchObject({ response_status: 429, retry_after_ms: 2000, attempt: 1 });
+    const attempts = await eventually(
+      () => attemptsOf(db, sub.id),
+      (a) => a.length === 2,
+    );
+    expect(attempts.map((a) => [a.attempt, a.outcome, a.response_status])).toEqual([
+      [1, 'failure', 429],
+      [2, 'success', 204],
+    ]);
   });
 
   it('SIGTERM finishes the send in flight, records it, and exits 0', async () => {

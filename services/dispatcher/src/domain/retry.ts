@@ -27,13 +27,35 @@ export function parseRetrySchedule(text: string): number[] {
   });
 }
 
+export interface RetryOptions {
+  /** Spread of each scheduled delay: 0.2 = ±20 % (default 0: exactly the schedule). */
+  jitter?: number;
+  /** Uniform in [0, 1): Math.random in production, injected in tests. */
+  random?: () => number;
+}
+
+/**
+ * The delay before retry n: the scheduled delay with ±jitter; when the receiver answered 429 or
+ * 503 with Retry-After, that wait clamped between the scheduled delay and twice it (a receiver
+ * may slow us down, not stall a delivery for days, nor hurry it).
+ */
+export function retryDelay(scheduled: number, retryAfterMs: number | null | undefined, options: RetryOptions = {}): number {
+  if (retryAfterMs !== null && retryAfterMs !== undefined) return Math.min(Math.max(retryAfterMs, scheduled), 2 * scheduled);
+  const jitter = options.jitter ?? 0;
+  if (jitter === 0) return scheduled;
+  const r = (options.random ?? Math.random)();
+  return Math.round(scheduled * (1 + jitter * (2 * r - 1)));
+}
+
 /** The decision after an attempt: succeeded, retry at a time, or failed (and whether to deactivate). */
-export function decideAfterAttempt(input: DecisionInput, schedule: readonly number[]): AttemptDecision {
+export function decideAfterAttempt(input: DecisionInput, schedule: readonly number[], options: RetryOptions = {}): AttemptDecision {
   if (input.success) return { status: 'succeeded' };
   if (input.manual) return { status: 'failed', deactivate: false };
+  // A destination refused for good (the URL or its address fails the safety rules) is not retried.
+  if (input.permanent) return { status: 'failed', deactivate: false };
   // Attempt n failed: retry n follows, if the schedule has one.
   const delay = schedule[input.attempt - 1];
-  if (delay !== undefined) return { status: 'pending', nextAttemptAt: input.finishedAt + delay };
+  if (delay !== undefined) return { status: 'pending', nextAttemptAt: input.finishedAt + retryDelay(delay, input.retryAfterMs, options) };
   const recoveredMeanwhile = input.lastSuccessAt !== null && input.lastSuccessAt > input.firstAttemptAt;
   return { status: 'failed', deactivate: !recoveredMeanwhile };
 }
