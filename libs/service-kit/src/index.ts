@@ -9,5 +9,6 @@ export * from './internal-auth';
 export * from './logger';
 export * from './metrics';
 export * from './pg';
+export * from './process-guard';
 export * from './shutdown';
 export * from './trace-context';
