@@ -259,5 +259,5 @@ describe('the five services through Postgres faults, under load', () => {
       proxy.heal();
     });
     expect(outcomes.some((o) => o.status === 503)).toBe(true);
-  });
+  }, 90_000);
 });
