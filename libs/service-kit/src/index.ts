@@ -10,5 +10,6 @@ export * from './logger';
 export * from './metrics';
 export * from './pg';
 export * from './process-guard';
+export * from './retry';
 export * from './shutdown';
 export * from './trace-context';
