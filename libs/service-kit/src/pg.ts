@@ -78,6 +78,13 @@ export function createPool(settings: PoolSettings): pg.Pool {
   errorCounters.set(pool, count);
   poolCounters.set(pool, state);
   if (settings.registry) instrumentPool(pool, settings.registry);
+  // Counts failed pool.query calls (promise form) too; the caller still gets the rejection.
+  const query = pool.query.bind(pool) as (...args: unknown[]) => unknown;
+  pool.query = ((...args: unknown[]) => {
+    const result = query(...args);
+    if (result instanceof Promise) result.catch((err: unknown) => countPostgresError(pool, err));
+    return result;
+  }) as typeof pool.query;
   pool.on('error', (err) => {
     count('idle_client');
     settings.logger.warn({ err: { message: err.message } }, 'postgres idle client error');
