@@ -1,4 +1,5 @@
-// A runnable webhook receiver: verifies X-Service-Signature over the raw body in
+// A runnable webhook receiver: verifies the signature (Standard Webhooks headers, or
+// X-Service-Signature) over the raw body in
 // constant time (401 on mismatch), drops duplicate event ids, logs each event.
 //
 //   WEBHOOK_SECRET=whsec_... PORT=3000 npx tsx examples/webhook-receiver/server.ts
@@ -8,7 +9,7 @@
 import { readFileSync } from 'node:fs';
 import { createServer as createHttpServer } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
-import { webhookHandler } from '@fcd/webhooks';
+import { webhookHandler } from '@fcd/webhook-verify';
 
 const secrets = (process.env.WEBHOOK_SECRET ?? '')
   .split(',')

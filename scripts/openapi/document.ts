@@ -114,7 +114,8 @@ const OPERATIONS: Record<string, OperationInfo> = {
     tag: 'Account',
     operationId: 'getAccountUsage',
     summary: "The calling account's usage today and in the billing period",
-    description: 'The call itself counts, and the figures include it. The billing period is the UTC calendar month.',
+    description:
+      'The call itself counts, and the figures include it. The billing period is the UTC calendar month. While the usage store (Postgres) is unreachable, an account the service knows is still answered: today is live, earlier days come from its cache, and the response carries `X-Usage-Stale: true`.',
   },
   'GET /v1/facilities': {
     tag: 'Facilities',
@@ -335,6 +336,12 @@ const HEADERS: JsonObject = {
   },
   'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'integer' } },
   Allow: { description: 'The methods the path supports.', schema: { type: 'string' } },
+  'X-Usage-Stale': {
+    description:
+      "Present (`true`) when the billing figures of earlier days came from the usage service's cache because its store was unreachable; they may miss counts made since. Today's count is live.",
+    required: false,
+    schema: { type: 'string', enum: ['true'] },
+  },
 };
 
 function errorResponses(): JsonObject {
@@ -397,6 +404,9 @@ function operation(route: CollectedRoute): JsonObject {
       headers: isV1 ? RATE_LIMIT_HEADERS : { 'X-Request-Id': ref('headers', 'X-Request-Id') },
       content: { 'application/json': { schema: toJsonSchema(schema) } },
     };
+  }
+  if (route.method === 'GET' && route.path === '/v1/account/usage' && responses['200']) {
+    (responses['200'] as { headers: JsonObject }).headers = { ...RATE_LIMIT_HEADERS, 'X-Usage-Stale': ref('headers', 'X-Usage-Stale') };
   }
   if (route.method === 'DELETE') responses['204'] = { description: 'Deleted. No body.', headers: RATE_LIMIT_HEADERS };
   const errors = new Set<number>([408, 431, 500, ...(info.errors ?? [])]);

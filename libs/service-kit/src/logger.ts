@@ -57,5 +57,5 @@ export function traceFields(): Record<string, string> {
 
 /** Removes anything that looks like an API key or webhook secret from free text. */
 export function scrubSecrets(text: string): string {
-  return text.replace(/fcd_[A-Za-z0-9]{4,}/g, 'fcd_[redacted]').replace(/whsec_[A-Za-z0-9_-]{4,}/g, 'whsec_[redacted]');
+  return text.replace(/fcd_[A-Za-z0-9]{4,}/g, 'fcd_[redacted]').replace(/whsec_[A-Za-z0-9+/_=-]{4,}/g, 'whsec_[redacted]');
 }

@@ -47,7 +47,7 @@ export class PrivatePostgres {
     return p;
   }
 
-  private get dataDir(): string {
+  get dataDir(): string {
     return join(this.dir, 'data');
   }
 
@@ -66,13 +66,14 @@ export class PrivatePostgres {
     await this.exec('pg_ctl', ['-D', this.dataDir, '-m', 'fast', '-w', '-t', '30', 'stop']);
   }
 
-  /** Creates a database (no-op when it exists). */
-  async createDatabase(name: string): Promise<void> {
+  /** Creates a database (no-op when it exists); returns its URL. */
+  async createDatabase(name: string): Promise<string> {
     if (!/^[a-z_][a-z0-9_]*$/.test(name)) throw new Error(`bad database name: ${name}`);
     await this.withAdmin(async (c) => {
       const { rowCount } = await c.query('SELECT 1 FROM pg_database WHERE datname = $1', [name]);
       if (!rowCount) await c.query(`CREATE DATABASE ${name}`);
     });
+    return this.url(name);
   }
 
   /**

@@ -41,6 +41,8 @@ export interface ClaimedDelivery {
   url: string;
   /** The clear signing secret, decrypted at claim time. */
   secret: string;
+  /** Every secret that signs this attempt, newest first: `secret`, then the previous one during a rotation overlap. */
+  secrets: string[];
   /** The trace context stored by the fan-out, or null. */
   traceContext: string | null;
   /** What `releaseClaims` needs to undo this claim exactly. */
@@ -276,6 +278,7 @@ export class DeliveryStore {
       url: string;
       account_id: string;
       secret_ciphertext: string;
+      previous_secret_ciphertext: string | null;
       trace_context: string | null;
     }>(
       `WITH due AS (
@@ -292,7 +295,9 @@ export class DeliveryStore {
         WHERE d.id = due.id AND s.id = d.subscription_id
        RETURNING d.id, d.subscription_id, d.event_id, d.event_type, COALESCE(d.body, d.payload::text) AS body, d.attempt_count,
                  d.manual, d.first_attempt_at, due.prev_first AS prev_first_attempt_at, due.prev_last AS prev_last_attempt_at,
-                 d.created_at, s.url, s.account_id, s.secret_ciphertext, d.trace_context`,
+                 d.created_at, s.url, s.account_id, s.secret_ciphertext,
+                 CASE WHEN s.secret_rotation_ends_at > $1 THEN s.previous_secret_ciphertext END AS previous_secret_ciphertext,
+                 d.trace_context`,
       [new Date(now), limit, new Date(leaseUntil)],
     );
     const secrets = this.secrets;
@@ -306,8 +311,10 @@ export class DeliveryStore {
         previousLastAttemptAt: r.prev_last_attempt_at,
       };
       let secret: string;
+      let previous: string | undefined;
       try {
         secret = this.secretOf(secrets, r.secret_ciphertext, r.subscription_id);
+        if (r.previous_secret_ciphertext) previous = this.secretOf(secrets, r.previous_secret_ciphertext, r.subscription_id);
       } catch {
         unreadable.set(r.subscription_id, [...(unreadable.get(r.subscription_id) ?? []), claim]);
         continue;
@@ -326,6 +333,7 @@ export class DeliveryStore {
         createdAt: r.created_at.getTime(),
         url: r.url,
         secret,
+        secrets: previous ? [secret, previous] : [secret],
         traceContext: r.trace_context,
       });
     }
@@ -645,8 +653,10 @@ export class DeliveryStore {
     const at = new Date(input.now);
     await this.pool.query(
       `INSERT INTO webhook.deliveries (id, subscription_id, event_id, event_type, payload, body, status, manual, attempt_count, next_attempt_at, created_at, updated_at)
-       VALUES ($1, $2, $3, $4, $5::jsonb, $5, 'pending', true, 0, $6, $6, $6)`,
-      [input.id, input.subscriptionId, input.eventId, input.eventType, input.body, at],
+       VALUES ($1, $2, $3, $4, $5::jsonb, $7::text, 'pending', true, 0, $6, $6, $6)`,
+      // The body is its own text parameter: one parameter used as jsonb too would be typed jsonb,
+      // and the stored body (what is signed and sent) would come back with jsonb's key order.
+      [input.id, input.subscriptionId, input.eventId, input.eventType, input.body, at, input.body],
     );
     return this.get(input.subscriptionId, input.id) as Promise<DeliveryView>;
   }

@@ -1,9 +1,9 @@
+// Signing and verification live in the dependency-free @fcd/webhook-verify package.
+export * from '@fcd/webhook-verify';
 export * from './deliveries';
 export * from './events';
 export * from './matching';
 export * from './migrations';
-export * from './receiver';
 export * from './secrets';
-export * from './signature';
 export * from './store';
 export * from './url-safety';

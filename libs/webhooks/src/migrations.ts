@@ -95,4 +95,13 @@ export const webhookMigrations: Migration[] = [
       ALTER TABLE deliveries ADD COLUMN trace_context text;
     `,
   },
+  {
+    id: '0005_secret_rotation_overlap',
+    sql: `
+      -- A rotation with overlap keeps the previous secret (encrypted like the current one, same
+      -- subscription id as associated data) valid for signing until secret_rotation_ends_at.
+      ALTER TABLE subscriptions ADD COLUMN previous_secret_ciphertext text;
+      ALTER TABLE subscriptions ADD COLUMN secret_rotation_ends_at timestamptz;
+    `,
+  },
 ];

@@ -12,15 +12,19 @@ import {
 } from './secrets';
 
 describe('generateSecret', () => {
-  it('is whsec_ followed by 43 base64url characters from 32 random bytes', () => {
+  it('is whsec_ followed by the standard base64 of 32 random bytes (Standard Webhooks verifiers take it)', () => {
     const secret = generateSecret();
-    expect(secret).toMatch(/^whsec_[A-Za-z0-9_-]{43}$/);
+    expect(secret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
     expect(isWellFormedSecret(secret)).toBe(true);
-    expect(Buffer.from(secret.slice(6), 'base64url')).toHaveLength(32);
+    expect(Buffer.from(secret.slice(6), 'base64')).toHaveLength(32);
+  });
+
+  it('still takes a secret made before (whsec_ + 43 base64url characters)', () => {
+    expect(isWellFormedSecret(`whsec_${Buffer.alloc(32, 0xfb).toString('base64url')}`)).toBe(true);
   });
 
   it('draws from the injected random source (the CSPRNG by default) and never repeats', () => {
-    expect(generateSecret((n) => Buffer.alloc(n, 0xff))).toBe(`whsec_${'_'.repeat(42)}8`);
+    expect(generateSecret((n) => Buffer.alloc(n, 0xff))).toBe(`whsec_${'/'.repeat(42)}8=`);
     const many = new Set(Array.from({ length: 1000 }, () => generateSecret()));
     expect(many.size).toBe(1000);
   });

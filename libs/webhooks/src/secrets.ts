@@ -1,16 +1,18 @@
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
 
 /**
- * Webhook signing secrets (SPEC §7): `whsec_` + 43 base64url characters (32
- * bytes from the CSPRNG). The dispatcher needs the clear secret to sign, so it
+ * Webhook signing secrets: `whsec_` + the standard base64 of 32 bytes from the CSPRNG (44
+ * characters), so both the service's own signature (keyed by the whole string) and Standard
+ * Webhooks (keyed by the decoded bytes) work. Secrets made before Standard Webhooks support are
+ * `whsec_` + 43 base64url characters and keep working. The dispatcher needs the clear secret to sign, so it
  * is stored encrypted (AES-256-GCM) with a key from the environment, never
  * hashed; the last 4 characters are stored apart for the redacted form.
  */
 export const SECRET_PREFIX = 'whsec_';
-const SECRET_PATTERN = /^whsec_[A-Za-z0-9_-]{32,}$/;
+const SECRET_PATTERN = /^whsec_[A-Za-z0-9+/_-]{32,}={0,2}$/;
 
 export function generateSecret(random: (size: number) => Buffer = randomBytes): string {
-  return SECRET_PREFIX + random(32).toString('base64url');
+  return SECRET_PREFIX + random(32).toString('base64');
 }
 
 export function isWellFormedSecret(value: string): boolean {

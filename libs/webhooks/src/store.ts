@@ -16,6 +16,8 @@ export interface Subscription {
   facility_ids: string[] | null;
   /** Always the redacted form (`whsec_********abcd`); the clear secret is only returned by `create`. */
   secret: string;
+  /** End of the overlap of the last rotation (both secrets sign until then); null when it had none. */
+  secret_rotation_ends_at: string | null;
   is_active: boolean;
   created_at: string;
   updated_at: string;
@@ -65,6 +67,7 @@ interface Row {
   events: string[];
   facility_ids: string[] | null;
   secret_last4: string;
+  secret_rotation_ends_at: Date | null;
   is_active: boolean;
   created_at: Date;
   updated_at: Date;
@@ -75,7 +78,7 @@ interface Row {
   last_success_at: Date | null;
 }
 
-const COLUMNS = `id, account_id, url, events, facility_ids::text[] AS facility_ids, secret_last4, is_active, created_at, updated_at,
+const COLUMNS = `id, account_id, url, events, facility_ids::text[] AS facility_ids, secret_last4, secret_rotation_ends_at, is_active, created_at, updated_at,
   deactivated_at, deactivation_reason, consecutive_failures, last_failure_at, last_success_at`;
 
 const iso = (d: Date | null) => (d === null ? null : d.toISOString());
@@ -88,6 +91,7 @@ function toSubscription(row: Row): Subscription {
     events: row.events,
     facility_ids: row.facility_ids,
     secret: redactSecret(row.secret_last4),
+    secret_rotation_ends_at: iso(row.secret_rotation_ends_at),
     is_active: row.is_active,
     created_at: row.created_at.toISOString(),
     updated_at: row.updated_at.toISOString(),
@@ -225,14 +229,18 @@ export class SubscriptionStore {
   }
 
   /**
-   * Replaces the signing secret (the clear one is returned once, by the
-   * caller); every attempt from now on is signed with the new secret only.
+   * Replaces the signing secret (the clear one is returned once, by the caller). With an overlap
+   * the secret being replaced keeps signing, beside the new one, until `now + overlapSeconds`;
+   * without one (or when a rotation replaces a rotation) only the newest secrets sign.
    */
-  async rotateSecret(accountId: string, id: string, secret: string, now: number): Promise<Subscription | undefined> {
+  async rotateSecret(accountId: string, id: string, secret: string, now: number, overlapSeconds = 0): Promise<Subscription | undefined> {
+    const endsAt = overlapSeconds > 0 ? new Date(now + overlapSeconds * 1000) : null;
     const { rows } = await this.pool.query<Row>(
-      `UPDATE webhook.subscriptions SET secret_ciphertext = $3, secret_last4 = $4, updated_at = $5
+      `UPDATE webhook.subscriptions
+          SET previous_secret_ciphertext = CASE WHEN $6::timestamptz IS NULL THEN NULL ELSE secret_ciphertext END,
+              secret_rotation_ends_at = $6, secret_ciphertext = $3, secret_last4 = $4, updated_at = $5
         WHERE id = $1 AND account_id = $2 RETURNING ${COLUMNS}`,
-      [id, accountId, this.secrets.encrypt(secret, id), secretLast4(secret), new Date(now)],
+      [id, accountId, this.secrets.encrypt(secret, id), secretLast4(secret), new Date(now), endsAt],
     );
     return rows[0] ? toSubscription(rows[0]) : undefined;
   }

@@ -215,6 +215,30 @@ describe('DeliveryStore.recordAttempts', () => {
     expect(second.map((c) => c.secret)).toEqual([rotated]);
   });
 
+  it('signs with both secrets, newest first, until the overlap ends, then with the new one only', async () => {
+    const type = `case.new.${randomUUID()}`;
+    const sub = await subscription(null, [type]);
+    const old = await subs.signingSecret(sub.id);
+    const fresh = generateSecret();
+    const rotated = await subs.rotateSecret(sub.account_id, sub.id, fresh, T0, 60);
+    expect(rotated?.secret_rotation_ends_at).toBe('2026-11-22T08:01:00.000Z');
+    const claimAt = async (now: number) => {
+      await deliveries.fanOutMany([event(type, [])], now);
+      await pool.query("UPDATE webhook.deliveries SET next_attempt_at = '2100-01-01' WHERE status = 'pending' AND subscription_id <> $1", [
+        sub.id,
+      ]);
+      const claimed = await deliveries.claimDue(now, 10, now + 1000);
+      await pool.query("UPDATE webhook.deliveries SET status = 'succeeded' WHERE subscription_id = $1", [sub.id]);
+      return claimed.map((c) => c.secrets);
+    };
+    expect(await claimAt(T0 + 59_999)).toEqual([[fresh, old]]);
+    expect(await claimAt(T0 + 60_000)).toEqual([[fresh]]);
+    // Without an overlap the replaced secret stops at once, and the end time is cleared.
+    const again = generateSecret();
+    expect((await subs.rotateSecret(sub.account_id, sub.id, again, T0 + 70_000, 0))?.secret_rotation_ends_at).toBeNull();
+    expect(await claimAt(T0 + 70_001)).toEqual([[again]]);
+  });
+
   it('puts back the deliveries of a subscription whose secret does not decrypt, and hands out the rest of the batch', async () => {
     const type = `case.updated.${randomUUID()}`;
     const good = await subscription(null, [type]);

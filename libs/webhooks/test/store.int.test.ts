@@ -62,6 +62,7 @@ describe('SubscriptionStore', () => {
       events: ['violation.new'],
       facility_ids: [F1, F2],
       secret: `whsec_********${input.secret.slice(-4)}`,
+      secret_rotation_ends_at: null,
       is_active: true,
       created_at: '2026-11-22T08:00:00.000Z',
       updated_at: '2026-11-22T08:00:00.000Z',

@@ -207,12 +207,13 @@ export class DeliveryWorker {
       if (created !== undefined) metrics.eventToFirstAttempt.observe(Math.max(0, startedAt - created) / 1000);
     }
     const headers = deliveryHeaders({
-      secret: d.secret,
+      secrets: d.secrets,
       body: d.body,
       eventId: d.eventId,
       eventType: d.eventType,
       deliveryId: d.id,
       attempt: d.attempt,
+      nowMs: startedAt,
       userAgent: this.o.userAgent,
     });
     const result = await this.o.sender.send(d.url, d.body, headers);

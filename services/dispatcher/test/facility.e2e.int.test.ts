@@ -12,7 +12,10 @@ import {
   uniqueName,
   violationRow,
 } from '@fcd/testing';
+import { verifyDelivery, verifyDeliveryHeaders } from '@fcd/webhook-verify';
 import { verify as octokitVerify } from '@octokit/webhooks-methods';
+import { Webhook as StandardWebhook } from 'standardwebhooks';
+import { Webhook as SvixWebhook } from 'svix';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import {
   attemptsOf,
@@ -305,7 +308,7 @@ it('through the gateway with a Pro key: subscriptions (one facility, all facilit
   const rotated = await call(`/v1/webhooks/${sub.id}/rotate-secret`, apiKey, { method: 'POST' });
   expect(rotated.status, rotated.text).toBe(200);
   const newSecret = rotated.body.data.secret as string;
-  expect(newSecret).toMatch(/^whsec_[A-Za-z0-9_-]{32,}$/);
+  expect(newSecret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
   expect(newSecret).not.toBe(sub.secret);
   expect((await call(`/v1/webhooks/${sub.id}`, apiKey)).body.data.secret).toBe(`whsec_********${newSecret.slice(-4)}`);
   const before = receiver.at(p).length;
@@ -328,3 +331,153 @@ it('through the gateway with a Pro key: subscriptions (one facility, all facilit
   expect(nextAll?.headers['x-service-event-id']).toBe(nextEnvelope.id);
   expect(await signedBy(all.secret, nextAll)).toEqual([true, true]);
 }, 60_000);
+
+/** A delivery as every verifier a receiver may use sees it: [standardwebhooks, svix, octokit, node:crypto (both headers)]. */
+function verifiers(secret: string, r: { body: string; headers: Record<string, string> }, body = r.body, headers = r.headers) {
+  const attempt = <T>(f: () => T) => {
+    try {
+      f();
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  const std = {
+    'webhook-id': headers['webhook-id'],
+    'webhook-timestamp': headers['webhook-timestamp'],
+    'webhook-signature': headers['webhook-signature'],
+  } as Record<string, string>;
+  const key = Buffer.from(secret.slice('whsec_'.length), 'base64');
+  const manual = `v1,${createHmac('sha256', key).update(`${std['webhook-id']}.${std['webhook-timestamp']}.${body}`).digest('base64')}`;
+  return Promise.all([
+    attempt(() => new StandardWebhook(secret).verify(body, std)),
+    attempt(() => new SvixWebhook(secret).verify(body, std)),
+    octokitVerify(secret, body, headers['x-service-signature'] ?? '').catch(() => false),
+    hmacVerifies(secret, body, headers['x-service-signature']) && (std['webhook-signature'] ?? '').split(' ').includes(manual),
+  ]);
+}
+
+it('every event type (and webhook.test) verifies with standardwebhooks, svix, @octokit/webhooks-methods and node:crypto; a tampered body, timestamp or id does not', async () => {
+  const { apiKey } = await stack.createAccount('pro');
+  const registryId = `13${Date.now()}`.slice(0, 12);
+  const facilityId = await newFacility(registryId);
+  const p = `/hook/${randomUUID()}`;
+  const created = await call('/v1/webhooks', apiKey, {
+    method: 'POST',
+    body: {
+      url: receiver.url(p),
+      events: ['violation.new', 'case.new', 'case.updated', 'facility.status_changed'],
+      facility_ids: [facilityId],
+    },
+  });
+  expect(created.status, created.text).toBe(201);
+  const sub = created.body.data as { id: string; secret: string };
+  const caseRow = {
+    case_number: `CAA-05-2026-${registryId.slice(-5)}`,
+    case_type: 'administrative_formal',
+    status: 'filed',
+    lead_agency: 'EPA',
+    filed_date: '2026-03-02',
+    registry_ids: [registryId],
+  };
+  expect(await ingest({ cases: [caseRow] })).toBe(200);
+  await eventually(
+    async () => receiver.at(p),
+    (r) => r.length === 1,
+    20_000,
+  );
+  expect(
+    await ingest({
+      facilities: [{ registry_id: registryId, name: 'Acme Smelting', state: 'OH', compliance_status: 'violation' }],
+      violations: [violationRow(registryId)],
+      cases: [{ ...caseRow, status: 'active' }],
+    }),
+  ).toBe(200);
+  expect((await call(`/v1/webhooks/${sub.id}/test`, apiKey, { method: 'POST' })).status).toBe(202);
+  const got = await eventually(
+    async () => receiver.at(p),
+    (r) => r.length === 5,
+    20_000,
+  );
+  expect(got.map((r) => r.headers['x-service-event-type']).sort()).toEqual([
+    'case.new',
+    'case.updated',
+    'facility.status_changed',
+    'violation.new',
+    'webhook.test',
+  ]);
+  for (const r of got) {
+    const envelope = JSON.parse(r.body);
+    expect(Object.keys(envelope), envelope.type).toEqual(['id', 'type', 'created_at', 'data']);
+    expect([r.headers['webhook-id'], r.headers['x-service-event-id']]).toEqual([envelope.id, envelope.id]);
+    expect(Math.abs(Number(r.headers['webhook-timestamp']) - r.at / 1000)).toBeLessThan(5);
+    expect(await verifiers(sub.secret, r), envelope.type).toEqual([true, true, true, true]);
+    const ts = String(Number(r.headers['webhook-timestamp']) + 1);
+    expect(await verifiers(sub.secret, r, `${r.body} `), `${envelope.type} body`).toEqual([false, false, false, false]);
+    expect((await verifiers(sub.secret, r, r.body, { ...r.headers, 'webhook-timestamp': ts })).slice(0, 2)).toEqual([false, false]);
+    expect((await verifiers(sub.secret, r, r.body, { ...r.headers, 'webhook-id': `${envelope.id}x` })).slice(0, 2)).toEqual([false, false]);
+  }
+}, 60_000);
+
+it('rotate-secret with an overlap: both secrets verify under both conventions until secret_rotation_ends_at, then only the new one', async () => {
+  const { apiKey } = await stack.createAccount('pro');
+  const p = `/hook/${randomUUID()}`;
+  const created = await call('/v1/webhooks', apiKey, { method: 'POST', body: { url: receiver.url(p), events: ['violation.new'] } });
+  expect(created.status, created.text).toBe(201);
+  const sub = created.body.data as { id: string; secret: string; secret_rotation_ends_at: string | null };
+  expect(sub.secret_rotation_ends_at).toBeNull();
+  const testEvent = async () => {
+    const before = receiver.at(p).length;
+    expect((await call(`/v1/webhooks/${sub.id}/test`, apiKey, { method: 'POST' })).status).toBe(202);
+    const [r] = await eventually(
+      async () => receiver.at(p).slice(before),
+      (x) => x.length === 1,
+      20_000,
+    );
+    return r as NonNullable<typeof r>;
+  };
+  const rotate = (body?: unknown) =>
+    call(`/v1/webhooks/${sub.id}/rotate-secret`, apiKey, { method: 'POST', ...(body === undefined ? {} : { body }) });
+
+  // Out of range: 400 naming the field, nothing rotated.
+  for (const bad of [{ overlap_seconds: -1 }, { overlap_seconds: 604_801 }, { overlap_seconds: '60' }, { overlap: 60 }]) {
+    const refused = await rotate(bad);
+    expect(refused.status, JSON.stringify(bad)).toBe(400);
+    expect(refused.body.error.code).toBe('VALIDATION_ERROR');
+  }
+  expect(await verifiers(sub.secret, await testEvent())).toEqual([true, true, true, true]);
+
+  const t0 = Date.now();
+  const rotated = await rotate({ overlap_seconds: 60 });
+  expect(rotated.status, rotated.text).toBe(200);
+  const second = rotated.body.data.secret as string;
+  const endsAt = Date.parse(rotated.body.data.secret_rotation_ends_at);
+  expect(endsAt).toBeGreaterThanOrEqual(t0 + 59_000);
+  expect(endsAt).toBeLessThanOrEqual(Date.now() + 61_000);
+  expect((await call(`/v1/webhooks/${sub.id}`, apiKey)).body.data.secret_rotation_ends_at).toBe(rotated.body.data.secret_rotation_ends_at);
+  const during = await testEvent();
+  expect(during.headers['webhook-signature']?.split(' ')).toHaveLength(2);
+  expect(during.headers['x-service-signature']?.split(',')).toHaveLength(2);
+  // The receiver helper accepts either form, with either secret; independent verifiers take the Standard Webhooks header.
+  for (const secret of [second, sub.secret]) {
+    const [std, svix] = await verifiers(secret, during);
+    expect([std, svix]).toEqual([true, true]);
+    expect(verifyDeliveryHeaders(secret, during.body, (n) => during.headers[n])).toBe(true);
+    expect(verifyDelivery(secret, during.body, during.headers['x-service-signature'])).toBe(true);
+  }
+
+  // A rotation with a 1 s overlap: once it has passed, only the newest secret signs.
+  const third = await rotate({ overlap_seconds: 1 });
+  const thirdSecret = third.body.data.secret as string;
+  const thirdEnds = Date.parse(third.body.data.secret_rotation_ends_at);
+  await eventually(
+    async () => Date.now(),
+    (now) => now > thirdEnds + 50,
+  );
+  const after = await testEvent();
+  expect(after.headers['webhook-signature']?.split(' ')).toHaveLength(1);
+  expect(await verifiers(thirdSecret, after)).toEqual([true, true, true, true]);
+  expect(await verifiers(second, after)).toEqual([false, false, false, false]);
+  expect(verifyDeliveryHeaders(second, after.body, (n) => after.headers[n])).toBe(false);
+  expect((await call(`/v1/webhooks/${sub.id}`, apiKey)).body.data.secret_rotation_ends_at).toBe(third.body.data.secret_rotation_ends_at);
+}, 90_000);

@@ -156,7 +156,7 @@ export function buildGatewayApp(deps: GatewayDeps): FastifyInstance {
     });
   }
 
-  app.get(USAGE_PATH, { schema: { querystring: NoQuery, response: { 200: UsageResponseSchema } } }, async (request) => {
+  app.get(USAGE_PATH, { schema: { querystring: NoQuery, response: { 200: UsageResponseSchema } } }, async (request, reply) => {
     const account = requireAccount(request);
     let u = request.usageReport;
     if (!u) {
@@ -173,6 +173,8 @@ export function buildGatewayApp(deps: GatewayDeps): FastifyInstance {
       request.log.error({ has_today: Boolean(today), has_billing_period: Boolean(b) }, 'usage report incomplete');
       throw serviceUnavailable('usage');
     }
+    // Earlier days from the usage service's cache while its store is unreachable (docs/metering.md).
+    if (u.stale) reply.header('x-usage-stale', 'true');
     return {
       data: {
         tier: u.tier,

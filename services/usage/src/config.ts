@@ -13,6 +13,11 @@ export const UsageConfigSchema = Type.Object({
   /** Bounded staleness of the in-process key cache: a revocation elsewhere takes effect within this time. */
   KEY_CACHE_TTL_MS: Env.int(5000, 0, 300_000),
   KEY_CACHE_NEGATIVE_TTL_MS: Env.int(1000, 0, 60_000),
+  /**
+   * While Postgres is unreachable, a key this replica looked up keeps being served for this long
+   * past its TTL (counted in Redis as usual); revocations made meanwhile apply once Postgres answers.
+   */
+  KEY_CACHE_OUTAGE_TTL_MS: Env.int(3_600_000, 0, 86_400_000),
   /** Counts reach Postgres at this interval: the loss bound when Redis and this process fail together. */
   USAGE_FLUSH_INTERVAL_MS: Env.int(1000, 50, 60_000),
   /** Copies all Redis counters into Postgres at this interval (and at start-up). */

@@ -39,6 +39,8 @@ export interface UsageReport {
   dailyLimit: number;
   today: { requestCount: number; remaining: number; resetsAt: string };
   billing: BillingFigures;
+  /** Earlier days came from this replica's cache while Postgres was unreachable (today is live). */
+  stale: boolean;
 }
 
 export interface MeterDeps {
@@ -52,6 +54,8 @@ export interface MeterDeps {
   failOpen: boolean;
   /** How long the persisted counts of earlier days of the month are reused for usage reports. */
   reportCacheTtlMs?: number;
+  /** After a failed Postgres call, how long lookups go straight to the outage fallbacks (default 1 s). */
+  postgresRetryMs?: number;
 }
 
 type Settled = Exclude<CounterOutcome, { kind: 'needs_seed' } | { kind: 'too_late' }>;
@@ -71,7 +75,21 @@ export class UsageMeter {
   private readonly failOpenPairs = new Map<string, { accountId: string; day: string }>();
   private readonly earlierDays = new Map<string, { month: string; today: string; days: DayCount[]; expires: number }>();
 
+  /** Until this time (ms) Postgres is taken as unreachable: key lookups and reports use the cache. */
+  private postgresDownUntil = 0;
+
   constructor(private readonly deps: MeterDeps) {}
+
+  private postgresDown(): boolean {
+    return this.deps.clock.now() < this.postgresDownUntil;
+  }
+
+  private postgresFailed(err: unknown, what: string): void {
+    const { clock, logger, metrics } = this.deps;
+    if (!this.postgresDown()) logger.warn({ err: { message: (err as Error).message } }, `${what} failed: postgres unavailable`);
+    metrics.storeErrors.inc({ store: 'postgres' });
+    this.postgresDownUntil = clock.now() + (this.deps.postgresRetryMs ?? 1000);
+  }
 
   async authorize(requests: Array<string | MeterRequest>, options: MeterOptions = {}): Promise<MeterResult[]> {
     const items = requests.map((r) => (typeof r === 'string' ? { apiKey: r } : r));
@@ -153,21 +171,27 @@ export class UsageMeter {
 
   /** Key → principal (or null when malformed/unknown), from the cache or one query for all misses. */
   private async resolve(apiKeys: string[]): Promise<Array<KeyPrincipal | null | 'unavailable'>> {
-    const { cache, accounts, logger } = this.deps;
+    const { cache, accounts, metrics } = this.deps;
     const digests = apiKeys.map((k) => (isWellFormedKey(k) ? digestApiKey(k) : undefined));
     const out: Array<KeyPrincipal | null | 'unavailable'> = digests.map((d) => (d === undefined ? null : (cache.get(d) ?? null)));
     const misses = [...new Set(digests.filter((d, i): d is string => d !== undefined && cache.get(d) === undefined && out[i] === null))];
     if (misses.length === 0) return out;
     try {
+      if (this.postgresDown()) throw new Error('postgres unavailable (retrying shortly)');
       const found = await accounts.principalsByDigest(misses);
       for (const d of misses) cache.set(d, found.get(d) ?? null);
       digests.forEach((d, i) => {
         if (d !== undefined && misses.includes(d)) out[i] = found.get(d) ?? null;
       });
     } catch (err) {
-      logger.warn({ err: { message: (err as Error).message } }, 'key lookup failed: postgres unavailable');
+      if (!this.postgresDown()) this.postgresFailed(err, 'key lookup');
+      // A key this replica knew keeps being served while the key store is unreachable; an unknown
+      // one is 503 (never 401: it may exist).
       digests.forEach((d, i) => {
-        if (d !== undefined && misses.includes(d)) out[i] = 'unavailable';
+        if (d === undefined || !misses.includes(d)) return;
+        const known = cache.getDuringOutage(d);
+        if (known) metrics.keysServedDuringOutage.inc();
+        out[i] = known ?? 'unavailable';
       });
     }
     return out;
@@ -294,7 +318,7 @@ export class UsageMeter {
     const today = utcDay(now);
     const { start } = monthBounds(now);
     const earlier = await this.earlierDaysOf(p.accountId, start, today);
-    const days = new Map(earlier.map((d) => [d.day, d.count]));
+    const days = new Map(earlier.days.map((d) => [d.day, d.count]));
     for (const q of this.pending.values()) {
       if (q.accountId === p.accountId && q.day >= start && q.day < today) days.set(q.day, Math.max(days.get(q.day) ?? 0, q.count));
     }
@@ -310,18 +334,33 @@ export class UsageMeter {
         overageRateUsd: p.overageRateUsd,
         days: [...days].map(([day, count]) => ({ day, count })),
       }),
+      stale: earlier.stale,
     };
   }
 
-  private async earlierDaysOf(accountId: string, monthStart: string, today: string): Promise<DayCount[]> {
+  /**
+   * Persisted counts of the month's days before today, reused for reportCacheTtlMs. While Postgres
+   * is unreachable the last figures this replica read for the same month are used, marked stale
+   * (counts of days this replica saw are merged in from its unflushed counts by the caller); with
+   * none for this month the report fails (503).
+   */
+  private async earlierDaysOf(accountId: string, monthStart: string, today: string): Promise<{ days: DayCount[]; stale: boolean }> {
     const now = this.deps.clock.now();
+    if (today <= monthStart) return { days: [], stale: false };
     const cached = this.earlierDays.get(accountId);
-    if (cached && cached.month === monthStart && cached.today === today && cached.expires > now) return cached.days;
-    const days =
-      today > monthStart ? await this.deps.accounts.countsBetween(accountId, monthStart, utcDay(Date.parse(`${today}T00:00:00Z`) - 1)) : [];
+    if (cached && cached.month === monthStart && cached.today === today && cached.expires > now) return { days: cached.days, stale: false };
+    let days: DayCount[];
+    try {
+      if (this.postgresDown()) throw new Error('postgres unavailable (retrying shortly)');
+      days = await this.deps.accounts.countsBetween(accountId, monthStart, utcDay(Date.parse(`${today}T00:00:00Z`) - 1));
+    } catch (err) {
+      if (!this.postgresDown()) this.postgresFailed(err, 'usage report');
+      if (cached && cached.month === monthStart) return { days: cached.days, stale: true };
+      throw err;
+    }
     if (this.earlierDays.size > 100_000) this.earlierDays.clear();
     this.earlierDays.set(accountId, { month: monthStart, today, days, expires: now + (this.deps.reportCacheTtlMs ?? 5000) });
-    return days;
+    return { days, stale: false };
   }
 
   /** Usage of an account without counting a request (unary GetUsage). */

@@ -8,6 +8,7 @@ export interface UsageMetrics extends ServiceMetrics {
   storeErrors: Counter<'store'>;
   failOpen: Counter<string>;
   tooLate: Counter<string>;
+  keysServedDuringOutage: Counter<string>;
   pendingCounters: Gauge<string>;
 }
 
@@ -44,6 +45,11 @@ export function createUsageMetrics(): UsageMetrics {
     tooLate: new Counter({
       name: 'fcd_usage_items_past_deadline_total',
       help: 'Authorization items not counted because their batch reached Redis after its count-by deadline.',
+      registers,
+    }),
+    keysServedDuringOutage: new Counter({
+      name: 'fcd_usage_keys_served_during_outage_total',
+      help: 'Key lookups answered from the cache past its TTL because Postgres was unreachable.',
       registers,
     }),
     pendingCounters: new Gauge({ name: 'fcd_usage_pending_counters', help: 'Counters waiting for the next flush.', registers }),

@@ -60,7 +60,7 @@ export async function startUsageService(config: UsageConfig, options: { clock?: 
   });
   const accounts = new AccountStore(pool);
   const counters = new CounterStore(redis, config.REDIS_KEY_PREFIX);
-  const cache = new KeyCache(clock, config.KEY_CACHE_TTL_MS, config.KEY_CACHE_NEGATIVE_TTL_MS);
+  const cache = new KeyCache(clock, config.KEY_CACHE_TTL_MS, config.KEY_CACHE_NEGATIVE_TTL_MS, 100_000, config.KEY_CACHE_OUTAGE_TTL_MS);
   const meter = new UsageMeter({
     accounts,
     counters,
@@ -99,7 +99,10 @@ export async function startUsageService(config: UsageConfig, options: { clock?: 
     const [pg, rd] = await Promise.allSettled([checks.postgres(), checks.redis()]);
     health.setStatus('postgres', pg.status === 'fulfilled' ? 'SERVING' : 'NOT_SERVING');
     health.setStatus('redis', rd.status === 'fulfilled' ? 'SERVING' : 'NOT_SERVING');
-    const serving = !shuttingDown && pg.status === 'fulfilled' && (rd.status === 'fulfilled' || config.USAGE_FAIL_OPEN);
+    // Postgres down is a degradation, not an outage: known keys are still authorized and counted
+    // (docs/metering.md), so the replica stays in the Service; the `postgres` status names it.
+    const serving =
+      !shuttingDown && (config.USAGE_FAIL_OPEN ? pg.status === 'fulfilled' || rd.status === 'fulfilled' : rd.status === 'fulfilled');
     health.setStatus('', serving ? 'SERVING' : 'NOT_SERVING');
     health.setStatus(HEALTH_SERVICE_NAME, serving ? 'SERVING' : 'NOT_SERVING');
   };
@@ -115,6 +118,9 @@ export async function startUsageService(config: UsageConfig, options: { clock?: 
     accounts,
     cache,
     checks,
+    // Ready through a documented degradation: Postgres down (known keys still metered), or Redis
+    // down under fail-open (counted in Postgres).
+    optionalChecks: config.USAGE_FAIL_OPEN ? ['redis'] : ['postgres'],
     adminToken: config.ADMIN_TOKEN,
     isShuttingDown: () => shuttingDown,
     http: config,

@@ -142,6 +142,7 @@ describe('UsageMeter against real Postgres and Redis', () => {
         overageRateUsd: '0.003',
         estimatedOverageUsd: '19.515',
       },
+      stale: false,
     });
   });
 

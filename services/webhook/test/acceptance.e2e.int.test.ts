@@ -144,13 +144,14 @@ describe('acceptance 1–2: create, read, list, update; the secret once; facilit
     const sub = created.body.data;
     expect(Object.keys(sub).sort()).toEqual(SUBSCRIPTION_KEYS);
     expect(sub.id).toMatch(WH_ID);
-    expect(sub.secret).toMatch(/^whsec_[A-Za-z0-9_-]{43}$/);
+    expect(sub.secret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
     expect(sub).toEqual({
       id: sub.id,
       url: HOOK_URL,
       events: ['violation.new', 'case.updated'],
       facility_ids: [F1, F2],
       secret: sub.secret,
+      secret_rotation_ends_at: null,
       is_active: true,
       created_at: sub.created_at,
       updated_at: sub.created_at,
@@ -583,7 +584,7 @@ describe('acceptance 7: any JSON body gets a 2xx or a 4xx error envelope, never 
         if (res.status === 200) {
           expect(Object.keys(res.body.data).sort()).toEqual(SUBSCRIPTION_KEYS);
           expect(res.body.data.id).toBe(id);
-          expect(res.body.data.secret).toMatch(/^whsec_\*{8}[A-Za-z0-9_-]{4}$/);
+          expect(res.body.data.secret).toMatch(/^whsec_\*{8}[A-Za-z0-9+/=]{4}$/);
         }
         if (id === unknownId) expect(res.status === 404 || res.status === 400).toBe(true);
       }),

@@ -202,7 +202,7 @@ describe('POST /v1/webhooks/{id}/rotate-secret', () => {
     const res = await call({ method: 'POST', url: `/v1/webhooks/${sub.id}/rotate-secret` });
     expect(res.statusCode).toBe(200);
     const fresh = res.json().data.secret as string;
-    expect(fresh).toMatch(/^whsec_[A-Za-z0-9_-]{43}$/);
+    expect(fresh).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
     expect(fresh).not.toBe(sub.secret);
     const read = await call({ method: 'GET', url: `/v1/webhooks/${sub.id}` });
     expect(read.json().data.secret).toBe(`whsec_********${fresh.slice(-4)}`);

@@ -73,7 +73,7 @@ describe('webhooks through the gateway', () => {
       is_active: true,
     });
     expect(sub.id).toMatch(/^wh_[0-9a-f-]{36}$/);
-    expect(sub.secret).toMatch(/^whsec_[A-Za-z0-9_-]{43}$/);
+    expect(sub.secret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
     const redacted = `whsec_********${sub.secret.slice(-4)}`;
 
     const read = await call(`/v1/webhooks/${sub.id}`, apiKey);

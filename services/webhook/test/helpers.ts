@@ -11,7 +11,7 @@ export const INTERNAL_SECRET = 'test-internal-auth-secret-0123456789abcdef';
 export const internalAuth = new InternalAuth(INTERNAL_SECRET);
 export const SECRET_KEY = randomBytes(32);
 
-/** The fields of a subscription in every answer (seed 2.1 plus SPEC §7), sorted. */
+/** The fields of a subscription in every answer (the published ones, deactivation and rotation), sorted. */
 export const SUBSCRIPTION_KEYS = [
   'created_at',
   'deactivated_at',
@@ -21,6 +21,7 @@ export const SUBSCRIPTION_KEYS = [
   'id',
   'is_active',
   'secret',
+  'secret_rotation_ends_at',
   'updated_at',
   'url',
 ];

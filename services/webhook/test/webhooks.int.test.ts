@@ -27,7 +27,7 @@ const UNKNOWN_F = '99999999-9999-4999-8999-999999999999';
 
 const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const WH_ID = /^wh_[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
-const REDACTED = /^whsec_\*{8}[A-Za-z0-9_-]{4}$/;
+const REDACTED = /^whsec_\*{8}[A-Za-z0-9+/=]{4}$/;
 
 let ctx: TestContext;
 let stub: FacilityStub;
@@ -103,7 +103,7 @@ describe('POST /v1/webhooks', () => {
       deactivation_reason: null,
     });
     expect(data.created_at).toMatch(ISO_MS);
-    expect(data.secret).toMatch(/^whsec_[A-Za-z0-9_-]{43}$/);
+    expect(data.secret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
   });
 
   it('shows the secret once: GET, list and PATCH show only the redacted form', async () => {

@@ -46,7 +46,7 @@ export interface paths {
     };
     /**
      * The calling account's usage today and in the billing period
-     * @description The call itself counts, and the figures include it. The billing period is the UTC calendar month.
+     * @description The call itself counts, and the figures include it. The billing period is the UTC calendar month. While the usage store (Postgres) is unreachable, an account the service knows is still answered: today is live, earlier days come from its cache, and the response carries `X-Usage-Stale: true`.
      */
     get: operations['getAccountUsage'];
     put?: never;
@@ -579,6 +579,8 @@ export interface components {
     'X-RateLimit-Reset': string;
     /** @description Echoes a well-formed incoming `X-Request-Id` (`[A-Za-z0-9._:-]{1,128}`), else a generated `req_<uuid>`. */
     'X-Request-Id': string;
+    /** @description Present (`true`) when the billing figures of earlier days came from the usage service's cache because its store was unreachable; they may miss counts made since. Today's count is live. */
+    'X-Usage-Stale': 'true';
   };
   pathItems: never;
 }
@@ -665,6 +667,7 @@ export interface operations {
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
           'X-Request-Id': components['headers']['X-Request-Id'];
+          'X-Usage-Stale': components['headers']['X-Usage-Stale'];
           [name: string]: unknown;
         };
         content: {
@@ -1256,6 +1259,7 @@ export interface operations {
               id: string;
               is_active: boolean;
               secret: string;
+              secret_rotation_ends_at: string | null;
               updated_at: string;
               url: string;
             }[];
@@ -1314,6 +1318,7 @@ export interface operations {
               id: string;
               is_active: boolean;
               secret: string;
+              secret_rotation_ends_at: string | null;
               updated_at: string;
               url: string;
             };
@@ -1365,6 +1370,7 @@ export interface operations {
               id: string;
               is_active: boolean;
               secret: string;
+              secret_rotation_ends_at: string | null;
               updated_at: string;
               url: string;
             };
@@ -1457,6 +1463,7 @@ export interface operations {
               id: string;
               is_active: boolean;
               secret: string;
+              secret_rotation_ends_at: string | null;
               updated_at: string;
               url: string;
             };
@@ -1608,7 +1615,13 @@ export interface operations {
       };
       cookie?: never;
     };
-    requestBody?: never;
+    requestBody: {
+      content: {
+        'application/json': {
+          overlap_seconds?: number;
+        };
+      };
+    };
     responses: {
       /** @description OK. */
       200: {
@@ -1630,6 +1643,7 @@ export interface operations {
               id: string;
               is_active: boolean;
               secret: string;
+              secret_rotation_ends_at: string | null;
               updated_at: string;
               url: string;
             };
@@ -1641,6 +1655,8 @@ export interface operations {
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
       408: components['responses']['RequestTimeout'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
       429: components['responses']['TooManyRequests'];
       431: components['responses']['HeadersTooLarge'];
       500: components['responses']['InternalError'];

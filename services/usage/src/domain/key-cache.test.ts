@@ -52,4 +52,43 @@ describe('KeyCache', () => {
     expect(cache.get('d1')).toBeUndefined();
     expect(cache.get('d3')?.accountId).toBe('a3');
   });
+
+  describe('while the key store is unreachable', () => {
+    it('still gives a known key its last principal for outageTtlMs past its TTL, then nothing', () => {
+      const clock = new ManualClock(0);
+      const cache = new KeyCache(clock, 5000, 1000, 100, 60_000);
+      cache.set('d1', principal('a1'));
+      clock.advance(5000);
+      expect(cache.get('d1')).toBeUndefined(); // normal lookups ask the key store again
+      expect(cache.getDuringOutage('d1')?.accountId).toBe('a1');
+      clock.advance(59_999);
+      expect(cache.getDuringOutage('d1')?.accountId).toBe('a1');
+      clock.advance(1);
+      expect(cache.getDuringOutage('d1')).toBeUndefined();
+    });
+
+    it('never vouches for an unknown key, nor for one the cache never saw', () => {
+      const clock = new ManualClock(0);
+      const cache = new KeyCache(clock, 5000, 1000, 100, 60_000);
+      cache.set('unknown', null);
+      expect(cache.getDuringOutage('unknown')).toBeUndefined();
+      expect(cache.getDuringOutage('never-seen')).toBeUndefined();
+    });
+
+    it('forgets an evicted account at once (a local revocation is not undone by an outage)', () => {
+      const clock = new ManualClock(0);
+      const cache = new KeyCache(clock, 5000, 1000, 100, 60_000);
+      cache.set('d1', principal('a1'));
+      cache.evictAccount('a1');
+      expect(cache.getDuringOutage('d1')).toBeUndefined();
+    });
+
+    it('with no outage TTL (the default) keeps nothing past the TTL', () => {
+      const clock = new ManualClock(0);
+      const cache = new KeyCache(clock, 5000, 1000);
+      cache.set('d1', principal('a1'));
+      clock.advance(5000);
+      expect(cache.getDuringOutage('d1')).toBeUndefined();
+    });
+  });
 });

@@ -6,6 +6,10 @@ import type { KeyPrincipal } from './tiers';
  * Bounded staleness: an entry is used for at most ttlMs (negative entries
  * negativeTtlMs), so a revocation or tier change made elsewhere takes effect
  * within that time on every replica. Bounded size: oldest entries are evicted.
+ *
+ * A known key's entry outlives its TTL by outageTtlMs, for one use only: while the key store
+ * (Postgres) is unreachable, `getDuringOutage` still answers with the last principal it gave, so
+ * known keys keep being served (docs/metering.md, "Postgres unavailable").
  */
 export class KeyCache {
   private readonly entries = new Map<string, { value: KeyPrincipal | null; expires: number }>();
@@ -15,19 +19,28 @@ export class KeyCache {
     private readonly ttlMs: number,
     private readonly negativeTtlMs: number,
     private readonly maxEntries = 100_000,
+    private readonly outageTtlMs = 0,
   ) {}
 
+  /** The fresh entry: a principal, null (known to be unknown), or undefined (ask the key store). */
   get(digest: string): KeyPrincipal | null | undefined {
     const e = this.entries.get(digest);
     if (!e) return undefined;
-    if (e.expires <= this.clock.now()) {
-      this.entries.delete(digest);
-      return undefined;
-    }
+    const now = this.clock.now();
+    if (e.expires > now) return e.value;
+    if (e.value === null || e.expires + this.outageTtlMs <= now) this.entries.delete(digest);
+    return undefined;
+  }
+
+  /** A known key's last principal, up to outageTtlMs past its TTL; for use only while the key store is unreachable. */
+  getDuringOutage(digest: string): KeyPrincipal | undefined {
+    const e = this.entries.get(digest);
+    if (!e?.value || e.expires + this.outageTtlMs <= this.clock.now()) return undefined;
     return e.value;
   }
 
   set(digest: string, value: KeyPrincipal | null): void {
+    this.entries.delete(digest); // re-inserted last: eviction takes the least recently looked-up
     if (this.entries.size >= this.maxEntries) {
       const oldest = this.entries.keys().next().value;
       if (oldest !== undefined) this.entries.delete(oldest);

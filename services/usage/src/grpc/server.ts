@@ -39,6 +39,7 @@ function toUsage(report: UsageReport) {
       overageRateUsd: report.billing.overageRateUsd,
       estimatedOverageUsd: report.billing.estimatedOverageUsd,
     },
+    stale: report.stale,
   });
 }
 

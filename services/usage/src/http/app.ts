@@ -52,7 +52,10 @@ export function buildUsageHttpApp(deps: UsageHttpDeps): FastifyInstance {
   app.get('/healthz', async () => ({ data: { status: 'ok' } }));
   app.get('/readyz', async (_req, reply) => {
     const report = await checkReadiness(deps.checks, 1000, deps.optionalChecks);
-    if (report.ready && !deps.isShuttingDown()) return { data: { status: 'ready', checks: report.checks } };
+    if (report.ready && !deps.isShuttingDown()) {
+      const degraded = Object.values(report.checks).some((c) => c.status === 'down');
+      return { data: { status: degraded ? 'degraded' : 'ready', checks: report.checks } };
+    }
     return reply
       .code(503)
       .header('retry-after', '1')

@@ -33,6 +33,8 @@ export interface SubscriptionView {
   events: string[];
   facility_ids: string[] | null;
   secret: string;
+  /** End of the last rotation's overlap (both secrets sign until then); null when it had none. */
+  secret_rotation_ends_at: string | null;
   is_active: boolean;
   created_at: string;
   updated_at: string;
@@ -75,6 +77,7 @@ function view(s: Subscription): SubscriptionView {
     events: s.events,
     facility_ids: s.facility_ids,
     secret: s.secret,
+    secret_rotation_ends_at: s.secret_rotation_ends_at,
     is_active: s.is_active,
     created_at: s.created_at,
     updated_at: s.updated_at,
@@ -231,11 +234,21 @@ export class WebhookService {
     });
   }
 
-  /** A new signing secret, effective for every attempt from now on; returned in clear this once. */
-  async rotateSecret(account: AccountClaims, id: string): Promise<SubscriptionView> {
+  /**
+   * A new signing secret, effective for every attempt from now on; returned in clear this once.
+   * With `overlap_seconds` (0..604800) the replaced secret keeps signing beside it until then.
+   */
+  async rotateSecret(
+    account: AccountClaims,
+    id: string,
+    body: RawBody | undefined,
+    schemaProblems: FieldProblem[] = [],
+  ): Promise<SubscriptionView> {
+    if (schemaProblems.length > 0) throw validationError(schemaProblems);
     if (!WEBHOOK_ID.test(id)) throw subscriptionNotFound();
+    const overlap = typeof body?.overlap_seconds === 'number' ? body.overlap_seconds : 0;
     const secret = this.secrets();
-    const updated = await this.options.store.rotateSecret(account.account_id, id, secret, this.clock.now());
+    const updated = await this.options.store.rotateSecret(account.account_id, id, secret, this.clock.now(), overlap);
     if (!updated) throw subscriptionNotFound();
     return { ...view(updated), secret };
   }

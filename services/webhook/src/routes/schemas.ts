@@ -27,6 +27,14 @@ export const PatchBody = Type.Object(
   { additionalProperties: false },
 );
 
+/** Most a rotation may keep the previous secret signing: 7 days. */
+export const MAX_OVERLAP_SECONDS = 604_800;
+
+export const RotateBody = Type.Object(
+  { overlap_seconds: Type.Optional(Type.Integer({ minimum: 0, maximum: MAX_OVERLAP_SECONDS })) },
+  { additionalProperties: false },
+);
+
 export const ListQuery = Type.Object(
   {
     limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100 })),
@@ -47,6 +55,7 @@ export const SubscriptionSchema = Type.Object({
   events: Type.Array(Type.String()),
   facility_ids: Type.Union([Type.Array(Type.String()), Type.Null()]),
   secret: Type.String(),
+  secret_rotation_ends_at: Type.Union([Timestamp, Type.Null()]),
   is_active: Type.Boolean(),
   created_at: Timestamp,
   updated_at: Timestamp,

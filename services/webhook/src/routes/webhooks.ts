@@ -20,6 +20,7 @@ import {
   ListQuery,
   NoQuery,
   PatchBody,
+  RotateBody,
   SubscriptionEnvelope,
   SubscriptionList,
 } from './schemas';
@@ -147,10 +148,20 @@ export async function webhookRoutes(app: FastifyInstance, options: WebhookRoutes
     async (request, reply) => reply.code(202).send({ data: await service.sendTest(account(request), request.params.id) }),
   );
 
-  app.post<{ Params: Static<typeof IdParams> }>(
+  app.post<{ Params: Static<typeof IdParams>; Body: Static<typeof RotateBody> | undefined }>(
     '/v1/webhooks/:id/rotate-secret',
-    { schema: { querystring: NoQuery, response: { 200: SubscriptionEnvelope } } },
-    async (request) => ({ data: await service.rotateSecret(account(request), request.params.id) }),
+    {
+      schema: { body: RotateBody, querystring: NoQuery, response: { 200: SubscriptionEnvelope } },
+      validatorCompiler: strictBodyCompiler,
+      attachValidation: true,
+      // The body is optional: none rotates at once (no overlap), and is validated as {}.
+      preValidation: async (request) => {
+        if (request.body == null) request.body = {};
+      },
+    },
+    async (request) => ({
+      data: await service.rotateSecret(account(request), request.params.id, request.body ?? undefined, schemaProblems(request)),
+    }),
   );
 
   methodNotAllowed(app, '/v1/webhooks', ['GET', 'POST']);

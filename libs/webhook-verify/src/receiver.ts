@@ -1,11 +1,11 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { SIGNATURE_HEADER, verify } from './signature';
+import { SIGNATURE_HEADER, verifyAny } from './signature';
+import { STANDARD_HEADERS, type StandardVerifyOptions, verifyStandard } from './standard';
 
 /**
- * The receiver side of a delivery (seed §5.6): compute the signature over the
- * raw body, compare in constant time, answer 401 on a mismatch. Usable with
- * any framework that hands over the raw body; `webhookHandler` is a complete
- * node:http handler.
+ * The receiver side of a delivery: compute the signature over the raw body, compare in constant
+ * time, answer 401 on a mismatch. Usable with any framework that hands over the raw body;
+ * `webhookHandler` is a complete node:http handler.
  */
 
 /** The delivery headers a receiver reads (lower case, as node:http gives them). */
@@ -15,12 +15,15 @@ export const DELIVERY_HEADERS = {
   eventType: 'x-service-event-type',
   deliveryId: 'x-service-delivery-id',
   attempt: 'x-service-delivery-attempt',
+  standardId: STANDARD_HEADERS.id,
+  standardTimestamp: STANDARD_HEADERS.timestamp,
+  standardSignature: STANDARD_HEADERS.signature,
 } as const;
 
 /**
- * True when the header is a valid signature of the raw body under one of the
- * secrets (several during a secret rotation on the receiver's side). Each
- * comparison is constant-time.
+ * True when the `X-Service-Signature` header (one `sha256=` value, or several comma-separated
+ * during the sender's rotation overlap) holds a valid signature of the raw body under one of the
+ * secrets (several during a rotation on the receiver's side). Each comparison is constant-time.
  */
 export function verifyDelivery(
   secrets: string | readonly string[],
@@ -30,7 +33,29 @@ export function verifyDelivery(
   const list = typeof secrets === 'string' ? [secrets] : secrets;
   let ok = false;
   // Every secret is checked (no early exit), so timing does not tell which one matched.
-  for (const secret of list) ok = verify(secret, rawBody, signatureHeader) || ok;
+  for (const secret of list) ok = verifyAny(secret, rawBody, signatureHeader) || ok;
+  return ok;
+}
+
+type HeaderGetter = (name: string) => string | null | undefined;
+
+/**
+ * Verifies a delivery from its headers, whichever convention they carry: the Standard Webhooks
+ * headers when `webhook-signature` is present (with the timestamp's replay window), else
+ * `X-Service-Signature`.
+ */
+export function verifyDeliveryHeaders(
+  secrets: string | readonly string[],
+  rawBody: string | Uint8Array,
+  header: HeaderGetter,
+  options: StandardVerifyOptions = {},
+): boolean {
+  const list = typeof secrets === 'string' ? [secrets] : secrets;
+  const standard = header(STANDARD_HEADERS.signature);
+  if (!standard) return verifyDelivery(list, rawBody, header(SIGNATURE_HEADER));
+  const given = { id: header(STANDARD_HEADERS.id), timestamp: header(STANDARD_HEADERS.timestamp), signature: standard };
+  let ok = false;
+  for (const secret of list) ok = verifyStandard(secret, rawBody, given, options) || ok;
   return ok;
 }
 
@@ -47,6 +72,8 @@ export interface WebhookHandlerOptions {
   onDelivery: (delivery: ReceivedDelivery) => Promise<void> | void;
   /** Largest body accepted (default 1 MiB); larger is 413. */
   maxBodyBytes?: number;
+  /** Replay window of the Standard Webhooks timestamp (default 300 s). */
+  toleranceSeconds?: number;
 }
 
 function header(req: IncomingMessage, name: string): string | undefined {
@@ -83,7 +110,10 @@ export function webhookHandler(options: WebhookHandlerOptions): (req: IncomingMe
     req.on('end', () => {
       if (tooLarge) return answer(res, 413, { error: 'payload too large' });
       const rawBody = Buffer.concat(chunks);
-      if (!verifyDelivery(options.secrets, rawBody, header(req, DELIVERY_HEADERS.signature))) {
+      const verified = verifyDeliveryHeaders(options.secrets, rawBody, (name) => header(req, name), {
+        ...(options.toleranceSeconds !== undefined ? { toleranceSeconds: options.toleranceSeconds } : {}),
+      });
+      if (!verified) {
         return answer(res, 401, { error: 'invalid signature' });
       }
       let event: ReceivedDelivery['event'];

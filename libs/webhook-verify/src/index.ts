@@ -1,0 +1,3 @@
+export * from './receiver';
+export * from './signature';
+export * from './standard';
