@@ -98,6 +98,27 @@ describe.each(CI_VALUES.map(valuesName))('chart rendered with ci/%s-values.yaml'
     }
   });
 
+  it('gives every Postgres client the pool timeouts, connection lifetime and idle timeout of externalDatabase.pool', () => {
+    const pool = valuesOf(values).externalDatabase.pool;
+    const expected = {
+      PG_CONNECT_TIMEOUT_MS: String(pool.connectTimeoutMs),
+      PG_QUERY_TIMEOUT_MS: String(pool.queryTimeoutMs),
+      PG_IDLE_TIMEOUT_MS: String(pool.idleTimeoutMs),
+      PG_MAX_LIFETIME_S: String(pool.maxLifetimeSeconds),
+    };
+    expect(expected).toEqual({
+      PG_CONNECT_TIMEOUT_MS: '2000',
+      PG_QUERY_TIMEOUT_MS: '10000',
+      PG_IDLE_TIMEOUT_MS: '30000',
+      PG_MAX_LIFETIME_S: '1800',
+    });
+    for (const name of ['usage', 'facility', 'webhook', 'dispatcher']) {
+      const env = byComponent(values, 'Deployment', name).spec.template.spec.containers[0].env as { name: string; value?: string }[];
+      const pg = Object.fromEntries(env.filter((e) => e.name.startsWith('PG_') && e.name !== 'PG_POOL_MAX').map((e) => [e.name, e.value]));
+      expect(pg, name).toEqual(expected);
+    }
+  });
+
   it('leaves the preStop hook out when preStopSleepSeconds is 0', () => {
     const deployments = render(
       CI_VALUES.filter((f) => valuesName(f) === values),
@@ -374,7 +395,7 @@ describe('optional features', () => {
     }
   });
 
-  it('renders the ServiceMonitor, the PrometheusRule with the seven alerts and the dashboard only when enabled', () => {
+  it('renders the ServiceMonitor, the PrometheusRule with the eight alerts and the dashboard only when enabled', () => {
     const [rule] = of('all-features', 'PrometheusRule');
     const alerts = rule?.spec.groups.flatMap((g: { rules: { alert: string }[] }) => g.rules.map((r) => r.alert));
     expect(alerts).toEqual([
@@ -384,6 +405,7 @@ describe('optional features', () => {
       'FcdWebhookDeliveryFailureRatio',
       'FcdDispatcherConsumerLag',
       'FcdWebhookDeactivations',
+      'FcdPostgresErrors',
       'FcdWebhookSecretUnreadable',
     ]);
     expect(of('all-features', 'ServiceMonitor')[0]?.spec.endpoints).toEqual([
@@ -419,7 +441,7 @@ describe('optional features', () => {
         annotations: Record<string, string>;
       }[];
     const rules = alertRules('all-features');
-    expect(rules).toHaveLength(7);
+    expect(rules).toHaveLength(8);
     for (const { alert, annotations } of rules) {
       // The heading is the alert name alone, so its GitHub anchor is the name in lower case.
       expect([...sections.keys()], 'docs/operations.md runbook headings').toContain(alert);
@@ -502,6 +524,7 @@ describe('optional features', () => {
       'fcd_dispatcher_deactivations_total',
       'fcd_dispatcher_secret_unreadable_total',
       'fcd_facility_outbox_oldest_age_seconds',
+      'fcd_postgres_errors_total',
       'fcd_request_duration_seconds_bucket',
       'fcd_requests_total',
     ]);

@@ -9,5 +9,7 @@ export * from './internal-auth';
 export * from './logger';
 export * from './metrics';
 export * from './pg';
+export * from './process-guard';
+export * from './retry';
 export * from './shutdown';
 export * from './trace-context';

@@ -1,5 +1,8 @@
+import { Type } from '@sinclair/typebox';
 import pg from 'pg';
 import type { Logger } from 'pino';
+import { Counter, type Registry } from 'prom-client';
+import { Env } from './config';
 import { AppError, serviceUnavailable } from './errors';
 
 export type Pool = pg.Pool;
@@ -10,40 +13,152 @@ pg.types.setTypeParser(20, (v) => Number.parseInt(v, 10));
 // DATE as the plain 'YYYY-MM-DD' string, never shifted by a local time zone.
 pg.types.setTypeParser(1082, (v) => v);
 
+/**
+ * The pool's timeouts and connection lifetime, from the environment of every
+ * service that talks to Postgres. A black-holed or failed-over server ends a
+ * request within PG_CONNECT_TIMEOUT_MS (no connection) or PG_QUERY_TIMEOUT_MS
+ * (a query with no answer); PG_MAX_LIFETIME_S and PG_IDLE_TIMEOUT_MS retire
+ * connections so they re-balance onto a new primary after a failover.
+ */
+export const PostgresPoolEnv = {
+  PG_CONNECT_TIMEOUT_MS: Env.int(2000, 100, 60_000),
+  PG_QUERY_TIMEOUT_MS: Env.int(10_000, 100, 600_000),
+  PG_IDLE_TIMEOUT_MS: Env.int(30_000, 1000, 3_600_000),
+  PG_MAX_LIFETIME_S: Env.int(1800, 0, 86_400),
+};
+export const PostgresPoolEnvSchema = Type.Object(PostgresPoolEnv);
+
+export interface PoolTimeouts {
+  PG_CONNECT_TIMEOUT_MS?: number;
+  PG_QUERY_TIMEOUT_MS?: number;
+  PG_IDLE_TIMEOUT_MS?: number;
+  PG_MAX_LIFETIME_S?: number;
+}
+
 export interface PoolSettings {
   connectionString: string;
   max?: number;
   applicationName: string;
   logger: Logger;
+  /** Timeouts and lifetime (PostgresPoolEnv); defaults as there. */
+  timeouts?: PoolTimeouts;
+  /** Where fcd_postgres_errors_total is registered (the service's metrics registry). */
+  registry?: Registry;
 }
 
-/** A pg.Pool that fails fast when Postgres is down and never crashes on idle-client errors. */
+/** Kinds of fcd_postgres_errors_total: an idle pooled client, a checked-out client, or a failed query/connect. */
+export type PostgresErrorKind = 'idle_client' | 'checked_out_client' | 'unavailable';
+
+const errorCounters = new WeakMap<pg.Pool, (kind: PostgresErrorKind) => void>();
+const poolCounters = new WeakMap<pg.Pool, { counter?: Counter<'kind'> }>();
+
+/** Counts the pool's errors on fcd_postgres_errors_total{kind} in a registry (for pools made before the registry). */
+export function instrumentPool(pool: pg.Pool, registry: Registry): void {
+  const state = poolCounters.get(pool);
+  if (state) state.counter = postgresErrorCounter(registry);
+}
+
+/** A pg.Pool that fails fast when Postgres is down and never crashes on client errors. */
 export function createPool(settings: PoolSettings): pg.Pool {
+  const t = settings.timeouts ?? {};
+  const queryTimeout = t.PG_QUERY_TIMEOUT_MS ?? 10_000;
   const pool = new pg.Pool({
     connectionString: settings.connectionString,
     max: settings.max ?? 10,
-    connectionTimeoutMillis: 2000,
-    idleTimeoutMillis: 30_000,
-    query_timeout: 10_000,
+    connectionTimeoutMillis: t.PG_CONNECT_TIMEOUT_MS ?? 2000,
+    idleTimeoutMillis: t.PG_IDLE_TIMEOUT_MS ?? 30_000,
+    maxLifetimeSeconds: t.PG_MAX_LIFETIME_S ?? 1800,
+    query_timeout: queryTimeout,
+    // The server gives up too, so a slow statement does not hold a backend after the client left.
+    statement_timeout: queryTimeout,
     application_name: settings.applicationName,
   });
-  pool.on('error', (err) => settings.logger.warn({ err: { message: err.message } }, 'postgres idle client error'));
+  const state: { counter?: Counter<'kind'> } = {};
+  const count = (kind: PostgresErrorKind) => state.counter?.inc({ kind });
+  errorCounters.set(pool, count);
+  poolCounters.set(pool, state);
+  if (settings.registry) instrumentPool(pool, settings.registry);
+  // Counts failed pool.query calls (promise form) too; the caller still gets the rejection.
+  const query = pool.query.bind(pool) as (...args: unknown[]) => unknown;
+  pool.query = ((...args: unknown[]) => {
+    const result = query(...args);
+    if (result instanceof Promise) result.catch((err: unknown) => countPostgresError(pool, err));
+    return result;
+  }) as typeof pool.query;
+  pool.on('error', (err) => {
+    count('idle_client');
+    settings.logger.warn({ err: { message: err.message } }, 'postgres idle client error');
+  });
   return pool;
+}
+
+function postgresErrorCounter(registry: Registry): Counter<'kind'> {
+  const existing = registry.getSingleMetric('fcd_postgres_errors_total');
+  if (existing) return existing as Counter<'kind'>;
+  return new Counter({
+    name: 'fcd_postgres_errors_total',
+    help: 'Postgres errors by kind: idle_client, checked_out_client (connection lost), unavailable (refused, timed out, terminated)',
+    labelNames: ['kind'],
+    registers: [registry],
+  });
+}
+
+/** Counts an error on a pool's fcd_postgres_errors_total when it means "Postgres unavailable". */
+export function countPostgresError(pool: pg.Pool, err: unknown): void {
+  if (isDatabaseUnavailable(err)) errorCounters.get(pool)?.('unavailable');
+}
+
+/**
+ * Checks a client out with an 'error' listener for as long as it is held:
+ * a checked-out pg client that loses its connection (a terminated backend, a
+ * failover, a fast shutdown) emits 'error', and with no listener that is an
+ * unhandled 'error' event that kills the process. `release()` destroys the
+ * client when it broke (or when `err` says the connection is gone).
+ */
+export async function checkout(pool: pg.Pool): Promise<{ client: pg.PoolClient; release(err?: unknown): void }> {
+  let client: pg.PoolClient;
+  try {
+    client = await pool.connect();
+  } catch (err) {
+    countPostgresError(pool, err);
+    throw err;
+  }
+  let broken: Error | undefined;
+  const onError = (err: Error) => {
+    broken ??= err;
+    errorCounters.get(pool)?.('checked_out_client');
+  };
+  client.on('error', onError);
+  let released = false;
+  return {
+    client,
+    release(err?: unknown) {
+      if (released) return;
+      released = true;
+      client.removeListener('error', onError);
+      const gone = broken ?? (isDatabaseUnavailable(err) ? (err as Error) : undefined);
+      client.release(gone ?? false);
+    },
+  };
 }
 
 /** Runs fn in one transaction on one client; rolls back on any error. */
 export async function withTransaction<T>(pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
-  const client = await pool.connect();
+  const held = await checkout(pool);
+  const { client } = held;
+  let failure: unknown;
   try {
     await client.query('BEGIN');
     const result = await fn(client);
     await client.query('COMMIT');
     return result;
   } catch (err) {
-    await client.query('ROLLBACK').catch(() => undefined);
+    failure = err;
+    countPostgresError(pool, err);
+    if (!isDatabaseUnavailable(err)) await client.query('ROLLBACK').catch(() => undefined);
     throw err;
   } finally {
-    client.release();
+    held.release(failure);
   }
 }
 
@@ -60,7 +175,8 @@ export interface Migration {
  */
 export async function migrate(pool: pg.Pool, schema: string, migrations: Migration[], logger?: Logger): Promise<string[]> {
   if (!/^[a-z_][a-z0-9_]*$/.test(schema)) throw new Error(`bad schema name: ${schema}`);
-  const client = await pool.connect();
+  const held = await checkout(pool);
+  const { client } = held;
   const applied: string[] = [];
   try {
     await client.query('SELECT pg_advisory_lock(hashtext($1))', [`migrate:${schema}`]);
@@ -86,7 +202,7 @@ export async function migrate(pool: pg.Pool, schema: string, migrations: Migrati
     }
   } finally {
     await client.query('SELECT pg_advisory_unlock(hashtext($1))', [`migrate:${schema}`]).catch(() => undefined);
-    client.release();
+    held.release();
   }
   return applied;
 }
@@ -99,7 +215,7 @@ const BAD_INPUT_SQLSTATE = new Set(['22021', '22P05']);
 
 /** True when a Postgres error means "the database is unreachable or overloaded", not a bug. */
 export function isDatabaseUnavailable(err: unknown): boolean {
-  if (err instanceof AppError) return false;
+  if (err === null || typeof err !== 'object' || err instanceof AppError) return false;
   const e = err as { code?: unknown; message?: unknown };
   if (typeof e.code === 'string' && UNAVAILABLE_SQLSTATE.test(e.code)) return true;
   return typeof e.message === 'string' && UNAVAILABLE_MESSAGE.test(e.message);

@@ -1,5 +1,6 @@
 export * from './eventually';
-export * from './private-postgres';
+export * from './fault-proxy';
+export * from './postgres-server';
 export * from './process';
 export * from './redis-server';
 export * from './services';

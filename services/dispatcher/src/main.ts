@@ -1,4 +1,12 @@
-import { createLogger, createPool, installShutdown, loadConfigOrExit, migrate, startMetricsServer } from '@fcd/service-kit';
+import {
+  createLogger,
+  createPool,
+  installProcessGuard,
+  installShutdown,
+  loadConfigOrExit,
+  migrate,
+  startMetricsServer,
+} from '@fcd/service-kit';
 import { SecretBox, WEBHOOK_SCHEMA, webhookMigrations } from '@fcd/webhooks';
 import { buildApp } from './app';
 import { ConfigSchema } from './config';
@@ -9,6 +17,7 @@ import { UsageAccountDirectory } from './usage-directory';
 // config → build → listen → signals
 const config = loadConfigOrExit('dispatcher', ConfigSchema);
 const logger = createLogger({ service: 'dispatcher', level: config.LOG_LEVEL });
+installProcessGuard(logger);
 if (config.USAGE_GRPC_ADDRESS && !config.USAGE_GRPC_SECRET) {
   process.stderr.write('dispatcher: invalid configuration: USAGE_GRPC_SECRET: required when USAGE_GRPC_ADDRESS is set\n');
   process.exit(1);
@@ -17,8 +26,15 @@ if (config.WEBHOOK_ALLOW_PRIVATE_URLS) {
   logger.warn('WEBHOOK_ALLOW_PRIVATE_URLS is on: http and private/loopback destinations are contacted (development only)');
 }
 const secretBox = SecretBox.fromEnv(config.WEBHOOK_SECRET_KEY, config.WEBHOOK_SECRET_KEY_PREVIOUS);
-const pool = createPool({ connectionString: config.DATABASE_URL, max: config.PG_POOL_MAX, applicationName: 'dispatcher', logger });
 const metrics = createDispatcherMetrics();
+const pool = createPool({
+  connectionString: config.DATABASE_URL,
+  max: config.PG_POOL_MAX,
+  applicationName: 'dispatcher',
+  logger,
+  timeouts: config,
+  registry: metrics.registry,
+});
 
 try {
   // The dispatcher shares the webhook schema; the same migrations under the same advisory lock.

@@ -4,12 +4,16 @@ import {
   ConfigError,
   createLogger,
   createPool,
+  isDatabaseUnavailable,
   type Logger,
   migrate,
   type Pool,
   parseConfig,
+  parseDurationMs,
+  RetryExhaustedError,
   systemClock,
   uuidSource,
+  withRetry,
 } from '@fcd/service-kit';
 import { CliConfigSchema } from './config';
 import { DEFAULT_AS_OF, generateDemoData } from './domain/demo-data';
@@ -32,7 +36,10 @@ const USAGE = `usage: node dist/cli.js <command> [options]
   simulate --rate R[/s] [--duration SECONDS] [--seed S] [--json]
                                             keep producing violations and case/status changes
 
-environment: DATABASE_URL (required except for seed --out), LOG_LEVEL (default warn)`;
+  import, seed and simulate take --retry-for DURATION (default 60s, or CLI_RETRY_FOR): a lost
+  Postgres connection is retried with backoff that long (0 = never), then the command fails
+
+environment: DATABASE_URL (required except for seed --out), LOG_LEVEL (default warn), CLI_RETRY_FOR`;
 
 class UsageError extends Error {}
 
@@ -88,6 +95,27 @@ function context(): { pool: Pool; logger: Logger } {
   return { pool, logger };
 }
 
+type Retry = <T>(fn: () => Promise<T>) => Promise<T>;
+
+/**
+ * Runs a step again while Postgres is unreachable (refused, timed out, terminated), with backoff,
+ * for --retry-for (or CLI_RETRY_FOR, default 60s); then one clear error. Steps must be idempotent.
+ */
+function retrying(args: Args, logger: Logger): Retry {
+  const text = flag(args, 'retry-for') ?? process.env.CLI_RETRY_FOR ?? '60s';
+  const retryForMs = parseDurationMs(text);
+  if (retryForMs === undefined) throw new UsageError('--retry-for must be a duration, e.g. 60s, 2m or 500ms');
+  return (fn) =>
+    withRetry(fn, {
+      retryForMs,
+      isRetryable: isDatabaseUnavailable,
+      onRetry: ({ err, attempt, delayMs }) =>
+        logger.warn({ attempt, delayMs, err: { message: (err as Error).message } }, 'postgres unavailable; retrying'),
+    }).catch((err: unknown) => {
+      throw err instanceof RetryExhaustedError ? new Error(`Postgres unreachable: ${err.message}`) : err;
+    });
+}
+
 function ingestionFor(pool: Pool): Ingestion {
   return new Ingestion({ pool, clock: systemClock, ids: uuidSource });
 }
@@ -132,11 +160,13 @@ async function cmdImport(args: Args): Promise<number> {
   const format = formatOfPath(file);
   if (!format) throw new UsageError('the file must end in .ndjson, .jsonl or .csv');
   if (!existsSync(file)) throw new UsageError(`no such file: ${file}`);
-  const { pool } = context();
+  const { pool, logger } = context();
+  const retry = retrying(args, logger);
   try {
-    await migrate(pool, SCHEMA, migrations);
+    await retry(() => migrate(pool, SCHEMA, migrations));
     const started = performance.now();
-    const report = await ingestionFor(pool).ingestStream(kind, rowsOf(format, createReadStream(file), kind));
+    // A re-run after a lost connection reads the file again: the import is idempotent on natural keys.
+    const report = await retry(() => ingestionFor(pool).ingestStream(kind, rowsOf(format, createReadStream(file), kind)));
     const seconds = Math.round(performance.now() - started) / 1000;
     printReport(report, args.flags.has('json'), { file, kind, seconds });
     return report.counts[kind].rejected > 0 ? 2 : 0;
@@ -185,13 +215,14 @@ async function cmdSeed(args: Args): Promise<number> {
     process.stdout.write(`${JSON.stringify(summary)}\n`);
     return 0;
   }
-  const { pool } = context();
+  const { pool, logger } = context();
+  const retry = retrying(args, logger);
   try {
-    await migrate(pool, SCHEMA, migrations);
+    await retry(() => migrate(pool, SCHEMA, migrations));
     const ingestion = ingestionFor(pool);
     const report = emptyReport();
     for (const kind of RECORD_KINDS) {
-      const r = await ingestion.ingestStream(kind, fromArray(data[kind] as object[]));
+      const r = await retry(() => ingestion.ingestStream(kind, fromArray(data[kind] as object[])));
       report.counts[kind] = r.counts[kind];
       for (const [t, n] of Object.entries(r.events)) report.events[t as keyof IngestReport['events']] += n;
       report.errors.push(...r.errors);
@@ -214,12 +245,14 @@ async function cmdSimulate(args: Args): Promise<number> {
     throw new UsageError('--duration must be a number of seconds');
   const seed = flag(args, 'seed');
   const { pool, logger } = context();
+  const retry = retrying(args, logger);
   const abort = new AbortController();
   for (const sig of ['SIGINT', 'SIGTERM'] as const) process.once(sig, () => abort.abort());
   try {
-    await migrate(pool, SCHEMA, migrations);
+    await retry(() => migrate(pool, SCHEMA, migrations));
     const summary = await runSimulation({
       pool,
+      retry,
       ingestion: ingestionFor(pool),
       clock: systemClock,
       logger,

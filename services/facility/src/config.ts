@@ -1,4 +1,4 @@
-import { Env, HttpServerEnv, parseConfig } from '@fcd/service-kit';
+import { Env, HttpServerEnv, PostgresPoolEnv, parseConfig } from '@fcd/service-kit';
 import { type Static, Type } from '@sinclair/typebox';
 
 /** Environment of the facility service (HTTP API, ingestion API and outbox relay). */
@@ -23,6 +23,7 @@ export const FacilityConfigSchema = Type.Object({
   RELAY_ENABLED: Env.bool(true),
   LOG_LEVEL: Env.logLevel(),
   ...HttpServerEnv,
+  ...PostgresPoolEnv,
 });
 
 export type FacilityConfig = Readonly<Static<typeof FacilityConfigSchema>>;

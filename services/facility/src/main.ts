@@ -2,7 +2,9 @@ import {
   createLogger,
   createPool,
   InternalAuth,
+  installProcessGuard,
   installShutdown,
+  instrumentPool,
   loadConfigOrExit,
   migrate,
   startMetricsServer,
@@ -22,12 +24,14 @@ import { outboxStats } from './store/outbox';
 // config → build → listen → signals
 const config = loadConfigOrExit('facility', FacilityConfigSchema);
 const logger = createLogger({ service: 'facility', level: config.LOG_LEVEL });
+installProcessGuard(logger);
 const clock = systemClock;
 const pool = createPool({
   connectionString: schemaConnectionString(config.DATABASE_URL),
   max: config.PG_POOL_MAX,
   applicationName: 'facility',
   logger,
+  timeouts: config,
 });
 
 try {
@@ -39,6 +43,7 @@ try {
 }
 
 const metrics = createFacilityMetrics(() => outboxStats(pool, new Date(clock.now()).toISOString()));
+instrumentPool(pool, metrics.registry);
 const bus = new EventBus({ url: config.NATS_URL, stream: config.EVENTS_STREAM, subjectPrefix: config.EVENTS_SUBJECT_PREFIX, logger });
 bus.start();
 

@@ -1,5 +1,5 @@
 import type { Clock, Logger, Pool } from '@fcd/service-kit';
-import { isoTimestamp } from '@fcd/service-kit';
+import { isoTimestamp, withTransaction } from '@fcd/service-kit';
 import type { Counter } from 'prom-client';
 import type { EventBus } from './store/event-bus';
 import { claimBatch, deleteSentBefore, markSent } from './store/outbox';
@@ -55,30 +55,24 @@ export class OutboxRelay {
    * whether the batch was full (more may be waiting).
    */
   async relayOnce(): Promise<{ sent: number; full: boolean; failed: number }> {
-    const client = await this.s.pool.connect();
-    try {
-      await client.query('BEGIN');
+    // withTransaction holds the client with an 'error' listener: the connection may be cut
+    // (failover, terminate) while this batch waits on NATS, idle in its transaction.
+    const out = await withTransaction(this.s.pool, async (client) => {
       const rows = await claimBatch(client, this.s.batchSize);
-      if (rows.length === 0) {
-        await client.query('COMMIT');
-        return { sent: 0, full: false, failed: 0 };
-      }
+      if (rows.length === 0) return undefined;
       const result = await this.s.bus.publish(rows);
       await markSent(
         client,
         result.acked.map((r) => r.id),
         isoTimestamp(this.s.clock.now()),
       );
-      await client.query('COMMIT');
-      for (const r of result.acked) this.s.eventsPublished?.inc({ type: r.type });
-      if (result.failed > 0) this.s.logger.warn({ failed: result.failed, error: result.error }, 'outbox publish failed; will retry');
-      return { sent: result.acked.length, full: rows.length === this.s.batchSize && result.failed === 0, failed: result.failed };
-    } catch (err) {
-      await client.query('ROLLBACK').catch(() => undefined);
-      throw err;
-    } finally {
-      client.release();
-    }
+      return { rows, result };
+    });
+    if (!out) return { sent: 0, full: false, failed: 0 };
+    const { rows, result } = out;
+    for (const r of result.acked) this.s.eventsPublished?.inc({ type: r.type });
+    if (result.failed > 0) this.s.logger.warn({ failed: result.failed, error: result.error }, 'outbox publish failed; will retry');
+    return { sent: result.acked.length, full: rows.length === this.s.batchSize && result.failed === 0, failed: result.failed };
   }
 
   private async run(): Promise<void> {

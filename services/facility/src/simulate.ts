@@ -18,6 +18,8 @@ export interface SimulationSettings {
   seed?: string | number;
   signal?: AbortSignal;
   sleep?: (ms: number) => Promise<void>;
+  /** Runs each database step (again, while Postgres is unreachable); default once. */
+  retry?: <T>(fn: () => Promise<T>) => Promise<T>;
 }
 
 export interface SimulationSummary {
@@ -35,7 +37,8 @@ const rows = (items: object[]): RawRow[] => items.map((raw, index) => ({ ref: { 
  */
 export async function runSimulation(s: SimulationSettings): Promise<SimulationSummary> {
   const sleep = s.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
-  const registryIds = await listRegistryIds(s.pool);
+  const retry = s.retry ?? (<T>(fn: () => Promise<T>) => fn());
+  const registryIds = await retry(() => listRegistryIds(s.pool));
   if (registryIds.length === 0) throw new Error('no facilities to simulate on; run `seed` or `import` first');
   const rng = createRng(s.seed ?? s.clock.now());
   const summary: SimulationSummary = {
@@ -56,15 +59,22 @@ export async function runSimulation(s: SimulationSettings): Promise<SimulationSu
       await sleep(dueAt - elapsed);
       continue;
     }
-    const change = await nextChange(s, rng, registryIds, `${runTag}-${summary.steps + 1}`);
-    summary.steps++;
-    if (!change) continue;
-    summary.actions[change.action]++;
-    const report = await s.ingestion.ingestAll({
-      facilities: rows(change.facilities),
-      violations: rows(change.violations),
-      cases: rows(change.cases),
+    const tag = `${runTag}-${summary.steps + 1}`;
+    // One step, retried whole: planned again from the database, ingested idempotently (natural keys).
+    const step = await retry(async () => {
+      const change = await nextChange(s, rng, registryIds, tag);
+      if (!change) return undefined;
+      const report = await s.ingestion.ingestAll({
+        facilities: rows(change.facilities),
+        violations: rows(change.violations),
+        cases: rows(change.cases),
+      });
+      return { change, report };
     });
+    summary.steps++;
+    if (!step) continue;
+    const { change, report } = step;
+    summary.actions[change.action]++;
     for (const [type, n] of Object.entries(report.events)) summary.events[type as keyof SimulationSummary['events']] += n;
     s.logger.debug({ action: change.action, events: report.events }, 'simulated change');
   }

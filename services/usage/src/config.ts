@@ -1,4 +1,4 @@
-import { Env, HttpServerEnv } from '@fcd/service-kit';
+import { Env, HttpServerEnv, PostgresPoolEnv } from '@fcd/service-kit';
 import { Type } from '@sinclair/typebox';
 
 export const UsageConfigSchema = Type.Object({
@@ -39,5 +39,6 @@ export const UsageConfigSchema = Type.Object({
   MIGRATE_ON_START: Env.bool(true),
   LOG_LEVEL: Env.logLevel(),
   ...HttpServerEnv,
+  ...PostgresPoolEnv,
 });
 export type UsageConfig = typeof UsageConfigSchema.static;

@@ -1,9 +1,10 @@
-import { createLogger, installShutdown, loadConfigOrExit } from '@fcd/service-kit';
+import { createLogger, installProcessGuard, installShutdown, loadConfigOrExit } from '@fcd/service-kit';
 import { UsageConfigSchema } from './config';
 import { startUsageService } from './service';
 
 const config = loadConfigOrExit('usage', UsageConfigSchema);
 const logger = createLogger({ service: 'usage', level: config.LOG_LEVEL });
+installProcessGuard(logger);
 try {
   const service = await startUsageService(config, { logger });
   installShutdown(logger, [{ name: 'usage', run: () => service.stop() }]);

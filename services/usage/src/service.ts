@@ -1,6 +1,15 @@
 import type { Server } from 'node:http';
 import { grpc } from '@fcd/grpc';
-import { type Clock, createLogger, createPool, type Logger, migrate, startMetricsServer, systemClock } from '@fcd/service-kit';
+import {
+  type Clock,
+  createLogger,
+  createPool,
+  instrumentPool,
+  type Logger,
+  migrate,
+  startMetricsServer,
+  systemClock,
+} from '@fcd/service-kit';
 import type { UsageConfig } from './config';
 import { KeyCache } from './domain/key-cache';
 import { createGrpcServer, HEALTH_SERVICE_NAME } from './grpc/server';
@@ -40,7 +49,7 @@ export async function startUsageService(config: UsageConfig, options: { clock?: 
   const clock = options.clock ?? systemClock;
   const logger = options.logger ?? createLogger({ service: 'usage', level: config.LOG_LEVEL });
   const metrics = createUsageMetrics();
-  const pool = createPool({ connectionString: config.DATABASE_URL, applicationName: 'usage', logger, max: 10 });
+  const pool = createPool({ connectionString: config.DATABASE_URL, applicationName: 'usage', logger, max: 10, timeouts: config });
   if (config.MIGRATE_ON_START) await migrate(pool, USAGE_SCHEMA, migrations, logger);
 
   const redis = createRedis(config.REDIS_URL);
@@ -118,6 +127,7 @@ export async function startUsageService(config: UsageConfig, options: { clock?: 
   });
   await http.listen({ port: config.PORT, host: config.HOST });
   const httpPort = (http.server.address() as { port: number }).port;
+  instrumentPool(pool, metrics.registry);
   const metricsServer: Server = await startMetricsServer(metrics.registry, config.METRICS_PORT, config.HOST, config);
   const metricsPort = (metricsServer.address() as { port: number }).port;
 

@@ -3,6 +3,7 @@ import {
   createMetrics,
   createPool,
   InternalAuth,
+  installProcessGuard,
   installShutdown,
   loadConfigOrExit,
   migrate,
@@ -15,15 +16,22 @@ import { ConfigSchema } from './config';
 
 const config = loadConfigOrExit('webhook', ConfigSchema);
 const logger = createLogger({ service: 'webhook', level: config.LOG_LEVEL });
+installProcessGuard(logger);
 if (config.WEBHOOK_ALLOW_PRIVATE_URLS) {
   logger.warn('WEBHOOK_ALLOW_PRIVATE_URLS is on: http and private/loopback webhook destinations are accepted (development only)');
 }
 
 const secretBox = SecretBox.fromEnv(config.WEBHOOK_SECRET_KEY, config.WEBHOOK_SECRET_KEY_PREVIOUS);
 const internalAuth = new InternalAuth(config.INTERNAL_AUTH_SECRET);
-const pool = createPool({ connectionString: config.DATABASE_URL, applicationName: 'webhook', logger });
-const facilities = new HttpFacilityDirectory({ baseUrl: config.FACILITY_URL, internalAuth });
 const metrics = createMetrics('webhook');
+const pool = createPool({
+  connectionString: config.DATABASE_URL,
+  applicationName: 'webhook',
+  logger,
+  timeouts: config,
+  registry: metrics.registry,
+});
+const facilities = new HttpFacilityDirectory({ baseUrl: config.FACILITY_URL, internalAuth });
 
 try {
   await migrate(pool, WEBHOOK_SCHEMA, webhookMigrations, logger);

@@ -151,6 +151,16 @@ app.kubernetes.io/managed-by: {{ .ctx.Release.Service }}
 
 {{- define "fcd.env.database" -}}
 {{ include "fcd.secretEnv" (dict "env" "DATABASE_URL" "ref" (include "fcd.urlRef" (dict "ctx" . "cfg" .Values.externalDatabase "key" "database-url" "what" "externalDatabase"))) }}
+{{- with .Values.externalDatabase.pool }}
+- name: PG_CONNECT_TIMEOUT_MS
+  value: {{ .connectTimeoutMs | quote }}
+- name: PG_QUERY_TIMEOUT_MS
+  value: {{ .queryTimeoutMs | quote }}
+- name: PG_IDLE_TIMEOUT_MS
+  value: {{ .idleTimeoutMs | quote }}
+- name: PG_MAX_LIFETIME_S
+  value: {{ .maxLifetimeSeconds | quote }}
+{{- end }}
 {{- end -}}
 {{- define "fcd.env.redis" -}}
 {{ include "fcd.secretEnv" (dict "env" "REDIS_URL" "ref" (include "fcd.urlRef" (dict "ctx" . "cfg" .Values.externalRedis "key" "redis-url" "what" "externalRedis"))) }}
