@@ -15,6 +15,8 @@ export interface PoolSettings {
   max?: number;
   applicationName: string;
   logger: Logger;
+  /** Password and TLS from PostgresEnv (`postgresOptions(config)`). */
+  connection?: { password?: string; ssl?: pg.PoolConfig['ssl'] };
 }
 
 /** A pg.Pool that fails fast when Postgres is down and never crashes on idle-client errors. */
@@ -26,6 +28,7 @@ export function createPool(settings: PoolSettings): pg.Pool {
     idleTimeoutMillis: 30_000,
     query_timeout: 10_000,
     application_name: settings.applicationName,
+    ...settings.connection,
   });
   pool.on('error', (err) => settings.logger.warn({ err: { message: err.message } }, 'postgres idle client error'));
   return pool;

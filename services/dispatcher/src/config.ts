@@ -1,4 +1,4 @@
-import { Env, HttpServerEnv, parseConfig } from '@fcd/service-kit';
+import { Env, HttpServerEnv, NatsEnv, PostgresEnv, parseConfig } from '@fcd/service-kit';
 import { SECRET_KEY_PATTERN } from '@fcd/webhooks';
 import { type Static, Type } from '@sinclair/typebox';
 import { RETRY_SCHEDULE_PATTERN } from './domain/retry';
@@ -49,6 +49,8 @@ export const ConfigSchema = Type.Object({
   ENTITLEMENT_CACHE_TTL_MS: Env.int(60_000, 10, 3_600_000),
   LOG_LEVEL: Env.logLevel(),
   ...HttpServerEnv,
+  ...PostgresEnv,
+  ...NatsEnv,
 });
 
 export type Config = Readonly<Static<typeof ConfigSchema>>;

@@ -1,4 +1,12 @@
-import { createLogger, createPool, installShutdown, loadConfigOrExit, migrate, startMetricsServer } from '@fcd/service-kit';
+import {
+  createLogger,
+  createPool,
+  installShutdown,
+  loadConfigOrExit,
+  migrate,
+  postgresOptions,
+  startMetricsServer,
+} from '@fcd/service-kit';
 import { SecretBox, WEBHOOK_SCHEMA, webhookMigrations } from '@fcd/webhooks';
 import { buildApp } from './app';
 import { ConfigSchema } from './config';
@@ -17,7 +25,13 @@ if (config.WEBHOOK_ALLOW_PRIVATE_URLS) {
   logger.warn('WEBHOOK_ALLOW_PRIVATE_URLS is on: http and private/loopback destinations are contacted (development only)');
 }
 const secretBox = SecretBox.fromEnv(config.WEBHOOK_SECRET_KEY, config.WEBHOOK_SECRET_KEY_PREVIOUS);
-const pool = createPool({ connectionString: config.DATABASE_URL, max: config.PG_POOL_MAX, applicationName: 'dispatcher', logger });
+const pool = createPool({
+  connectionString: config.DATABASE_URL,
+  max: config.PG_POOL_MAX,
+  applicationName: 'dispatcher',
+  logger,
+  connection: postgresOptions(config),
+});
 const metrics = createDispatcherMetrics();
 
 try {

@@ -8,6 +8,7 @@ import {
   migrate,
   type Pool,
   parseConfig,
+  postgresOptions,
   systemClock,
   uuidSource,
 } from '@fcd/service-kit';
@@ -84,6 +85,7 @@ function context(): { pool: Pool; logger: Logger } {
     max: 4,
     applicationName: 'facility-cli',
     logger,
+    connection: postgresOptions(config),
   });
   return { pool, logger };
 }

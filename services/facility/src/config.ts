@@ -1,4 +1,4 @@
-import { Env, HttpServerEnv, parseConfig } from '@fcd/service-kit';
+import { Env, HttpServerEnv, NatsEnv, PostgresEnv, parseConfig } from '@fcd/service-kit';
 import { type Static, Type } from '@sinclair/typebox';
 
 /** Environment of the facility service (HTTP API, ingestion API and outbox relay). */
@@ -23,6 +23,8 @@ export const FacilityConfigSchema = Type.Object({
   RELAY_ENABLED: Env.bool(true),
   LOG_LEVEL: Env.logLevel(),
   ...HttpServerEnv,
+  ...PostgresEnv,
+  ...NatsEnv,
 });
 
 export type FacilityConfig = Readonly<Static<typeof FacilityConfigSchema>>;
@@ -34,6 +36,7 @@ export function parseFacilityConfig(env: Record<string, string | undefined> = pr
 /** The CLI (migrate, import, seed, simulate) only talks to Postgres. */
 export const CliConfigSchema = Type.Object({
   DATABASE_URL: Env.url(),
+  ...PostgresEnv,
   LOG_LEVEL: Type.Union(
     ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)),
     { default: 'warn' },

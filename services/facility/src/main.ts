@@ -5,6 +5,8 @@ import {
   installShutdown,
   loadConfigOrExit,
   migrate,
+  natsOptions,
+  postgresOptions,
   startMetricsServer,
   systemClock,
   uuidSource,
@@ -28,6 +30,7 @@ const pool = createPool({
   max: config.PG_POOL_MAX,
   applicationName: 'facility',
   logger,
+  connection: postgresOptions(config),
 });
 
 try {
@@ -39,7 +42,13 @@ try {
 }
 
 const metrics = createFacilityMetrics(() => outboxStats(pool, new Date(clock.now()).toISOString()));
-const bus = new EventBus({ url: config.NATS_URL, stream: config.EVENTS_STREAM, subjectPrefix: config.EVENTS_SUBJECT_PREFIX, logger });
+const bus = new EventBus({
+  url: config.NATS_URL,
+  auth: natsOptions(config, config.NATS_URL),
+  stream: config.EVENTS_STREAM,
+  subjectPrefix: config.EVENTS_SUBJECT_PREFIX,
+  logger,
+});
 bus.start();
 
 const relay = new OutboxRelay({

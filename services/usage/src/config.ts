@@ -1,4 +1,4 @@
-import { Env, HttpServerEnv } from '@fcd/service-kit';
+import { Env, HttpServerEnv, PostgresEnv, RedisEnv } from '@fcd/service-kit';
 import { Type } from '@sinclair/typebox';
 
 export const UsageConfigSchema = Type.Object({
@@ -39,5 +39,7 @@ export const UsageConfigSchema = Type.Object({
   MIGRATE_ON_START: Env.bool(true),
   LOG_LEVEL: Env.logLevel(),
   ...HttpServerEnv,
+  ...PostgresEnv,
+  ...RedisEnv,
 });
 export type UsageConfig = typeof UsageConfigSchema.static;

@@ -1,6 +1,16 @@
 import type { Server } from 'node:http';
 import { grpc } from '@fcd/grpc';
-import { type Clock, createLogger, createPool, type Logger, migrate, startMetricsServer, systemClock } from '@fcd/service-kit';
+import {
+  type Clock,
+  createLogger,
+  createPool,
+  type Logger,
+  migrate,
+  postgresOptions,
+  redisOptions,
+  startMetricsServer,
+  systemClock,
+} from '@fcd/service-kit';
 import type { UsageConfig } from './config';
 import { KeyCache } from './domain/key-cache';
 import { createGrpcServer, HEALTH_SERVICE_NAME } from './grpc/server';
@@ -40,10 +50,16 @@ export async function startUsageService(config: UsageConfig, options: { clock?: 
   const clock = options.clock ?? systemClock;
   const logger = options.logger ?? createLogger({ service: 'usage', level: config.LOG_LEVEL });
   const metrics = createUsageMetrics();
-  const pool = createPool({ connectionString: config.DATABASE_URL, applicationName: 'usage', logger, max: 10 });
+  const pool = createPool({
+    connectionString: config.DATABASE_URL,
+    applicationName: 'usage',
+    logger,
+    max: 10,
+    connection: postgresOptions(config),
+  });
   if (config.MIGRATE_ON_START) await migrate(pool, USAGE_SCHEMA, migrations, logger);
 
-  const redis = createRedis(config.REDIS_URL);
+  const redis = createRedis(config.REDIS_URL, redisOptions(config, config.REDIS_URL));
   let lastRedisError = 0;
   redis.on('error', (err: Error) => {
     if (clock.now() - lastRedisError > 5000) logger.warn({ err: { message: err.message } }, 'redis connection error');

@@ -1,4 +1,4 @@
-import { Env, HttpServerEnv, parseConfig } from '@fcd/service-kit';
+import { Env, HttpServerEnv, PostgresEnv, parseConfig } from '@fcd/service-kit';
 import { SECRET_KEY_PATTERN } from '@fcd/webhooks';
 import { type Static, Type } from '@sinclair/typebox';
 
@@ -22,6 +22,7 @@ export const ConfigSchema = Type.Object({
   WEBHOOK_MAX_SUBSCRIPTIONS: Env.int(25, 1, 10_000),
   LOG_LEVEL: Env.logLevel(),
   ...HttpServerEnv,
+  ...PostgresEnv,
 });
 
 export type Config = Static<typeof ConfigSchema>;

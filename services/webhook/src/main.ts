@@ -6,6 +6,7 @@ import {
   installShutdown,
   loadConfigOrExit,
   migrate,
+  postgresOptions,
   startMetricsServer,
 } from '@fcd/service-kit';
 import { SecretBox, WEBHOOK_SCHEMA, webhookMigrations } from '@fcd/webhooks';
@@ -21,7 +22,7 @@ if (config.WEBHOOK_ALLOW_PRIVATE_URLS) {
 
 const secretBox = SecretBox.fromEnv(config.WEBHOOK_SECRET_KEY, config.WEBHOOK_SECRET_KEY_PREVIOUS);
 const internalAuth = new InternalAuth(config.INTERNAL_AUTH_SECRET);
-const pool = createPool({ connectionString: config.DATABASE_URL, applicationName: 'webhook', logger });
+const pool = createPool({ connectionString: config.DATABASE_URL, applicationName: 'webhook', logger, connection: postgresOptions(config) });
 const facilities = new HttpFacilityDirectory({ baseUrl: config.FACILITY_URL, internalAuth });
 const metrics = createMetrics('webhook');
 
