@@ -1,5 +1,6 @@
 import { type Static, type TObject, Type } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
+import { backendSettingsProblems } from './backends';
 import { httpServerSettingsProblems } from './http-server';
 
 export class ConfigError extends Error {
@@ -26,7 +27,10 @@ export function parseConfig<T extends TObject>(schema: T, env: Record<string, st
     const name = e.path.replace(/^\//, '') || '(root)';
     return `${name}: ${e.message}`;
   });
-  if (problems.length === 0) problems.push(...httpServerSettingsProblems(converted as Record<string, unknown>));
+  if (problems.length === 0) {
+    problems.push(...httpServerSettingsProblems(converted as Record<string, unknown>));
+    problems.push(...backendSettingsProblems(converted as Record<string, unknown>));
+  }
   if (problems.length > 0) throw new ConfigError([...new Set(problems)]);
   return Object.freeze(converted as Static<T>);
 }

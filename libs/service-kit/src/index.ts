@@ -1,3 +1,4 @@
+export * from './backends';
 export * from './bearer-token';
 export * from './clock';
 export * from './config';

@@ -44,6 +44,8 @@ export interface PoolSettings {
   timeouts?: PoolTimeouts;
   /** Where fcd_postgres_errors_total is registered (the service's metrics registry). */
   registry?: Registry;
+  /** Password and TLS from PostgresEnv (`postgresOptions(config)`). */
+  connection?: { password?: string; ssl?: pg.PoolConfig['ssl'] };
 }
 
 /** Kinds of fcd_postgres_errors_total: an idle pooled client, a checked-out client, or a failed query/connect. */
@@ -72,6 +74,7 @@ export function createPool(settings: PoolSettings): pg.Pool {
     // The server gives up too, so a slow statement does not hold a backend after the client left.
     statement_timeout: queryTimeout,
     application_name: settings.applicationName,
+    ...settings.connection,
   });
   const state: { counter?: Counter<'kind'> } = {};
   const count = (kind: PostgresErrorKind) => state.counter?.inc({ kind });

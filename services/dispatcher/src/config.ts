@@ -1,4 +1,4 @@
-import { Env, HttpServerEnv, PostgresPoolEnv, parseConfig } from '@fcd/service-kit';
+import { Env, HttpServerEnv, NatsEnv, PostgresEnv, PostgresPoolEnv, parseConfig } from '@fcd/service-kit';
 import { SECRET_KEY_PATTERN } from '@fcd/webhooks';
 import { type Static, Type } from '@sinclair/typebox';
 import { RETRY_SCHEDULE_PATTERN } from './domain/retry';
@@ -50,6 +50,8 @@ export const ConfigSchema = Type.Object({
   LOG_LEVEL: Env.logLevel(),
   ...HttpServerEnv,
   ...PostgresPoolEnv,
+  ...PostgresEnv,
+  ...NatsEnv,
 });
 
 export type Config = Readonly<Static<typeof ConfigSchema>>;

@@ -1,4 +1,4 @@
-import { type Clock, type Logger, type Pool, systemClock, traceContextColumn } from '@fcd/service-kit';
+import { type Clock, type Logger, natsOptions, type Pool, systemClock, traceContextColumn } from '@fcd/service-kit';
 import {
   type ClaimedDelivery,
   DeliveryStore,
@@ -105,6 +105,7 @@ export class Dispatcher {
     });
     this.consumer = new EventConsumer({
       url: config.NATS_URL,
+      auth: natsOptions(config, config.NATS_URL),
       stream: config.EVENTS_STREAM,
       subjectPrefix: config.EVENTS_SUBJECT_PREFIX,
       consumer: config.DISPATCHER_CONSUMER,

@@ -5,6 +5,7 @@ import {
   installShutdown,
   loadConfigOrExit,
   migrate,
+  postgresOptions,
   startMetricsServer,
 } from '@fcd/service-kit';
 import { SecretBox, WEBHOOK_SCHEMA, webhookMigrations } from '@fcd/webhooks';
@@ -34,6 +35,7 @@ const pool = createPool({
   logger,
   timeouts: config,
   registry: metrics.registry,
+  connection: postgresOptions(config),
 });
 
 try {

@@ -10,6 +10,7 @@ import {
   type Pool,
   parseConfig,
   parseDurationMs,
+  postgresOptions,
   RetryExhaustedError,
   systemClock,
   uuidSource,
@@ -91,6 +92,7 @@ function context(): { pool: Pool; logger: Logger } {
     max: 4,
     applicationName: 'facility-cli',
     logger,
+    connection: postgresOptions(config),
   });
   return { pool, logger };
 }

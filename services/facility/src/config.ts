@@ -1,4 +1,4 @@
-import { Env, HttpServerEnv, PostgresPoolEnv, parseConfig } from '@fcd/service-kit';
+import { Env, HttpServerEnv, NatsEnv, PostgresEnv, PostgresPoolEnv, parseConfig } from '@fcd/service-kit';
 import { type Static, Type } from '@sinclair/typebox';
 
 /** Environment of the facility service (HTTP API, ingestion API and outbox relay). */
@@ -24,6 +24,8 @@ export const FacilityConfigSchema = Type.Object({
   LOG_LEVEL: Env.logLevel(),
   ...HttpServerEnv,
   ...PostgresPoolEnv,
+  ...PostgresEnv,
+  ...NatsEnv,
 });
 
 export type FacilityConfig = Readonly<Static<typeof FacilityConfigSchema>>;
@@ -35,6 +37,7 @@ export function parseFacilityConfig(env: Record<string, string | undefined> = pr
 /** The CLI (migrate, import, seed, simulate) only talks to Postgres. */
 export const CliConfigSchema = Type.Object({
   DATABASE_URL: Env.url(),
+  ...PostgresEnv,
   LOG_LEVEL: Type.Union(
     ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)),
     { default: 'warn' },

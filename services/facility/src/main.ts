@@ -7,6 +7,8 @@ import {
   instrumentPool,
   loadConfigOrExit,
   migrate,
+  natsOptions,
+  postgresOptions,
   startMetricsServer,
   systemClock,
   uuidSource,
@@ -32,6 +34,7 @@ const pool = createPool({
   applicationName: 'facility',
   logger,
   timeouts: config,
+  connection: postgresOptions(config),
 });
 
 try {
@@ -44,7 +47,13 @@ try {
 
 const metrics = createFacilityMetrics(() => outboxStats(pool, new Date(clock.now()).toISOString()));
 instrumentPool(pool, metrics.registry);
-const bus = new EventBus({ url: config.NATS_URL, stream: config.EVENTS_STREAM, subjectPrefix: config.EVENTS_SUBJECT_PREFIX, logger });
+const bus = new EventBus({
+  url: config.NATS_URL,
+  auth: natsOptions(config, config.NATS_URL),
+  stream: config.EVENTS_STREAM,
+  subjectPrefix: config.EVENTS_SUBJECT_PREFIX,
+  logger,
+});
 bus.start();
 
 const relay = new OutboxRelay({

@@ -1,4 +1,4 @@
-import { Env, HttpServerEnv, PostgresPoolEnv } from '@fcd/service-kit';
+import { Env, HttpServerEnv, PostgresEnv, PostgresPoolEnv, RedisEnv } from '@fcd/service-kit';
 import { Type } from '@sinclair/typebox';
 
 export const UsageConfigSchema = Type.Object({
@@ -40,5 +40,7 @@ export const UsageConfigSchema = Type.Object({
   LOG_LEVEL: Env.logLevel(),
   ...HttpServerEnv,
   ...PostgresPoolEnv,
+  ...PostgresEnv,
+  ...RedisEnv,
 });
 export type UsageConfig = typeof UsageConfigSchema.static;

@@ -7,6 +7,8 @@ import {
   instrumentPool,
   type Logger,
   migrate,
+  postgresOptions,
+  redisOptions,
   startMetricsServer,
   systemClock,
 } from '@fcd/service-kit';
@@ -49,10 +51,17 @@ export async function startUsageService(config: UsageConfig, options: { clock?: 
   const clock = options.clock ?? systemClock;
   const logger = options.logger ?? createLogger({ service: 'usage', level: config.LOG_LEVEL });
   const metrics = createUsageMetrics();
-  const pool = createPool({ connectionString: config.DATABASE_URL, applicationName: 'usage', logger, max: 10, timeouts: config });
+  const pool = createPool({
+    connectionString: config.DATABASE_URL,
+    applicationName: 'usage',
+    logger,
+    max: 10,
+    timeouts: config,
+    connection: postgresOptions(config),
+  });
   if (config.MIGRATE_ON_START) await migrate(pool, USAGE_SCHEMA, migrations, logger);
 
-  const redis = createRedis(config.REDIS_URL);
+  const redis = createRedis(config.REDIS_URL, redisOptions(config, config.REDIS_URL));
   let lastRedisError = 0;
   redis.on('error', (err: Error) => {
     if (clock.now() - lastRedisError > 5000) logger.warn({ err: { message: err.message } }, 'redis connection error');

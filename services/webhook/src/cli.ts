@@ -11,7 +11,7 @@
  *       "Tier changes"); REASON defaults to "tier_downgraded"
  */
 import { parseArgs } from 'node:util';
-import { createLogger, createPool, loadConfigOrExit, migrate } from '@fcd/service-kit';
+import { createLogger, createPool, loadConfigOrExit, migrate, postgresOptions } from '@fcd/service-kit';
 import { deactivateAccountSubscriptions, WEBHOOK_SCHEMA, webhookMigrations } from '@fcd/webhooks';
 import { Type } from '@sinclair/typebox';
 import { ConfigSchema } from './config';
@@ -49,9 +49,18 @@ if (command === 'deactivate-account') {
   if (!REASON.test(values.reason)) fail('--reason must be snake_case (a-z, 0-9, _), at most 64 characters');
 }
 
-const config = loadConfigOrExit('webhook-cli', Type.Pick(ConfigSchema, ['DATABASE_URL', 'LOG_LEVEL']));
+const config = loadConfigOrExit(
+  'webhook-cli',
+  Type.Pick(ConfigSchema, ['DATABASE_URL', 'LOG_LEVEL', 'DATABASE_PASSWORD', 'DATABASE_SSLMODE', 'DATABASE_SSL_CA_FILE']),
+);
 const logger = createLogger({ service: 'webhook-cli', level: config.LOG_LEVEL, destination: process.stderr });
-const pool = createPool({ connectionString: config.DATABASE_URL, applicationName: 'webhook-cli', logger, max: 2 });
+const pool = createPool({
+  connectionString: config.DATABASE_URL,
+  applicationName: 'webhook-cli',
+  logger,
+  max: 2,
+  connection: postgresOptions(config),
+});
 try {
   if (command === 'migrate') {
     const applied = await migrate(pool, WEBHOOK_SCHEMA, webhookMigrations, logger);

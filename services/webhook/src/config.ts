@@ -1,4 +1,4 @@
-import { Env, HttpServerEnv, PostgresPoolEnv, parseConfig } from '@fcd/service-kit';
+import { Env, HttpServerEnv, PostgresEnv, PostgresPoolEnv, parseConfig } from '@fcd/service-kit';
 import { SECRET_KEY_PATTERN } from '@fcd/webhooks';
 import { type Static, Type } from '@sinclair/typebox';
 
@@ -23,6 +23,7 @@ export const ConfigSchema = Type.Object({
   LOG_LEVEL: Env.logLevel(),
   ...HttpServerEnv,
   ...PostgresPoolEnv,
+  ...PostgresEnv,
 });
 
 export type Config = Static<typeof ConfigSchema>;

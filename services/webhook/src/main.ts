@@ -7,6 +7,7 @@ import {
   installShutdown,
   loadConfigOrExit,
   migrate,
+  postgresOptions,
   startMetricsServer,
 } from '@fcd/service-kit';
 import { SecretBox, WEBHOOK_SCHEMA, webhookMigrations } from '@fcd/webhooks';
@@ -30,6 +31,7 @@ const pool = createPool({
   logger,
   timeouts: config,
   registry: metrics.registry,
+  connection: postgresOptions(config),
 });
 const facilities = new HttpFacilityDirectory({ baseUrl: config.FACILITY_URL, internalAuth });
 

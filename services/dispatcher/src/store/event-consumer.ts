@@ -1,3 +1,4 @@
+import type { NatsAuthOptions } from '@fcd/service-kit';
 import { context, extractTraceContext, type Logger, SpanKind, SpanStatusCode, type TraceCarrier, trace } from '@fcd/service-kit';
 import {
   AckPolicy,
@@ -16,6 +17,8 @@ export type Verdict = { ack: true } | { ack: false; retryInMs: number } | { term
 
 export interface EventConsumerSettings {
   url: string;
+  /** Credentials and TLS (`natsOptions(config)`). */
+  auth?: NatsAuthOptions;
   stream: string;
   subjectPrefix: string;
   consumer: string;
@@ -68,6 +71,7 @@ export class EventConsumer {
 
   private async connectOnce(): Promise<void> {
     const nc = await connect({
+      ...this.s.auth,
       servers: this.s.url,
       name: `dispatcher-${this.s.consumer}`,
       maxReconnectAttempts: -1,

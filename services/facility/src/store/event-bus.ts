@@ -1,3 +1,4 @@
+import type { NatsAuthOptions } from '@fcd/service-kit';
 import {
   contextFromColumn,
   injectTraceContext,
@@ -22,6 +23,8 @@ import type { OutboxRow } from './outbox';
 
 export interface EventBusSettings {
   url: string;
+  /** Credentials and TLS (`natsOptions(config)`). */
+  auth?: NatsAuthOptions;
   stream: string;
   subjectPrefix: string;
   logger: Logger;
@@ -74,6 +77,7 @@ export class EventBus {
     while (!this.closing) {
       try {
         const nc = await connect({
+          ...this.s.auth,
           servers: this.s.url,
           name: 'facility-relay',
           maxReconnectAttempts: -1,

@@ -1,4 +1,4 @@
-import { Redis } from 'ioredis';
+import { Redis, type RedisOptions } from 'ioredis';
 
 /**
  * Today's counters in Redis, one key per account per UTC day:
@@ -158,8 +158,10 @@ export class CounterStore {
   }
 }
 
-export function createRedis(url: string): Redis {
+/** Credentials and TLS (`redisOptions(config)`) override what the URL says. */
+export function createRedis(url: string, auth: RedisOptions = {}): Redis {
   return new Redis(url, {
+    ...auth,
     enableOfflineQueue: false,
     maxRetriesPerRequest: 1,
     connectTimeout: 2000,

@@ -1,0 +1,77 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Type } from '@sinclair/typebox';
+import { describe, expect, it } from 'vitest';
+import { backendSettingsProblems, NatsEnv, natsOptions, PostgresEnv, postgresOptions, RedisEnv, redisOptions } from './backends';
+import { ConfigError, parseConfig } from './config';
+
+const dir = mkdtempSync(join(tmpdir(), 'fcd-backends-'));
+const ca = join(dir, 'ca.pem');
+writeFileSync(ca, '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n');
+const missing = join(dir, 'missing.pem');
+const Schema = Type.Object({ ...PostgresEnv, ...RedisEnv, ...NatsEnv });
+
+describe('postgresOptions', () => {
+  it('maps DATABASE_SSLMODE to node-postgres ssl settings, with the CA file read', () => {
+    expect(postgresOptions({})).toEqual({});
+    expect(postgresOptions({ DATABASE_PASSWORD: 'pw', DATABASE_SSLMODE: 'disable' })).toEqual({ password: 'pw', ssl: false });
+    expect(postgresOptions({ DATABASE_SSLMODE: 'require' })).toEqual({ ssl: { rejectUnauthorized: false } });
+    expect(postgresOptions({ DATABASE_SSLMODE: 'verify-full', DATABASE_SSL_CA_FILE: ca })).toEqual({
+      ssl: { ca: expect.stringContaining('BEGIN CERTIFICATE'), rejectUnauthorized: true },
+    });
+    const verifyCa = postgresOptions({ DATABASE_SSLMODE: 'verify-ca', DATABASE_SSL_CA_FILE: ca }).ssl as {
+      checkServerIdentity: () => unknown;
+    };
+    expect(verifyCa).toMatchObject({ rejectUnauthorized: true });
+    expect(verifyCa.checkServerIdentity()).toBeUndefined(); // verify-ca: the chain, not the host name
+  });
+});
+
+describe('redisOptions and natsOptions', () => {
+  it('turn TLS on for rediss:// and tls:// URLs or a CA file, and pass credentials', () => {
+    expect(redisOptions({}, 'redis://r:6379')).toEqual({});
+    expect(redisOptions({}, 'rediss://r:6380')).toEqual({ tls: {} });
+    expect(redisOptions({ REDIS_USERNAME: 'usage', REDIS_PASSWORD: 'pw', REDIS_TLS_CA_FILE: ca }, 'redis://r:6380')).toEqual({
+      username: 'usage',
+      password: 'pw',
+      tls: { ca: expect.stringContaining('BEGIN CERTIFICATE') },
+    });
+    expect(natsOptions({}, 'nats://n:4222')).toEqual({});
+    expect(natsOptions({ NATS_USER: 'facility', NATS_PASSWORD: 'pw' }, 'tls://n:4222')).toEqual({ user: 'facility', pass: 'pw', tls: {} });
+    expect(natsOptions({ NATS_TLS_CA_FILE: ca }, 'nats://n:4222').tls?.ca).toContain('BEGIN CERTIFICATE');
+  });
+});
+
+describe('start-up checks', () => {
+  it('refuses missing files and combinations that cannot work, naming the variable and never a value', () => {
+    expect(backendSettingsProblems({ REDIS_TLS_CA_FILE: ca, NATS_USER: 'u', NATS_PASSWORD: 'p' })).toEqual([]);
+    expect(
+      backendSettingsProblems({
+        DATABASE_SSL_CA_FILE: missing,
+        NATS_CREDS_FILE: missing,
+        NATS_USER: 'u',
+        REDIS_USERNAME: 'u',
+        DATABASE_SSLMODE: 'require',
+      }),
+    ).toEqual([
+      'DATABASE_SSL_CA_FILE: the file does not exist or is not readable',
+      'NATS_CREDS_FILE: the file does not exist or is not readable',
+      'NATS_CREDS_FILE: give either a creds file or NATS_USER/NATS_PASSWORD, not both',
+      'REDIS_USERNAME: needs REDIS_PASSWORD',
+      'DATABASE_SSL_CA_FILE: only used with DATABASE_SSLMODE verify-ca or verify-full (is require)',
+    ]);
+    expect(backendSettingsProblems({ NATS_PASSWORD: 'secret-value' })).toEqual(['NATS_PASSWORD: needs NATS_USER']);
+  });
+
+  it('parseConfig reports them like any other config error', () => {
+    expect(() => parseConfig(Schema, { REDIS_TLS_CA_FILE: missing, REDIS_PASSWORD: 'hunter2-secret' })).toThrow(ConfigError);
+    try {
+      parseConfig(Schema, { REDIS_TLS_CA_FILE: missing, REDIS_PASSWORD: 'hunter2-secret' });
+    } catch (err) {
+      expect((err as ConfigError).problems).toEqual(['REDIS_TLS_CA_FILE: the file does not exist or is not readable']);
+      expect((err as Error).message).not.toContain('hunter2');
+    }
+    expect(() => parseConfig(Schema, { DATABASE_SSLMODE: 'prefer' })).toThrow(ConfigError);
+  });
+});
