@@ -5,3 +5,4 @@ export * from './process';
 export * from './redis-server';
 export * from './services';
 export * from './stack';
+export * from './tls-servers';
