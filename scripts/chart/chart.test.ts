@@ -233,6 +233,19 @@ describe.each(CI_VALUES.map(valuesName))('chart rendered with ci/%s-values.yaml'
         'INGEST_TOKEN fcd-app/ingest',
         'ADMIN_TOKEN fcd-app/admin',
       ],
+      // ci/backend-tls-values.yaml: the defaults plus the backends' passwords (CA files are mounted, not env).
+      'backend-tls': [
+        'DATABASE_URL facility-compliance-secrets/database-url',
+        'DATABASE_PASSWORD pg-auth/pg-password',
+        'REDIS_URL facility-compliance-secrets/redis-url',
+        'REDIS_PASSWORD redis-auth/redis-password',
+        'NATS_URL facility-compliance-secrets/nats-url',
+        'NATS_PASSWORD nats-auth/facility-password',
+        'INTERNAL_AUTH_SECRET facility-compliance-secrets/internal-auth-secret',
+        'USAGE_GRPC_SECRET facility-compliance-secrets/usage-grpc-secret',
+        'WEBHOOK_SECRET_KEY facility-compliance-secrets/webhook-secret-key',
+        'INGEST_TOKEN facility-compliance-secrets/ingest-token',
+      ],
     };
     expect([...new Set(refs)].sort()).toEqual([...(expected[values] ?? ['no expectation'])].sort());
   });
@@ -335,6 +348,7 @@ describe.each(CI_VALUES.map(valuesName))('chart rendered with ci/%s-values.yaml'
       defaults: { gateway: [2, 10], usage: [2, 10], facility: [2, 10], webhook: [2, 10], dispatcher: [2, 10] },
       'all-features': { gateway: [3, 20], usage: [2, 10], facility: [2, 10], webhook: [2, 10], dispatcher: { replicas: 2 } },
       'external-secrets': { gateway: [2, 10], usage: [2, 10], facility: [2, 10], webhook: [2, 10], dispatcher: [2, 10] },
+      'backend-tls': { gateway: [2, 10], usage: [2, 10], facility: [2, 10], webhook: [2, 10], dispatcher: [2, 10] },
     };
     const actual = Object.fromEntries(
       SERVICES.map((name) => {
@@ -557,6 +571,85 @@ describe('optional features', () => {
     );
     const key = Buffer.from(secret?.data['webhook-secret-key'], 'base64').toString();
     expect(Buffer.from(key, 'base64')).toHaveLength(32);
+  });
+});
+
+describe('backend credentials and TLS (ci/backend-tls-values.yaml)', () => {
+  type Env = { name: string; value?: string; valueFrom?: { secretKeyRef?: { name: string; key: string } } };
+  const BACKEND =
+    /^(DATABASE_(PASSWORD|SSLMODE|SSL_CA_FILE)|REDIS_(USERNAME|PASSWORD|TLS_CA_FILE)|NATS_(USER|PASSWORD|CREDS_FILE|TLS_CA_FILE))$/;
+  const wiring = (spec: {
+    containers: Array<{ env: Env[]; volumeMounts: Array<{ name: string; mountPath: string; readOnly?: boolean }> }>;
+    volumes: Array<{ name: string; secret?: unknown }>;
+  }) => {
+    const c = spec.containers[0] as (typeof spec.containers)[number];
+    return {
+      env: Object.fromEntries(c.env.filter((e) => BACKEND.test(e.name)).map((e) => [e.name, e.value ?? e.valueFrom?.secretKeyRef])),
+      mounts: c.volumeMounts.filter((m) => m.name !== 'tmp'),
+      volumes: spec.volumes.filter((v) => v.name !== 'tmp'),
+    };
+  };
+  const pg = {
+    DATABASE_PASSWORD: { name: 'pg-auth', key: 'pg-password' },
+    DATABASE_SSLMODE: 'verify-full',
+    DATABASE_SSL_CA_FILE: '/etc/fcd/backends/postgres/ca.crt',
+  };
+  const file = (volume: string, dir: string, secretName: string, key: string) => ({
+    mount: { name: volume, mountPath: `/etc/fcd/backends/${dir}`, readOnly: true },
+    volume: { name: volume, secret: { secretName, defaultMode: 0o440, items: [{ key, path: key }] } },
+  });
+  const pgCa = file('postgres-ca', 'postgres', 'pg-ca', 'ca.crt');
+  const redisCa = file('redis-ca', 'redis', 'redis-ca', 'ca.pem');
+  const natsCa = file('nats-ca', 'nats', 'nats-ca', 'ca.crt');
+  const natsCreds = file('nats-creds', 'nats-creds', 'nats-dispatcher-creds', 'dispatcher.creds');
+  const expected: Record<string, { env: Record<string, unknown>; files: Array<ReturnType<typeof file>> }> = {
+    gateway: { env: {}, files: [] },
+    usage: {
+      env: {
+        ...pg,
+        REDIS_USERNAME: 'usage',
+        REDIS_PASSWORD: { name: 'redis-auth', key: 'redis-password' },
+        REDIS_TLS_CA_FILE: '/etc/fcd/backends/redis/ca.pem',
+      },
+      files: [pgCa, redisCa],
+    },
+    facility: {
+      env: {
+        ...pg,
+        NATS_USER: 'facility',
+        NATS_PASSWORD: { name: 'nats-auth', key: 'facility-password' },
+        NATS_TLS_CA_FILE: '/etc/fcd/backends/nats/ca.crt',
+      },
+      files: [pgCa, natsCa],
+    },
+    webhook: { env: pg, files: [pgCa] },
+    dispatcher: {
+      env: { ...pg, NATS_CREDS_FILE: '/etc/fcd/backends/nats-creds/dispatcher.creds', NATS_TLS_CA_FILE: '/etc/fcd/backends/nats/ca.crt' },
+      files: [pgCa, natsCa, natsCreds],
+    },
+  };
+
+  it.each(SERVICES)('%s gets exactly its backend env and read-only files from the named Secrets', (name) => {
+    const want = expected[name] as (typeof expected)[string];
+    expect(wiring(byComponent('backend-tls', 'Deployment', name).spec.template.spec)).toEqual({
+      env: want.env,
+      mounts: want.files.map((f) => f.mount),
+      volumes: want.files.map((f) => f.volume),
+    });
+    // Nothing of it without the values: the defaults render no backend credentials or files.
+    expect(wiring(byComponent('defaults', 'Deployment', name).spec.template.spec)).toEqual({ env: {}, mounts: [], volumes: [] });
+  });
+
+  it('gives the migration job the Postgres password, TLS mode and CA file', () => {
+    const [job] = of('backend-tls', 'Job');
+    const spec = job?.spec.template.spec;
+    for (const c of [...spec.initContainers, ...spec.containers]) {
+      expect(wiring({ ...spec, containers: [c] })).toEqual({ env: pg, mounts: [pgCa.mount], volumes: [pgCa.volume] });
+    }
+  });
+
+  it('refuses an unknown TLS mode', () => {
+    expect(() => helmTemplate([join(CHART, 'ci/defaults-values.yaml')], ['--set', 'externalDatabase.sslMode=prefer'])).toThrow(/sslMode/);
   });
 });
 

@@ -12,9 +12,12 @@ import { parseAllDocuments } from 'yaml';
 
 export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 export const CHART = join(ROOT, 'deploy/helm/facility-compliance');
-export const CI_VALUES = ['defaults-values.yaml', 'all-features-values.yaml', 'external-secrets-values.yaml'].map((f) =>
-  join(CHART, 'ci', f),
-);
+export const CI_VALUES = [
+  'defaults-values.yaml',
+  'all-features-values.yaml',
+  'external-secrets-values.yaml',
+  'backend-tls-values.yaml',
+].map((f) => join(CHART, 'ci', f));
 
 export interface Manifest {
   apiVersion: string;

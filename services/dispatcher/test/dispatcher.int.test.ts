@@ -56,6 +56,8 @@ beforeAll(async () => {
     DISPATCHER_CONSUMER: 'dispatcher_int',
     WEBHOOK_SECRET_KEY: SECRET_KEY,
     WEBHOOK_RETRY_SCHEDULE: SCHEDULE.map((ms) => `${ms}ms`).join(','),
+    // These tests measure the schedule itself; the ±jitter is shown by src/domain/retry.test.ts.
+    WEBHOOK_RETRY_JITTER_PERCENT: '0',
     WEBHOOK_TIMEOUT_MS: String(TIMEOUT_MS),
     WEBHOOK_CONNECT_TIMEOUT_MS: '1000',
     WEBHOOK_ALLOW_PRIVATE_URLS: 'true',

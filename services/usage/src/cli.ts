@@ -12,7 +12,8 @@
  *   usage-cli demo [--json]                            (a demo Free and a demo Pro account, one key each)
  */
 import { parseArgs } from 'node:util';
-import { AppError, createLogger, createPool, migrate } from '@fcd/service-kit';
+import { AppError, ConfigError, createLogger, createPool, migrate, PostgresEnv, parseConfig, postgresOptions } from '@fcd/service-kit';
+import { Type } from '@sinclair/typebox';
 import { AccountStore } from './store/accounts';
 import { migrations, USAGE_SCHEMA } from './store/migrations';
 
@@ -60,7 +61,19 @@ const dailyLimit = (): number | undefined => {
 const databaseUrl = process.env.DATABASE_URL;
 if (!databaseUrl) fail(values.json, 'DATABASE_URL is required');
 const logger = createLogger({ service: 'usage-cli', level: 'warn', destination: process.stderr });
-const pool = createPool({ connectionString: databaseUrl, applicationName: 'usage-cli', logger, max: 2 });
+let pgEnv: Record<string, unknown> = {};
+try {
+  pgEnv = parseConfig(Type.Object(PostgresEnv));
+} catch (err) {
+  fail(values.json, err instanceof ConfigError ? err.message : String(err));
+}
+const pool = createPool({
+  connectionString: databaseUrl,
+  applicationName: 'usage-cli',
+  logger,
+  max: 2,
+  connection: postgresOptions(pgEnv),
+});
 const accounts = new AccountStore(pool);
 
 async function run(): Promise<void> {

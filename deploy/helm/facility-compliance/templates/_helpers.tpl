@@ -161,9 +161,35 @@ app.kubernetes.io/managed-by: {{ .ctx.Release.Service }}
 - name: PG_MAX_LIFETIME_S
   value: {{ .maxLifetimeSeconds | quote }}
 {{- end }}
+{{- with .Values.externalDatabase }}
+{{- if .password.existingSecret }}
+{{ include "fcd.secretEnv" (dict "env" "DATABASE_PASSWORD" "ref" (printf "%s/%s" .password.existingSecret .password.existingSecretKey)) }}
+{{- end }}
+{{- if .sslMode }}
+- name: DATABASE_SSLMODE
+  value: {{ .sslMode | quote }}
+{{- end }}
+{{- if .tlsCaSecret.name }}
+- name: DATABASE_SSL_CA_FILE
+  value: {{ printf "/etc/fcd/backends/postgres/%s" .tlsCaSecret.key | quote }}
+{{- end }}
+{{- end }}
 {{- end -}}
 {{- define "fcd.env.redis" -}}
 {{ include "fcd.secretEnv" (dict "env" "REDIS_URL" "ref" (include "fcd.urlRef" (dict "ctx" . "cfg" .Values.externalRedis "key" "redis-url" "what" "externalRedis"))) }}
+{{- with .Values.externalRedis }}
+{{- if .username }}
+- name: REDIS_USERNAME
+  value: {{ .username | quote }}
+{{- end }}
+{{- if .password.existingSecret }}
+{{ include "fcd.secretEnv" (dict "env" "REDIS_PASSWORD" "ref" (printf "%s/%s" .password.existingSecret .password.existingSecretKey)) }}
+{{- end }}
+{{- if .tlsCaSecret.name }}
+- name: REDIS_TLS_CA_FILE
+  value: {{ printf "/etc/fcd/backends/redis/%s" .tlsCaSecret.key | quote }}
+{{- end }}
+{{- end }}
 {{- end -}}
 {{- define "fcd.env.nats" -}}
 {{ include "fcd.secretEnv" (dict "env" "NATS_URL" "ref" (include "fcd.urlRef" (dict "ctx" . "cfg" .Values.externalNats "key" "nats-url" "what" "externalNats"))) }}
@@ -171,6 +197,73 @@ app.kubernetes.io/managed-by: {{ .ctx.Release.Service }}
   value: {{ .Values.externalNats.eventsStream | quote }}
 - name: EVENTS_SUBJECT_PREFIX
   value: {{ .Values.externalNats.eventsSubjectPrefix | quote }}
+{{- end -}}
+
+{{/* NATS credentials and TLS of one service: (dict "ctx" $ "name" "facility") */}}
+{{- define "fcd.env.natsAuth" -}}
+{{- $n := .ctx.Values.externalNats -}}
+{{- $u := get $n .name -}}
+{{- if $u.user }}
+- name: NATS_USER
+  value: {{ $u.user | quote }}
+{{- end }}
+{{- if $u.password.existingSecret }}
+{{ include "fcd.secretEnv" (dict "env" "NATS_PASSWORD" "ref" (printf "%s/%s" $u.password.existingSecret $u.password.existingSecretKey)) }}
+{{- end }}
+{{- if $u.credsSecret.name }}
+- name: NATS_CREDS_FILE
+  value: {{ printf "/etc/fcd/backends/nats-creds/%s" $u.credsSecret.key | quote }}
+{{- end }}
+{{- if $n.tlsCaSecret.name }}
+- name: NATS_TLS_CA_FILE
+  value: {{ printf "/etc/fcd/backends/nats/%s" $n.tlsCaSecret.key | quote }}
+{{- end }}
+{{- end -}}
+
+{{/* The backends' mounted files (CA certificates, NATS creds) a service reads: a list of
+     (dict "volume" "mountPath" "secret" "key"); used for both volumes and volumeMounts. */}}
+{{- define "fcd.backendFiles" -}}
+{{- $ctx := .ctx -}}
+{{- $files := list -}}
+{{- $pg := $ctx.Values.externalDatabase.tlsCaSecret -}}
+{{- if and (has .name (list "usage" "facility" "webhook" "dispatcher" "migrate")) $pg.name -}}
+{{- $files = append $files (dict "volume" "postgres-ca" "mountPath" "/etc/fcd/backends/postgres" "secret" $pg.name "key" $pg.key) -}}
+{{- end -}}
+{{- $rd := $ctx.Values.externalRedis.tlsCaSecret -}}
+{{- if and (eq .name "usage") $rd.name -}}
+{{- $files = append $files (dict "volume" "redis-ca" "mountPath" "/etc/fcd/backends/redis" "secret" $rd.name "key" $rd.key) -}}
+{{- end -}}
+{{- if has .name (list "facility" "dispatcher") -}}
+{{- $nc := $ctx.Values.externalNats.tlsCaSecret -}}
+{{- if $nc.name -}}
+{{- $files = append $files (dict "volume" "nats-ca" "mountPath" "/etc/fcd/backends/nats" "secret" $nc.name "key" $nc.key) -}}
+{{- end -}}
+{{- $creds := (get $ctx.Values.externalNats .name).credsSecret -}}
+{{- if $creds.name -}}
+{{- $files = append $files (dict "volume" "nats-creds" "mountPath" "/etc/fcd/backends/nats-creds" "secret" $creds.name "key" $creds.key) -}}
+{{- end -}}
+{{- end -}}
+{{- toJson $files -}}
+{{- end -}}
+
+{{- define "fcd.backendMounts" -}}
+{{- range (include "fcd.backendFiles" .) | fromJsonArray }}
+- name: {{ .volume }}
+  mountPath: {{ .mountPath }}
+  readOnly: true
+{{- end }}
+{{- end -}}
+
+{{- define "fcd.backendVolumes" -}}
+{{- range (include "fcd.backendFiles" .) | fromJsonArray }}
+- name: {{ .volume }}
+  secret:
+    secretName: {{ .secret }}
+    defaultMode: 288 # 0440: owner and group read (decimal, as YAML 1.2 reads 0440 as 440)
+    items:
+      - key: {{ .key }}
+        path: {{ .key }}
+{{- end }}
 {{- end -}}
 {{- define "fcd.env.internalAuth" -}}
 {{ include "fcd.secretEnv" (dict "env" "INTERNAL_AUTH_SECRET" "ref" (include "fcd.secretRef" (dict "ctx" . "cfg" .Values.secrets.internalAuth "key" "internal-auth-secret" "what" "secrets.internalAuth"))) }}
@@ -233,6 +326,7 @@ app.kubernetes.io/managed-by: {{ .ctx.Release.Service }}
   value: "0.0.0.0"
 {{ include "fcd.env.database" $ctx }}
 {{ include "fcd.env.nats" $ctx }}
+{{ include "fcd.env.natsAuth" (dict "ctx" $ctx "name" "facility") }}
 {{ include "fcd.env.internalAuth" $ctx }}
 {{ include "fcd.secretEnv" (dict "env" "INGEST_TOKEN" "ref" (include "fcd.secretRef" (dict "ctx" $ctx "cfg" $ctx.Values.secrets.ingestToken "key" "ingest-token" "what" "secrets.ingestToken"))) }}
 {{- else if eq .name "webhook" }}
@@ -246,6 +340,7 @@ app.kubernetes.io/managed-by: {{ .ctx.Release.Service }}
   value: {{ printf "%s:%v" (include "fcd.componentName" (dict "ctx" $ctx "name" "usage")) $ctx.Values.usage.containerPorts.grpc | quote }}
 {{ include "fcd.env.database" $ctx }}
 {{ include "fcd.env.nats" $ctx }}
+{{ include "fcd.env.natsAuth" (dict "ctx" $ctx "name" "dispatcher") }}
 {{ include "fcd.env.webhookKey" $ctx }}
 {{ include "fcd.env.usageGrpc" $ctx }}
 {{- end }}
