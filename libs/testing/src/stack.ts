@@ -47,6 +47,20 @@ export interface Stack {
   stop(): Promise<void>;
 }
 
+/** The env of a gateway process on loopback: its usage service's gRPC port, domain services (default: closed ports). */
+export async function gatewayEnv(usageGrpcPort: number | string, urls: { facilityUrl?: string; webhookUrl?: string } = {}) {
+  return {
+    USAGE_GRPC_ADDRESS: `127.0.0.1:${usageGrpcPort}`,
+    PORT: '0',
+    METRICS_PORT: '0',
+    HOST: '127.0.0.1',
+    INTERNAL_AUTH_SECRET: TEST_INTERNAL_AUTH_SECRET,
+    USAGE_GRPC_SECRET: TEST_USAGE_GRPC_SECRET,
+    FACILITY_URL: urls.facilityUrl ?? `http://127.0.0.1:${await freePort()}`,
+    WEBHOOK_URL: urls.webhookUrl ?? `http://127.0.0.1:${await freePort()}`,
+  };
+}
+
 /** Starts a usage service and N gateways on a fresh database and Redis key prefix. */
 export async function startStack(options: StackOptions): Promise<Stack> {
   const db = options.database ?? (await createTestDatabase(options.label));
@@ -76,14 +90,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     for (let i = 0; i < (options.gateways ?? 1); i++) {
       gateways.push(
         await startService('gateway', {
-          USAGE_GRPC_ADDRESS: `127.0.0.1:${grpcPort}`,
-          PORT: '0',
-          METRICS_PORT: '0',
-          HOST: '127.0.0.1',
-          INTERNAL_AUTH_SECRET: TEST_INTERNAL_AUTH_SECRET,
-          USAGE_GRPC_SECRET: TEST_USAGE_GRPC_SECRET,
-          FACILITY_URL: options.facilityUrl ?? `http://127.0.0.1:${await freePort()}`,
-          WEBHOOK_URL: options.webhookUrl ?? `http://127.0.0.1:${await freePort()}`,
+          ...(await gatewayEnv(grpcPort, options)),
           ...options.gatewayEnv,
         }),
       );

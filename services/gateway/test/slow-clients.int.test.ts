@@ -1,15 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
-import {
-  freePort,
-  type ServiceProcess,
-  type Stack,
-  startService,
-  startStack,
-  TEST_INTERNAL_AUTH_SECRET,
-  TEST_USAGE_GRPC_SECRET,
-  type TestAccount,
-} from '@fcd/testing';
+import { gatewayEnv, type ServiceProcess, type Stack, startService, startStack, type TestAccount } from '@fcd/testing';
 import { Client } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
@@ -147,17 +138,7 @@ describe('slow clients', () => {
     beforeAll(async () => {
       gateway = await startService(
         'gateway',
-        {
-          USAGE_GRPC_ADDRESS: `127.0.0.1:${stack.usageEnv.GRPC_PORT}`,
-          PORT: '0',
-          METRICS_PORT: '0',
-          HOST: '127.0.0.1',
-          INTERNAL_AUTH_SECRET: TEST_INTERNAL_AUTH_SECRET,
-          USAGE_GRPC_SECRET: TEST_USAGE_GRPC_SECRET,
-          FACILITY_URL: `http://127.0.0.1:${await freePort()}`,
-          WEBHOOK_URL: `http://127.0.0.1:${await freePort()}`,
-          ...timeouts,
-        },
+        { ...(await gatewayEnv(stack.usageEnv.GRPC_PORT as string)), ...timeouts },
         { fdLimit: 1024 },
       );
       base = `http://127.0.0.1:${(await gateway.waitForLog((l) => l.msg === 'ready')).port as number}`;

@@ -8,7 +8,7 @@ import {
   GetUsageResponseSchema,
   UsageService,
 } from '@fcd/proto';
-import { eventually, freePort, type ServiceProcess, startService, TEST_INTERNAL_AUTH_SECRET, TEST_USAGE_GRPC_SECRET } from '@fcd/testing';
+import { eventually, gatewayEnv, type ServiceProcess, startService } from '@fcd/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 /**
@@ -68,16 +68,7 @@ beforeAll(async () => {
   const port = await new Promise<number>((res, rej) =>
     server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, p) => (err ? rej(err) : res(p))),
   );
-  gateway = await startService('gateway', {
-    USAGE_GRPC_ADDRESS: `127.0.0.1:${port}`,
-    PORT: '0',
-    METRICS_PORT: '0',
-    HOST: '127.0.0.1',
-    INTERNAL_AUTH_SECRET: TEST_INTERNAL_AUTH_SECRET,
-    USAGE_GRPC_SECRET: TEST_USAGE_GRPC_SECRET,
-    FACILITY_URL: `http://127.0.0.1:${await freePort()}`,
-    WEBHOOK_URL: `http://127.0.0.1:${await freePort()}`,
-  });
+  gateway = await startService('gateway', await gatewayEnv(port));
   gatewayUrl = `http://127.0.0.1:${(await gateway.waitForLog((l) => l.msg === 'ready')).port as number}`;
 });
 
