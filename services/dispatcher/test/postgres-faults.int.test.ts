@@ -166,7 +166,7 @@ describe('the dispatcher process through Postgres faults', () => {
     await waitFor(async () => (await readyz()).status === 200, 10_000);
     await allDelivered();
     alive();
-  });
+  }, 90_000);
 
   it('survives a fast stop and start: readyz reports postgres down, then recovers by itself; no event lost', async () => {
     const stop = load();
@@ -183,7 +183,7 @@ describe('the dispatcher process through Postgres faults', () => {
     await waitFor(async () => (await readyz()).status === 200, 15_000);
     await allDelivered();
     alive();
-  });
+  }, 90_000);
 
   it('survives black-holed Postgres traffic: readyz answers down within its timeouts, then recovers', async () => {
     const stop = load();
@@ -200,7 +200,7 @@ describe('the dispatcher process through Postgres faults', () => {
     await waitFor(async () => (await readyz()).status === 200, 15_000);
     await allDelivered();
     alive();
-  });
+  }, 90_000);
 
   it('an unexpected error is logged as one fatal line (no credentials) and the process exits 70', async () => {
     // A preload that throws outside any handler once the service runs: what a missing listener does.

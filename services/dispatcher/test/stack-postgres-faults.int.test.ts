@@ -238,7 +238,7 @@ describe('the five services through Postgres faults, under load', () => {
       await pgs.start();
     });
     expect(outcomes.some((o) => o.status === 503)).toBe(true);
-  });
+  }, 90_000);
 
   it('terminate-all (a failover as clients see it), repeatedly: no process exits, no event lost', async () => {
     await fault(async () => {
@@ -247,7 +247,7 @@ describe('the five services through Postgres faults, under load', () => {
         await sleep(200);
       }
     });
-  });
+  }, 90_000);
 
   it('30 s of black-holed traffic: answers end in 503 within the timeouts, /readyz down, recovery after', async () => {
     const outcomes = await fault(async () => {
