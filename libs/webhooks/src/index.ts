@@ -1,6 +1,7 @@
 // Signing and verification live in the dependency-free @fcd/webhook-verify package.
 export * from '@fcd/webhook-verify';
 export * from './deliveries';
+export * from './event-log';
 export * from './events';
 export * from './matching';
 export * from './migrations';

@@ -104,4 +104,58 @@ export const webhookMigrations: Migration[] = [
       ALTER TABLE subscriptions ADD COLUMN secret_rotation_ends_at timestamptz;
     `,
   },
+  {
+    id: '0006_event_log',
+    sql: `
+      -- The durable event log (docs/adr/0002-event-log-in-postgres.md): every event the dispatcher
+      -- consumes, kept EVENT_RETENTION_DAYS for recovery and the events API (GET /v1/events).
+      -- position: assigned under a transaction-scoped advisory lock (libs/webhooks/src/event-log.ts),
+      -- so positions grow in commit order and a reader after position p never misses a later commit.
+      CREATE TABLE events (
+        position     bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        id           text COLLATE "C" NOT NULL UNIQUE CHECK (id ~ '^evt_[A-Za-z0-9-]{1,100}$'),
+        type         text NOT NULL,
+        created_at   timestamptz NOT NULL,
+        -- The facilities the event concerns (matching.ts eventFacilityIds); empty when none.
+        facility_ids uuid[] NOT NULL,
+        -- The envelope exactly as published: what the events API and recovered deliveries send.
+        body         text NOT NULL,
+        recorded_at  timestamptz NOT NULL
+      );
+      -- Recovery windows, the since filter and pruning.
+      CREATE INDEX events_created_at ON events (created_at);
+      CREATE INDEX events_type_position ON events (type, position);
+      CREATE INDEX events_facility_ids ON events USING gin (facility_ids);
+
+      -- A recovery enqueues new deliveries of events already fanned out (a cancelled or failed
+      -- delivery stays in the log as it was), so "one delivery per subscription and event" holds for
+      -- the fan-out only.
+      ALTER TABLE deliveries ADD COLUMN recovery boolean NOT NULL DEFAULT false;
+      CREATE UNIQUE INDEX deliveries_fan_out_once ON deliveries (subscription_id, event_id) WHERE NOT recovery;
+      ALTER TABLE deliveries DROP CONSTRAINT deliveries_subscription_id_event_id_key;
+      -- With deliveries_fan_out_once, what recovery looks up: the deliveries of one subscription and event.
+      CREATE INDEX deliveries_recovered ON deliveries (subscription_id, event_id) WHERE recovery;
+    `,
+  },
+  {
+    id: '0007_attempt_debug',
+    sql: `
+      -- What the owner needs to debug a receiver (docs/webhooks.md, "The delivery log"), per attempt:
+      -- the headers sent (signatures included; never the secret), the response headers (at most
+      -- 8 KiB of names and values) and the first 4 KiB of the response body, each with a flag when
+      -- cut, and the phase timings in ms (null: the phase did not happen, e.g. a reused connection).
+      -- NULL in rows written before this migration.
+      ALTER TABLE delivery_attempts
+        ADD COLUMN request_headers            jsonb,
+        ADD COLUMN response_headers           jsonb,
+        ADD COLUMN response_headers_truncated boolean NOT NULL DEFAULT false,
+        ADD COLUMN response_body              text CHECK (octet_length(response_body) <= 16384),
+        ADD COLUMN response_body_truncated    boolean NOT NULL DEFAULT false,
+        ADD COLUMN dns_ms                     double precision CHECK (dns_ms >= 0),
+        ADD COLUMN connect_ms                 double precision CHECK (connect_ms >= 0),
+        ADD COLUMN tls_ms                     double precision CHECK (tls_ms >= 0),
+        ADD COLUMN first_byte_ms              double precision CHECK (first_byte_ms >= 0),
+        ADD COLUMN connection_reused          boolean;
+    `,
+  },
 ];

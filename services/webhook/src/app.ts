@@ -12,16 +12,19 @@ import {
   type ServiceMetrics,
 } from '@fcd/service-kit';
 import type { Resolver, SecretBox } from '@fcd/webhooks';
-import { DeliveryStore, SubscriptionStore } from '@fcd/webhooks';
+import { DeliveryStore, EventLog, parseAllowedPorts, SubscriptionStore } from '@fcd/webhooks';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { FacilityDirectory } from './clients/facility';
 import type { Config } from './config';
+import { EventsService } from './domain/events';
 import { WebhookService } from './domain/webhooks';
+import { eventRoutes } from './routes/events';
 import { healthRoutes } from './routes/health';
 import { webhookRoutes } from './routes/webhooks';
 
 export interface AppDeps {
-  config: Pick<Config, 'WEBHOOK_ALLOW_PRIVATE_URLS' | 'WEBHOOK_MAX_SUBSCRIPTIONS'>;
+  config: Pick<Config, 'WEBHOOK_ALLOW_PRIVATE_URLS' | 'WEBHOOK_MAX_SUBSCRIPTIONS'> &
+    Partial<Pick<Config, 'EVENT_RETENTION_DAYS' | 'WEBHOOK_ALLOWED_PORTS'>>;
   logger: Logger;
   pool: Pool;
   internalAuth: InternalAuth;
@@ -56,17 +59,21 @@ function domainMetrics(metrics: ServiceMetrics | undefined) {
   };
 }
 
-/** The webhook service's HTTP app: conventions, health, and /v1/webhooks. */
+/** The webhook service's HTTP app: conventions, health, /v1/webhooks and /v1/events. */
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const app = Fastify(baseFastifyOptions(deps.logger, deps.http));
   installHttpConventions(app, { metrics: deps.metrics });
   const counters = domainMetrics(deps.metrics);
 
+  const eventLog = new EventLog(deps.pool);
   const service = new WebhookService({
     store: new SubscriptionStore(deps.pool, deps.secretBox),
     deliveries: new DeliveryStore(deps.pool),
+    events: eventLog,
+    retentionDays: deps.config.EVENT_RETENTION_DAYS,
     facilities: deps.facilities,
     allowPrivateUrls: deps.config.WEBHOOK_ALLOW_PRIVATE_URLS,
+    allowedPorts: parseAllowedPorts(deps.config.WEBHOOK_ALLOWED_PORTS ?? '443'),
     maxSubscriptions: deps.config.WEBHOOK_MAX_SUBSCRIPTIONS,
     resolver: deps.resolver,
     clock: deps.clock,
@@ -98,5 +105,6 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     isShuttingDown: deps.isShuttingDown ?? (() => false),
   });
   await app.register(webhookRoutes, { service, internalAuth: deps.internalAuth });
+  await app.register(eventRoutes, { events: new EventsService(eventLog), internalAuth: deps.internalAuth });
   return app;
 }

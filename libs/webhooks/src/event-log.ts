@@ -1,0 +1,207 @@
+import { type Pool, type PoolClient, withTransaction } from '@fcd/service-kit';
+import { type EventEnvelope, isEventType } from './events';
+import { type MatchableSubscription, matches } from './matching';
+
+/**
+ * The durable event log (table `webhook.events`, docs/adr/0002-event-log-in-postgres.md): every
+ * event of the four public types the dispatcher consumes, kept EVENT_RETENTION_DAYS. It feeds the
+ * events API (GET /v1/events, oldest first by `position`) and recovery (POST
+ * /v1/webhooks/{id}/recover). All its SQL is here; times are epoch ms from the caller's clock.
+ */
+
+/** Retention of the log, in days: the default, and the least the API promises (SPEC §10). */
+export const DEFAULT_EVENT_RETENTION_DAYS = 30;
+export const MIN_EVENT_RETENTION_DAYS = 7;
+export const MAX_EVENT_RETENTION_DAYS = 3650;
+export const DAY_MS = 86_400_000;
+
+/** Taken around every append: positions are assigned in commit order (see `append`). */
+const APPEND_LOCK = 'webhook.events:append';
+/** Events a recovery reads per statement. */
+const RECOVERY_PAGE = 1000;
+
+/** An event as the dispatcher consumed it. */
+export interface LoggedEvent {
+  id: string;
+  type: string;
+  /** The envelope exactly as published. */
+  body: string;
+  /** The facilities it concerns (lower-case UUIDs; `eventFacilityIds`). */
+  facilityIds: readonly string[];
+  /** The envelope's created_at, epoch ms. */
+  createdAt: number;
+}
+
+/** One row of the log as the events API returns it. */
+export interface StoredEvent {
+  /** Decimal text of a bigint: the event's place in the log. */
+  position: string;
+  id: string;
+  /** The envelope exactly as published. */
+  body: string;
+}
+
+export interface EventFilter {
+  type?: string;
+  facilityId?: string;
+  /** Only events created at or after this time (epoch ms). */
+  since?: number;
+}
+
+export interface RecoveryRequest {
+  subscriptionId: string;
+  /** The window [since, until) on the events' created_at, epoch ms. */
+  since: number;
+  until: number;
+  dryRun: boolean;
+  now: number;
+}
+
+export type RecoveryResult = { status: 'done'; events: number } | { status: 'not_found' } | { status: 'inactive' };
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+export class EventLog {
+  constructor(private readonly pool: Pool) {}
+
+  /**
+   * Appends events in the caller's transaction, in the given order, idempotently on the event id
+   * (a redelivered event is not logged twice). Only the public event types are logged. The
+   * transaction takes an advisory lock before the insert and holds it until it ends, so
+   * positions are assigned in commit order: a reader that has seen position p and asks for
+   * `position > p` never misses a row that commits later. Callers do their other writes first and
+   * commit right after, to hold the lock briefly. Returns how many rows were added.
+   */
+  static async append(client: PoolClient, events: readonly LoggedEvent[], now: number): Promise<number> {
+    const seen = new Set<string>();
+    const rows = events.filter((e) => isEventType(e.type) && !seen.has(e.id) && seen.add(e.id));
+    if (rows.length === 0) return 0;
+    await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [APPEND_LOCK]);
+    const { rowCount } = await client.query(
+      `INSERT INTO webhook.events (id, type, created_at, facility_ids, body, recorded_at)
+       SELECT e.id, e.type, e.created_at, e.facility_ids::uuid[], e.body, $6
+         FROM unnest($1::text[], $2::text[], $3::timestamptz[], $4::text[], $5::text[]) WITH ORDINALITY
+              AS e(id, type, created_at, facility_ids, body, n)
+        ORDER BY e.n
+       ON CONFLICT (id) DO NOTHING`,
+      [
+        rows.map((e) => e.id),
+        rows.map((e) => e.type),
+        rows.map((e) => new Date(e.createdAt).toISOString()),
+        // Lower-case UUIDs only, so the array literal needs no quoting.
+        rows.map(
+          (e) =>
+            `{${e.facilityIds
+              .map((f) => f.toLowerCase())
+              .filter((f) => UUID.test(f))
+              .join(',')}}`,
+        ),
+        rows.map((e) => e.body),
+        new Date(now),
+      ],
+    );
+    return rowCount ?? 0;
+  }
+
+  /** Oldest first (by position), after `after` (a position) when given; one more than `limit` tells whether more follow. */
+  async list(filter: EventFilter, limit: number, after?: string): Promise<{ items: StoredEvent[]; has_more: boolean }> {
+    const params: unknown[] = [after ?? '0'];
+    const where = ['position > $1::bigint'];
+    if (filter.type !== undefined) {
+      params.push(filter.type);
+      where.push(`type = $${params.length}`);
+    }
+    if (filter.facilityId !== undefined) {
+      params.push(filter.facilityId.toLowerCase());
+      where.push(`facility_ids @> ARRAY[$${params.length}::uuid]`);
+    }
+    if (filter.since !== undefined) {
+      params.push(new Date(filter.since));
+      where.push(`created_at >= $${params.length}`);
+    }
+    params.push(limit + 1);
+    const { rows } = await this.pool.query<StoredEvent>(
+      // Ordered by the bigint column (e.position), not by its text alias.
+      `SELECT e.position::text AS position, e.id, e.body FROM webhook.events e WHERE ${where.join(' AND ')} ORDER BY e.position LIMIT $${params.length}`,
+      params,
+    );
+    return { items: rows.slice(0, limit), has_more: rows.length > limit };
+  }
+
+  async get(id: string): Promise<StoredEvent | undefined> {
+    const { rows } = await this.pool.query<StoredEvent>('SELECT position::text AS position, id, body FROM webhook.events WHERE id = $1', [
+      id,
+    ]);
+    return rows[0];
+  }
+
+  /**
+   * Deletes events created before `before`, `batch` rows per statement (short statements, no long
+   * lock on the table), until none is left. Returns how many were deleted.
+   */
+  async prune(before: number, batch = 5000): Promise<number> {
+    let total = 0;
+    for (;;) {
+      const { rowCount } = await this.pool.query(
+        `DELETE FROM webhook.events WHERE position IN (
+           SELECT position FROM webhook.events WHERE created_at < $1 ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED)`,
+        [new Date(before), batch],
+      );
+      total += rowCount ?? 0;
+      if ((rowCount ?? 0) < batch) return total;
+    }
+  }
+
+  /**
+   * Enqueues, as new deliveries due now, every logged event of the window [since, until) that the
+   * subscription matches (`matches`, after the same rule in SQL narrowed the candidates) and has
+   * not received: no delivery of it succeeded and none is pending. They are ordinary deliveries
+   * (automatic retries, deactivation). One transaction under a per-subscription advisory lock, so
+   * two recoveries at once do not enqueue an event twice and a failure writes nothing. A dry run
+   * counts the same events and writes nothing.
+   */
+  async recover(r: RecoveryRequest): Promise<RecoveryResult> {
+    return withTransaction(this.pool, async (client) => {
+      await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`webhook.recover:${r.subscriptionId}`]);
+      const sub = await client.query<{ events: string[]; facility_ids: string[] | null; is_active: boolean }>(
+        'SELECT events, facility_ids::text[] AS facility_ids, is_active FROM webhook.subscriptions WHERE id = $1',
+        [r.subscriptionId],
+      );
+      const row = sub.rows[0];
+      if (!row) return { status: 'not_found' };
+      if (!row.is_active) return { status: 'inactive' };
+      const subscription: MatchableSubscription = { events: row.events, facility_ids: row.facility_ids };
+      let count = 0;
+      let after = '0';
+      for (;;) {
+        const page = await client.query<{ position: string; id: string; type: string; body: string }>(
+          `SELECT e.position::text AS position, e.id, e.type, e.body
+             FROM webhook.events e
+            WHERE e.created_at >= $2 AND e.created_at < $3 AND e.position > $4::bigint
+              AND e.type = ANY($5::text[])
+              AND ($6::uuid[] IS NULL OR e.facility_ids && $6::uuid[])
+              AND NOT EXISTS (SELECT 1 FROM webhook.deliveries d
+                               WHERE d.subscription_id = $1 AND d.event_id = e.id AND d.status IN ('succeeded', 'pending'))
+            ORDER BY e.position
+            LIMIT $7`,
+          [r.subscriptionId, new Date(r.since), new Date(r.until), after, row.events, row.facility_ids, RECOVERY_PAGE],
+        );
+        const wanted = page.rows.filter((e) => matches(subscription, JSON.parse(e.body) as EventEnvelope));
+        count += wanted.length;
+        if (!r.dryRun && wanted.length > 0) {
+          await client.query(
+            `INSERT INTO webhook.deliveries (id, subscription_id, event_id, event_type, payload, body, status, attempt_count,
+                                             next_attempt_at, created_at, updated_at, recovery)
+             SELECT 'dlv_' || gen_random_uuid(), $1, v.event_id, v.type, v.body::jsonb, v.body, 'pending', 0, $2, $2, $2, true
+               FROM unnest($3::text[], $4::text[], $5::text[]) AS v(event_id, type, body)`,
+            [r.subscriptionId, new Date(r.now), wanted.map((e) => e.id), wanted.map((e) => e.type), wanted.map((e) => e.body)],
+          );
+        }
+        const last = page.rows[page.rows.length - 1];
+        if (!last || page.rows.length < RECOVERY_PAGE) break;
+        after = last.position;
+      }
+      return { status: 'done', events: count };
+    });
+  }
+}

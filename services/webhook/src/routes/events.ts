@@ -1,0 +1,47 @@
+import { AppError, INTERNAL_AUTH_HEADER, type InternalAuth, requestTarget, unauthorized } from '@fcd/service-kit';
+import type { Static } from '@sinclair/typebox';
+import type { FastifyInstance } from 'fastify';
+import type { EventsService } from '../domain/events';
+import { EventEnvelopeResponse, EventList, type EventParams, EventsQuery, NoQuery } from './event-schemas';
+
+export interface EventRoutesOptions {
+  events: EventsService;
+  internalAuth: InternalAuth;
+}
+
+const ALL_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;
+
+/**
+ * GET /v1/events and GET /v1/events/{id}: authenticated by the gateway's signed header, open to
+ * every tier (events are public data). The handlers send JSON text built around the stored
+ * envelopes (domain/events.ts); the response schemas document it.
+ */
+export async function eventRoutes(app: FastifyInstance, options: EventRoutesOptions): Promise<void> {
+  const { events, internalAuth } = options;
+
+  app.addHook('onRequest', async (request) => {
+    if (!internalAuth.verify(request.headers[INTERNAL_AUTH_HEADER], requestTarget(request, 'webhook'))) throw unauthorized();
+  });
+
+  app.get<{ Querystring: Static<typeof EventsQuery> }>(
+    '/v1/events',
+    { schema: { querystring: EventsQuery, response: { 200: EventList } } },
+    async (request, reply) => reply.type('application/json; charset=utf-8').send(await events.list(request.query)),
+  );
+
+  app.get<{ Params: Static<typeof EventParams> }>(
+    '/v1/events/:id',
+    { schema: { querystring: NoQuery, response: { 200: EventEnvelopeResponse } } },
+    async (request, reply) => reply.type('application/json; charset=utf-8').send(await events.get(request.params.id)),
+  );
+
+  for (const url of ['/v1/events', '/v1/events/:id']) {
+    app.route({
+      method: ALL_METHODS.filter((m) => m !== 'GET'),
+      url,
+      handler: async () => {
+        throw new AppError('METHOD_NOT_ALLOWED', 'Method not allowed. Allowed: GET, HEAD.', { headers: { allow: 'GET, HEAD' } });
+      },
+    });
+  }
+}
