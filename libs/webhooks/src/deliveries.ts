@@ -68,6 +68,24 @@ export interface AttemptResult {
   retryAfterMs?: number | null;
   /** The destination is refused for good (the URL or its resolved address fails the safety rules). */
   permanent?: boolean;
+  /** What the delivery log shows to debug the receiver (absent: not recorded). */
+  debug?: AttemptDebug;
+}
+
+/** An attempt's request and response as the delivery log keeps them (bounded by the sender). */
+export interface AttemptDebug {
+  requestHeaders: Record<string, string>;
+  responseHeaders: Record<string, string> | null;
+  responseHeadersTruncated: boolean;
+  responseBody: string | null;
+  responseBodyTruncated: boolean;
+  timings: {
+    dnsMs: number | null;
+    connectMs: number | null;
+    tlsMs: number | null;
+    firstByteMs: number | null;
+    connectionReused: boolean | null;
+  };
 }
 
 /** What happens to a delivery after an attempt (decided by the dispatcher's pure schedule). */
@@ -111,6 +129,21 @@ export interface AttemptView {
   response_status: number | null;
   error: string | null;
   outcome: 'success' | 'failure';
+  /** The headers sent (signatures included: the owner may see them); null for attempts recorded before this was kept. */
+  request_headers: Record<string, string> | null;
+  response_headers: Record<string, string> | null;
+  response_headers_truncated: boolean;
+  /** The first 4 KiB of the response body (UTF-8). */
+  response_body: string | null;
+  response_body_truncated: boolean;
+  /** Phase durations in ms; null where the phase did not happen (a reused connection has no DNS, connect or TLS step). */
+  timings: {
+    dns_ms: number | null;
+    connect_ms: number | null;
+    tls_ms: number | null;
+    first_byte_ms: number | null;
+    connection_reused: boolean | null;
+  };
 }
 
 export interface DeliveryView {
@@ -152,6 +185,16 @@ interface AttemptRow {
   response_status: number | null;
   error: string | null;
   outcome: 'success' | 'failure';
+  request_headers: Record<string, string> | null;
+  response_headers: Record<string, string> | null;
+  response_headers_truncated: boolean;
+  response_body: string | null;
+  response_body_truncated: boolean;
+  dns_ms: number | null;
+  connect_ms: number | null;
+  tls_ms: number | null;
+  first_byte_ms: number | null;
+  connection_reused: boolean | null;
 }
 
 const DELIVERY_COLUMNS = 'id, event_id, event_type, status, attempt_count, next_attempt_at, created_at, updated_at';
@@ -173,8 +216,47 @@ function toView(row: DeliveryRow, attempts: AttemptRow[]): DeliveryView {
       response_status: a.response_status,
       error: a.error,
       outcome: a.outcome,
+      request_headers: a.request_headers,
+      response_headers: a.response_headers,
+      response_headers_truncated: a.response_headers_truncated,
+      response_body: a.response_body,
+      response_body_truncated: a.response_body_truncated,
+      timings: {
+        dns_ms: a.dns_ms,
+        connect_ms: a.connect_ms,
+        tls_ms: a.tls_ms,
+        first_byte_ms: a.first_byte_ms,
+        connection_reused: a.connection_reused,
+      },
     })),
   };
+}
+
+/**
+ * The bytes to send for a delivery stored without its body (rows written before migration 0003):
+ * its payload as compact JSON with the envelope's keys in the contract's order (id, type,
+ * created_at, data). jsonb does not keep the key order inside `data`.
+ */
+export function envelopeText(payload: string): string {
+  const { id, type, created_at, data, ...rest } = JSON.parse(payload) as Record<string, unknown>;
+  return JSON.stringify({ id, type, created_at, data, ...rest });
+}
+
+/** An attempt's debug record as one jsonb parameter of the batch INSERT (null: not recorded). */
+function debugColumns(debug: AttemptDebug | undefined): string | null {
+  if (!debug) return null;
+  return JSON.stringify({
+    request_headers: debug.requestHeaders,
+    response_headers: debug.responseHeaders,
+    response_headers_truncated: debug.responseHeadersTruncated,
+    response_body: debug.responseBody,
+    response_body_truncated: debug.responseBodyTruncated,
+    dns_ms: debug.timings.dnsMs,
+    connect_ms: debug.timings.connectMs,
+    tls_ms: debug.timings.tlsMs,
+    first_byte_ms: debug.timings.firstByteMs,
+    connection_reused: debug.timings.connectionReused,
+  });
 }
 
 /** How long a decrypted signing secret is reused, and how many are kept (see `secretOf`). */
@@ -217,9 +299,10 @@ export class DeliveryStore {
   /**
    * The fan-out of several events in one statement (same rows as `fanOut` of
    * each). Returns, per event in the given order, the ids of the deliveries
-   * created now (none for an event already fanned out).
+   * created now (none for an event already fanned out). `db` is a transaction's
+   * client when the caller writes more with it (the dispatcher logs the events).
    */
-  async fanOutMany(events: readonly FanOutEvent[], now: number): Promise<string[][]> {
+  async fanOutMany(events: readonly FanOutEvent[], now: number, db: Pick<Pool, 'query'> = this.pool): Promise<string[][]> {
     if (events.length === 0) return [];
     const unique = [...new Map(events.map((e) => [e.id, e])).values()];
     // Lower-case UUIDs only, so the array literal needs no quoting.
@@ -230,14 +313,14 @@ export class DeliveryStore {
           .filter((f) => UUID.test(f))
           .join(',')}}`,
     );
-    const { rows } = await this.pool.query<{ id: string; event_id: string }>(
+    const { rows } = await db.query<{ id: string; event_id: string }>(
       `INSERT INTO webhook.deliveries (id, subscription_id, event_id, event_type, payload, body, status, attempt_count, next_attempt_at, created_at, updated_at, trace_context)
        SELECT 'dlv_' || gen_random_uuid(), s.id, e.id, e.type, e.body::jsonb, e.body, 'pending', 0, $6, $6, $6, e.trace_context
          FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[]) AS e(id, type, body, facility_ids, trace_context)
          JOIN webhook.subscriptions s
            ON s.is_active AND s.events @> ARRAY[e.type]
           AND (s.facility_ids IS NULL OR s.facility_ids && e.facility_ids::uuid[])
-       ON CONFLICT (subscription_id, event_id) DO NOTHING
+       ON CONFLICT (subscription_id, event_id) WHERE NOT recovery DO NOTHING
        RETURNING id, event_id`,
       [
         unique.map((e) => e.id),
@@ -276,7 +359,8 @@ export class DeliveryStore {
       subscription_id: string;
       event_id: string;
       event_type: string;
-      body: string;
+      body: string | null;
+      payload_text: string;
       attempt_count: number;
       manual: boolean;
       first_attempt_at: Date;
@@ -301,7 +385,7 @@ export class DeliveryStore {
               first_attempt_at = COALESCE(d.first_attempt_at, $1), last_attempt_at = $1
          FROM due, webhook.subscriptions s
         WHERE d.id = due.id AND s.id = d.subscription_id
-       RETURNING d.id, d.subscription_id, d.event_id, d.event_type, COALESCE(d.body, d.payload::text) AS body, d.attempt_count,
+       RETURNING d.id, d.subscription_id, d.event_id, d.event_type, d.body, d.payload::text AS payload_text, d.attempt_count,
                  d.manual, d.first_attempt_at, due.prev_first AS prev_first_attempt_at, due.prev_last AS prev_last_attempt_at,
                  d.created_at, s.url, s.account_id, s.secret_ciphertext,
                  CASE WHEN s.secret_rotation_ends_at > $1 THEN s.previous_secret_ciphertext END AS previous_secret_ciphertext,
@@ -334,7 +418,7 @@ export class DeliveryStore {
         accountId: r.account_id,
         eventId: r.event_id,
         eventType: r.event_type,
-        body: r.body,
+        body: r.body ?? envelopeText(r.payload_text),
         attempt: r.attempt_count,
         manual: r.manual,
         firstAttemptAt: r.first_attempt_at.getTime(),
@@ -565,8 +649,17 @@ export class DeliveryStore {
       const isoAt = (t: number | null) => (t === null ? null : new Date(t).toISOString());
       await client.query(
         `WITH attempts AS (
-           INSERT INTO webhook.delivery_attempts (delivery_id, attempt, started_at, duration_ms, response_status, error, outcome)
-           SELECT * FROM unnest($1::text[], $2::int[], $3::timestamptz[], $4::int[], $5::int[], $6::text[], $7::text[])
+           INSERT INTO webhook.delivery_attempts (delivery_id, attempt, started_at, duration_ms, response_status, error, outcome,
+                                                  request_headers, response_headers, response_headers_truncated, response_body,
+                                                  response_body_truncated, dns_ms, connect_ms, tls_ms, first_byte_ms, connection_reused)
+           SELECT a.id, a.attempt, a.started_at, a.duration_ms, a.response_status, a.error, a.outcome,
+                  a.debug->'request_headers', NULLIF(a.debug->'response_headers', 'null'::jsonb),
+                  COALESCE((a.debug->>'response_headers_truncated')::boolean, false), a.debug->>'response_body',
+                  COALESCE((a.debug->>'response_body_truncated')::boolean, false), (a.debug->>'dns_ms')::float8,
+                  (a.debug->>'connect_ms')::float8, (a.debug->>'tls_ms')::float8, (a.debug->>'first_byte_ms')::float8,
+                  (a.debug->>'connection_reused')::boolean
+             FROM unnest($1::text[], $2::int[], $3::timestamptz[], $4::int[], $5::int[], $6::text[], $7::text[], $17::jsonb[])
+                  AS a(id, attempt, started_at, duration_ms, response_status, error, outcome, debug)
            ON CONFLICT (delivery_id, attempt) DO NOTHING),
          deliveries AS (
            UPDATE webhook.deliveries d SET status = u.status, next_attempt_at = u.next_at, manual = false, updated_at = u.at
@@ -595,6 +688,7 @@ export class DeliveryStore {
           touched.map(([, s]) => s.failures),
           touched.map(([, s]) => isoAt(s.successAt)),
           touched.map(([, s]) => isoAt(s.failureAt)),
+          attempts.map((i) => debugColumns(i.result.debug)),
         ],
       );
       for (const d of deactivations) {
@@ -675,7 +769,9 @@ export class DeliveryStore {
     const out = new Map<string, AttemptRow[]>();
     if (ids.length === 0) return out;
     const { rows } = await this.pool.query<AttemptRow>(
-      `SELECT delivery_id, attempt, started_at, duration_ms, response_status, error, outcome
+      `SELECT delivery_id, attempt, started_at, duration_ms, response_status, error, outcome, request_headers, response_headers,
+              response_headers_truncated, response_body, response_body_truncated, dns_ms, connect_ms, tls_ms, first_byte_ms,
+              connection_reused
          FROM webhook.delivery_attempts WHERE delivery_id = ANY($1::text[]) ORDER BY delivery_id, attempt`,
       [ids],
     );

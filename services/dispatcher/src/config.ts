@@ -1,5 +1,5 @@
 import { Env, HttpServerEnv, NatsEnv, PostgresEnv, PostgresPoolEnv, parseConfig } from '@fcd/service-kit';
-import { SECRET_KEY_PATTERN } from '@fcd/webhooks';
+import { DEFAULT_EVENT_RETENTION_DAYS, MAX_EVENT_RETENTION_DAYS, MIN_EVENT_RETENTION_DAYS, SECRET_KEY_PATTERN } from '@fcd/webhooks';
 import { type Static, Type } from '@sinclair/typebox';
 import { RETRY_SCHEDULE_PATTERN } from './domain/retry';
 
@@ -31,6 +31,12 @@ export const ConfigSchema = Type.Object({
   WEBHOOK_TIMEOUT_MS: Env.int(10_000, 10, 120_000),
   /** Development and tests only: http and private/loopback destinations (cloud metadata stays refused). */
   WEBHOOK_ALLOW_PRIVATE_URLS: Env.bool(false),
+  /**
+   * Ports a receiver URL may use, comma-separated (shared by the webhook service, which refuses other
+   * ports, and the dispatcher, whose egress NetworkPolicy opens only these). Not enforced with
+   * WEBHOOK_ALLOW_PRIVATE_URLS.
+   */
+  WEBHOOK_ALLOWED_PORTS: Type.String({ default: '443', pattern: '^\\s*\\d{1,5}\\s*(,\\s*\\d{1,5}\\s*)*$' }),
   /** Sends in flight per replica. */
   DISPATCHER_CONCURRENCY: Env.int(64, 1, 1000),
   /** Idle wait between polls for due deliveries (a new event wakes the worker at once). */
@@ -47,6 +53,10 @@ export const ConfigSchema = Type.Object({
   USAGE_GRPC_SECRET: Type.Optional(Env.secret()),
   /** How long an account's tier is trusted (a downgrade stops deliveries within this time). */
   ENTITLEMENT_CACHE_TTL_MS: Env.int(60_000, 10, 3_600_000),
+  /** Days the event log (recovery, GET /v1/events) keeps an event; same value on the webhook service. */
+  EVENT_RETENTION_DAYS: Env.int(DEFAULT_EVENT_RETENTION_DAYS, MIN_EVENT_RETENTION_DAYS, MAX_EVENT_RETENTION_DAYS),
+  /** How often the event log is pruned of events past the retention (also once at start). */
+  EVENT_PRUNE_INTERVAL_MS: Env.int(3_600_000, 1000, 86_400_000),
   LOG_LEVEL: Env.logLevel(),
   ...HttpServerEnv,
   ...PostgresPoolEnv,

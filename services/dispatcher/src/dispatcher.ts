@@ -1,9 +1,13 @@
-import { type Clock, type Logger, natsOptions, type Pool, systemClock, traceContextColumn } from '@fcd/service-kit';
+import { type Clock, type Logger, natsOptions, type Pool, systemClock, traceContextColumn, withTransaction } from '@fcd/service-kit';
 import {
   type ClaimedDelivery,
+  DAY_MS,
   DeliveryStore,
   deactivateAccountSubscriptions,
+  EventLog,
   type FanOutEvent,
+  type LoggedEvent,
+  parseAllowedPorts,
   type Resolver,
   type SecretBox,
 } from '@fcd/webhooks';
@@ -50,9 +54,12 @@ export class Dispatcher {
   readonly sender: Sender;
   readonly deliveries: DeliveryStore;
   private readonly clock: Clock;
-  /** The events in hand fanned out together: one INSERT for all of them (`DeliveryStore.fanOutMany`). */
-  private readonly fanOuts: Batcher<FanOutEvent, string[]>;
+  /** The events in hand logged and fanned out together: one transaction for all of them (`record`). */
+  private readonly fanOuts: Batcher<FanOutEvent & LoggedEvent, string[]>;
   private readonly entitlements: Entitlements | undefined;
+  readonly eventLog: EventLog;
+  private pruneTimer: NodeJS.Timeout | undefined;
+  private pruning: Promise<void> | undefined;
 
   constructor(private readonly deps: DispatcherDeps) {
     const { config, logger, metrics } = deps;
@@ -66,8 +73,9 @@ export class Dispatcher {
         );
       },
     });
+    this.eventLog = new EventLog(deps.pool);
     this.fanOuts = new Batcher({
-      run: (events) => this.deliveries.fanOutMany(events, this.clock.now()),
+      run: (events) => this.record(events),
       delayMs: 0,
       maxBatch: config.DISPATCHER_FETCH_BATCH,
       retryOneByOne: true,
@@ -76,6 +84,7 @@ export class Dispatcher {
       connectTimeoutMs: config.WEBHOOK_CONNECT_TIMEOUT_MS,
       timeoutMs: config.WEBHOOK_TIMEOUT_MS,
       allowPrivate: config.WEBHOOK_ALLOW_PRIVATE_URLS,
+      allowedPorts: parseAllowedPorts(config.WEBHOOK_ALLOWED_PORTS ?? '443'),
       resolver: deps.resolver,
       tls: deps.tls,
     });
@@ -117,6 +126,20 @@ export class Dispatcher {
     });
   }
 
+  /**
+   * The fan-out of a batch of events and their entries in the event log, in one transaction: an
+   * event is in the log exactly when its fan-out is committed (recovery relies on it). The log
+   * is written last, so its append lock is held only until the commit.
+   */
+  private async record(events: Array<FanOutEvent & LoggedEvent>): Promise<string[][]> {
+    const now = this.clock.now();
+    return withTransaction(this.deps.pool, async (client) => {
+      const created = await this.deliveries.fanOutMany(events, now, client);
+      await EventLog.append(client, events, now);
+      return created;
+    });
+  }
+
   /** Fan-out of one event: invalid → term, Postgres failing → nak with a delay, else ack. */
   async handleEvent(body: string): Promise<Verdict> {
     const parsed = parseEvent(body);
@@ -127,7 +150,12 @@ export class Dispatcher {
     let created: string[];
     try {
       // The deliveries remember the trace of this handling: each attempt's span continues it.
-      created = await this.fanOuts.add({ ...parsed.event, traceContext: traceContextColumn() });
+      // An envelope without a readable created_at is logged at the time it is consumed.
+      created = await this.fanOuts.add({
+        ...parsed.event,
+        createdAt: parsed.createdAt || this.clock.now(),
+        traceContext: traceContextColumn(),
+      });
     } catch (err) {
       this.deps.metrics?.events.inc({ result: 'error' });
       this.deps.logger.warn(
@@ -175,13 +203,43 @@ export class Dispatcher {
     return claimed.filter((c) => !refused.has(c.accountId));
   }
 
+  /**
+   * Deletes the events past EVENT_RETENTION_DAYS from the log (in batches). Replicas may run it at
+   * once: each batch skips the rows another one is deleting. A failure is logged and the next
+   * run tries again.
+   */
+  async pruneEventLog(): Promise<number> {
+    const before = this.clock.now() - this.deps.config.EVENT_RETENTION_DAYS * DAY_MS;
+    const deleted = await this.eventLog.prune(before);
+    this.deps.metrics?.eventsPruned.inc(deleted);
+    if (deleted > 0) this.deps.logger.info({ deleted, before: new Date(before).toISOString() }, 'event log pruned');
+    return deleted;
+  }
+
+  private schedulePruning(): void {
+    const run = () => {
+      this.pruning ??= this.pruneEventLog()
+        .then(() => undefined)
+        .catch((err: unknown) => this.deps.logger.warn({ err: { message: (err as Error).message } }, 'event log pruning failed'))
+        .finally(() => {
+          this.pruning = undefined;
+        });
+    };
+    run();
+    this.pruneTimer = setInterval(run, this.deps.config.EVENT_PRUNE_INTERVAL_MS);
+    this.pruneTimer.unref();
+  }
+
   start(): void {
     this.worker.start();
     this.consumer.start();
+    this.schedulePruning();
   }
 
   /** Stop consuming, finish the sends in flight, close the HTTP pool. */
   async stop(): Promise<void> {
+    clearInterval(this.pruneTimer);
+    await this.pruning;
     await this.consumer.stop();
     await this.worker.stop();
     await this.sender.close();

@@ -14,6 +14,7 @@ export interface DispatcherMetrics extends ServiceMetrics {
   secretUnreadable: Counter;
   tierDeactivations: Counter;
   entitlementUnavailable: Counter;
+  eventsPruned: Counter;
 }
 
 export function createDispatcherMetrics(): DispatcherMetrics {
@@ -85,6 +86,11 @@ export function createDispatcherMetrics(): DispatcherMetrics {
     entitlementUnavailable: new Counter({
       name: 'fcd_dispatcher_entitlement_unavailable_total',
       help: 'Tier lookups the usage service could not answer (deliveries were sent unchecked: fail open).',
+      registers,
+    }),
+    eventsPruned: new Counter({
+      name: 'fcd_dispatcher_events_pruned_total',
+      help: 'Events deleted from the event log (webhook.events) past EVENT_RETENTION_DAYS.',
       registers,
     }),
   };

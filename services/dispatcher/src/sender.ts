@@ -1,14 +1,25 @@
 import { performance } from 'node:perf_hooks';
 import { parseWebhookUrl, type Resolver, safeLookup } from '@fcd/webhooks';
 import { Agent, request } from 'undici';
+import { type AttemptTimings, NO_TIMINGS, type TimingProbe, timedConnector, timingInterceptor, timingsOf } from './timing';
 
 /**
  * One HTTP POST per attempt over an undici keep-alive pool. Connect timeout
  * and a total timeout (response headers and body), no redirects (a 3xx is a
- * failure), the response body read up to a small cap and dropped, and the
- * destination checked twice: the URL before the attempt, and every resolved
- * address at connect time (`safeLookup`, DNS rebinding).
+ * failure), and the destination checked twice: the URL before the attempt, and
+ * every resolved address at connect time (`safeLookup`, DNS rebinding).
+ *
+ * For the delivery log, each result carries what the owner needs to debug the
+ * receiver (docs/webhooks.md): the headers sent, the response headers (at most
+ * MAX_RESPONSE_HEADER_BYTES of them), the first `maxResponseBytes` (4 KiB) of
+ * the response body with a truncation flag (the rest is not read), and the
+ * phase timings (./timing.ts).
  */
+
+/** Response headers kept for the log: name and value bytes together, in the order received. */
+export const MAX_RESPONSE_HEADER_BYTES = 8192;
+/** The response body kept for the log (and read at most, plus one byte to know it was cut). */
+export const MAX_RESPONSE_BODY_BYTES = 4096;
 
 export type FailureKind = 'http_status' | 'timeout' | 'connect_timeout' | 'blocked' | 'dns' | 'tls' | 'connection' | 'invalid_url';
 
@@ -23,6 +34,44 @@ export interface SendResult {
   retryAfterMs: number | null;
   /** The destination is refused for good (URL or resolved address fails the safety rules): no retry. */
   permanent: boolean;
+  /** The headers the dispatcher set on the request (signatures included; not the transport's host, connection, content-length). */
+  requestHeaders: Record<string, string>;
+  /** The response headers (lower-case names, repeated ones joined with ", "), bounded; null without a response. */
+  responseHeaders: Record<string, string> | null;
+  /** Some response headers were left out (over MAX_RESPONSE_HEADER_BYTES). */
+  responseHeadersTruncated: boolean;
+  /** The first 4 KiB of the response body as UTF-8 (invalid bytes and NUL replaced by U+FFFD); null without a response. */
+  responseBody: string | null;
+  /** The body was longer than what is kept. */
+  responseBodyTruncated: boolean;
+  timings: AttemptTimings;
+}
+
+/** Response headers as the log keeps them: lower-case names, at most `maxBytes` of names and values, in order. */
+export function boundHeaders(
+  headers: Record<string, string | string[] | undefined>,
+  maxBytes = MAX_RESPONSE_HEADER_BYTES,
+): { headers: Record<string, string>; truncated: boolean } {
+  const out: Record<string, string> = {};
+  let used = 0;
+  let truncated = false;
+  for (const [name, raw] of Object.entries(headers)) {
+    if (raw === undefined) continue;
+    const value = Array.isArray(raw) ? raw.join(', ') : raw;
+    const size = Buffer.byteLength(name) + Buffer.byteLength(value);
+    if (used + size > maxBytes) {
+      truncated = true;
+      continue;
+    }
+    used += size;
+    out[name.toLowerCase()] = value;
+  }
+  return { headers: out, truncated };
+}
+
+/** Bytes of a response body → text for the log: UTF-8 with replacement characters; NUL (which Postgres text refuses) replaced too. */
+export function bodyText(bytes: Buffer): string {
+  return new TextDecoder('utf-8', { fatal: false }).decode(bytes).replaceAll('\u0000', '\uFFFD');
 }
 
 /** Retry-After as ms from now: delay-seconds or an HTTP date; null when absent or unreadable. */
@@ -39,10 +88,13 @@ export interface SenderOptions {
   connectTimeoutMs: number;
   timeoutMs: number;
   allowPrivate: boolean;
+  /** WEBHOOK_ALLOWED_PORTS: a URL on another port is refused (permanently) rather than left to time out at the egress policy. */
+  allowedPorts?: readonly number[];
   /** node:dns unless injected (tests). */
   resolver?: Resolver;
   /** Extra TLS options for the connector (tests pass a CA; processes use NODE_EXTRA_CA_CERTS). */
   tls?: { ca?: string | Buffer };
+  /** Response body bytes kept for the log (default 4 KiB). */
   maxResponseBytes?: number;
   /** Connections per origin. */
   connectionsPerOrigin?: number;
@@ -77,30 +129,43 @@ export class Sender {
   private readonly maxResponseBytes: number;
 
   constructor(private readonly options: SenderOptions) {
-    this.maxResponseBytes = options.maxResponseBytes ?? 4096;
+    this.maxResponseBytes = options.maxResponseBytes ?? MAX_RESPONSE_BODY_BYTES;
     this.agent = new Agent({
       keepAliveTimeout: 30_000,
       keepAliveMaxTimeout: 120_000,
       connections: options.connectionsPerOrigin ?? 32,
       headersTimeout: options.timeoutMs,
       bodyTimeout: options.timeoutMs,
-      connect: {
+      // undici's connector with the same options, timing each connection's DNS, connect and TLS steps.
+      connect: timedConnector({
         timeout: options.connectTimeoutMs,
         lookup: safeLookup({ allowPrivate: options.allowPrivate, resolver: options.resolver }) as never,
         ...(options.tls ?? {}),
-      },
+      }),
     });
   }
 
   async send(url: string, body: string, headers: Record<string, string>): Promise<SendResult> {
     const started = performance.now();
-    const done = (r: Omit<SendResult, 'durationMs' | 'retryAfterMs' | 'permanent'> & { retryAfterMs?: number | null }): SendResult => ({
+    const probe: TimingProbe = {};
+    const done = (
+      r: Pick<SendResult, 'status' | 'success' | 'error' | 'kind'> &
+        Partial<
+          Pick<SendResult, 'retryAfterMs' | 'responseHeaders' | 'responseHeadersTruncated' | 'responseBody' | 'responseBodyTruncated'>
+        >,
+    ): SendResult => ({
       retryAfterMs: null,
+      responseHeaders: null,
+      responseHeadersTruncated: false,
+      responseBody: null,
+      responseBodyTruncated: false,
       ...r,
       permanent: r.kind === 'blocked' || r.kind === 'invalid_url',
       durationMs: performance.now() - started,
+      requestHeaders: { ...headers },
+      timings: r.kind === 'invalid_url' ? NO_TIMINGS : timingsOf(probe),
     });
-    const parsed = parseWebhookUrl(url, this.options.allowPrivate);
+    const parsed = parseWebhookUrl(url, this.options.allowPrivate, this.options.allowedPorts);
     if (!parsed.ok) return done({ status: null, success: false, kind: 'invalid_url', error: `url refused: ${parsed.message}` });
 
     const controller = new AbortController();
@@ -114,17 +179,27 @@ export class Sender {
         method: 'POST',
         body,
         headers,
-        dispatcher: this.agent,
+        dispatcher: this.agent.compose(timingInterceptor(probe)),
         signal: controller.signal,
       });
+      // The first maxResponseBytes are kept; one byte more says the body was cut, and the rest is not read.
+      const chunks: Buffer[] = [];
       let read = 0;
+      let truncated = false;
       for await (const chunk of res.body) {
-        read += (chunk as Buffer).length;
-        if (read > this.maxResponseBytes) {
+        const buf = chunk as Buffer;
+        const room = this.maxResponseBytes - read;
+        if (buf.length > room) {
+          if (room > 0) chunks.push(buf.subarray(0, room));
+          read += Math.max(0, room);
+          truncated = true;
           res.body.destroy();
           break;
         }
+        chunks.push(buf);
+        read += buf.length;
       }
+      const bounded = boundHeaders(res.headers);
       const success = res.statusCode >= 200 && res.statusCode < 300;
       const throttled = res.statusCode === 429 || res.statusCode === 503;
       return done({
@@ -133,6 +208,10 @@ export class Sender {
         kind: success ? null : 'http_status',
         error: success ? null : `HTTP ${res.statusCode}`,
         retryAfterMs: throttled ? parseRetryAfter(res.headers['retry-after'], Date.now()) : null,
+        responseHeaders: bounded.headers,
+        responseHeadersTruncated: bounded.truncated,
+        responseBody: bodyText(Buffer.concat(chunks)),
+        responseBodyTruncated: truncated,
       });
     } catch (err) {
       return done({ status: null, success: false, ...classify(err, timedOut) });

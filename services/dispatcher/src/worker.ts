@@ -248,6 +248,15 @@ export class DeliveryWorker {
         success: result.success,
         retryAfterMs: result.retryAfterMs,
         permanent: result.permanent,
+        // For the owner's delivery log only: the log lines above carry none of it (signatures stay out of logs).
+        debug: {
+          requestHeaders: result.requestHeaders,
+          responseHeaders: result.responseHeaders,
+          responseHeadersTruncated: result.responseHeadersTruncated,
+          responseBody: result.responseBody,
+          responseBodyTruncated: result.responseBodyTruncated,
+          timings: result.timings,
+        },
       },
     });
     return { recorded: this.report(recording, d, log) };

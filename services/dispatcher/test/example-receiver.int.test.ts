@@ -10,7 +10,7 @@ let proc: ChildProcess;
 let url = '';
 
 beforeAll(async () => {
-  proc = spawn(process.execPath, ['--import', 'tsx', resolve(repoRoot, 'examples/webhook-receiver/server.ts')], {
+  proc = spawn(process.execPath, ['--conditions=source', '--import', 'tsx', resolve(repoRoot, 'examples/webhook-receiver/server.ts')], {
     cwd: repoRoot,
     env: { PATH: process.env.PATH ?? '', WEBHOOK_SECRET: secret, PORT: '0' },
     stdio: ['ignore', 'pipe', 'inherit'],

@@ -210,20 +210,69 @@ it('through the gateway with a Pro key: subscriptions (one facility, all facilit
   const log1 = await logged(1);
   expect(log1.status).toBe(200);
   const deliveryId = first.headers['x-service-delivery-id'] as string;
-  // The API's attempt view of the rows the dispatcher recorded (latency_ms is duration_ms).
+  // The API's attempt view of the rows the dispatcher recorded (latency_ms is duration_ms; the timings are their columns).
   const recorded = async () =>
-    (await attemptsOf(db, sub.id)).map((a) => ({
-      attempt: a.attempt,
-      started_at: a.started_at.toISOString(),
-      latency_ms: a.duration_ms,
-      response_status: a.response_status,
-      error: a.error,
-      outcome: a.outcome,
-    }));
+    (await attemptsOf(db, sub.id)).map((row) => {
+      const a = row as typeof row & Record<string, unknown>;
+      return {
+        attempt: a.attempt,
+        started_at: a.started_at.toISOString(),
+        latency_ms: a.duration_ms,
+        response_status: a.response_status,
+        error: a.error,
+        outcome: a.outcome,
+        request_headers: a.request_headers,
+        response_headers: a.response_headers,
+        response_headers_truncated: a.response_headers_truncated,
+        response_body: a.response_body,
+        response_body_truncated: a.response_body_truncated,
+        timings: {
+          dns_ms: a.dns_ms,
+          connect_ms: a.connect_ms,
+          tls_ms: a.tls_ms,
+          first_byte_ms: a.first_byte_ms,
+          connection_reused: a.connection_reused,
+        },
+      };
+    });
   const attempts1 = await recorded();
   expect(attempts1).toEqual([
-    { attempt: 1, started_at: expect.any(String), latency_ms: expect.any(Number), response_status: 204, error: null, outcome: 'success' },
+    {
+      attempt: 1,
+      started_at: expect.any(String),
+      latency_ms: expect.any(Number),
+      response_status: 204,
+      error: null,
+      outcome: 'success',
+      request_headers: expect.objectContaining({
+        'x-service-delivery-id': first.headers['x-service-delivery-id'],
+        'x-service-delivery-attempt': '1',
+      }),
+      response_headers: expect.objectContaining({ 'content-type': 'text/plain' }),
+      response_headers_truncated: false,
+      // A 204 has no body.
+      response_body: '',
+      response_body_truncated: false,
+      timings: attempts1[0]?.timings.connection_reused
+        ? { dns_ms: null, connect_ms: null, tls_ms: null, first_byte_ms: expect.any(Number), connection_reused: true }
+        : {
+            dns_ms: expect.any(Number),
+            connect_ms: expect.any(Number),
+            tls_ms: expect.any(Number),
+            first_byte_ms: expect.any(Number),
+            connection_reused: false,
+          },
+    },
   ]);
+  // Both subscriptions point at the receiver's one origin: whichever delivery went first opened the
+  // connection (the other may have reused it), so at least one first attempt has connection timings.
+  const firstAllAttempt = (
+    await eventually(
+      () => attemptsOf(db, all.id),
+      (rows) => rows.length === 1,
+    )
+  )[0] as Record<string, unknown> | undefined;
+  expect([attempts1[0]?.timings.connection_reused, firstAllAttempt?.connection_reused]).toContain(false);
   expect(log1.body).toEqual({
     data: [
       {

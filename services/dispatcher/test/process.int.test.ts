@@ -268,7 +268,7 @@ describe('the dispatcher process', () => {
 
   it('SIGKILLed with a retry pending, restarted: the retry still happens, once', async () => {
     const stream = uniqueName('DP_KILL').toUpperCase();
-    const e = env(stream, { WEBHOOK_RETRY_SCHEDULE: '2s,2s,2s,2s,2s' });
+    const e = env(stream, { WEBHOOK_RETRY_SCHEDULE: '2s,2s,2s,2s,2s', WEBHOOK_RETRY_JITTER_PERCENT: '0' });
     const first = await start(e);
     const facility = randomUUID();
     const p = path();
@@ -425,7 +425,13 @@ describe('the dispatcher process', () => {
     // Disallowed (the default): the name passes the URL check, resolves to 127.0.0.1 at connect time and is refused:
     // a permanent failure, so the delivery stops after this one attempt (a one-hour schedule would otherwise keep it pending).
     const { svc, metrics } = await start(
-      env(stream, { ...hosts, WEBHOOK_ALLOW_PRIVATE_URLS: 'false', WEBHOOK_RETRY_SCHEDULE: '1h,1h,1h,1h,1h' }),
+      // The receiver's port is allowed, so what refuses the URL is the address it resolves to.
+      env(stream, {
+        ...hosts,
+        WEBHOOK_ALLOW_PRIVATE_URLS: 'false',
+        WEBHOOK_ALLOWED_PORTS: String(receiver.port),
+        WEBHOOK_RETRY_SCHEDULE: '1h,1h,1h,1h,1h',
+      }),
     );
     const facility = randomUUID();
     const p = path();
@@ -444,8 +450,18 @@ describe('the dispatcher process', () => {
       (d) => d[0]?.[0] === 'failed',
     );
     expect(settled).toEqual([['failed', 1]]);
-    expect(svc.logs().filter((l) => l.msg === 'delivery failed permanently: the destination is refused; not retried')).toHaveLength(1);
-    expect(await counter(metrics, 'fcd_dispatcher_attempts_total', 'blocked')).toBe(1);
+    // The log line and the metric follow the commit of the outcome: wait for them.
+    const permanent = await eventually(
+      async () => svc.logs().filter((l) => l.msg === 'delivery failed permanently: the destination is refused; not retried'),
+      (l) => l.length >= 1,
+    );
+    expect(permanent).toHaveLength(1);
+    expect(
+      await eventually(
+        () => counter(metrics, 'fcd_dispatcher_attempts_total', 'blocked'),
+        (n) => n >= 1,
+      ),
+    ).toBe(1);
     expect(receiver.at(p)).toHaveLength(0);
     // Not one request reached the receiver's port while this dispatcher ran.
     expect(receiver.requests.slice(requestsBefore)).toEqual([]);

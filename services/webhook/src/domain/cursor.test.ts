@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { decodeCursor, encodeCursor } from './cursor';
+import { decodeCursor, decodePositionCursor, encodeCursor, encodePositionCursor } from './cursor';
 
 describe('list cursor', () => {
   const position = { created_at: '2026-11-22T08:15:30.123Z', id: 'wh_7b0d7a56-8a4c-4d77-9a0e-2f1f7f1b2c3d' };
@@ -39,5 +39,30 @@ describe('list cursor', () => {
     ]) {
       expect(decodeCursor(list, bad)).toBeUndefined();
     }
+  });
+});
+
+describe('position cursor', () => {
+  it('round-trips a position of its list and refuses anything else', () => {
+    const cursor = encodePositionCursor('events', '1234567890123');
+    expect(cursor).toMatch(/^[A-Za-z0-9_-]+$/);
+    expect(decodePositionCursor('events', cursor)).toBe('1234567890123');
+    expect(decodePositionCursor('deliveries:x', cursor)).toBeUndefined();
+    const tag = JSON.parse(Buffer.from(cursor, 'base64url').toString())[0];
+    const enc = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64url');
+    for (const bad of [
+      '',
+      'not base64!',
+      enc([tag, 12]),
+      enc([tag, '0']),
+      enc([tag, '-1']),
+      enc([tag, '01']),
+      enc([tag, '9223372036854775808']),
+      enc([tag, '1', 'x']),
+      encodeCursor('events', { created_at: '2026-11-22T08:15:30.123Z', id: 'wh_7b0d7a56-8a4c-4d77-9a0e-2f1f7f1b2c3d' }),
+    ]) {
+      expect(decodePositionCursor('events', bad)).toBeUndefined();
+    }
+    expect(decodePositionCursor('events', enc([tag, '9223372036854775807']))).toBe('9223372036854775807');
   });
 });

@@ -36,3 +36,29 @@ export function decodeCursor(list: string, text: string, idPattern: RegExp = ID)
     return undefined;
   }
 }
+
+const POSITION = /^[1-9][0-9]{0,18}$/;
+const MAX_POSITION = 9_223_372_036_854_775_807n;
+
+/**
+ * The same opaque form for a list ordered by one growing position (the event log): the list tag
+ * and the position (decimal text of a bigint) of the last row returned.
+ */
+export function encodePositionCursor(list: string, position: string): string {
+  return Buffer.from(JSON.stringify([listTag(list), position]), 'utf8').toString('base64url');
+}
+
+/** undefined when the text is not a position cursor this service issued for this list. */
+export function decodePositionCursor(list: string, text: string): string | undefined {
+  if (!/^[A-Za-z0-9_-]{1,400}$/.test(text)) return undefined;
+  try {
+    const value: unknown = JSON.parse(Buffer.from(text, 'base64url').toString('utf8'));
+    if (!Array.isArray(value) || value.length !== 2) return undefined;
+    const [tag, position] = value as unknown[];
+    if (tag !== listTag(list)) return undefined;
+    if (typeof position !== 'string' || !POSITION.test(position) || BigInt(position) > MAX_POSITION) return undefined;
+    return position;
+  } catch {
+    return undefined;
+  }
+}

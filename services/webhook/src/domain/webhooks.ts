@@ -12,8 +12,10 @@ import {
 } from '@fcd/service-kit';
 import {
   checkWebhookUrl,
+  DEFAULT_EVENT_RETENTION_DAYS,
   type DeliveryStore,
   type DeliveryView,
+  type EventLog,
   generateSecret,
   type Resolver,
   type Subscription,
@@ -24,6 +26,7 @@ import {
 } from '@fcd/webhooks';
 import type { FacilityDirectory } from '../clients/facility';
 import { decodeCursor, encodeCursor } from './cursor';
+import { recoveryWindow } from './recovery';
 import { emptyPatchProblems, eventProblems, facilityIdProblems, mergeProblems, unknownFacilityProblems } from './validation';
 
 /** The public form of a subscription (SPEC §7, seed 2.1). */
@@ -52,11 +55,24 @@ export interface DeliveryListView {
   pagination: { limit: number; next_cursor: string | null; has_more: boolean };
 }
 
+/** The answer of a recovery: how many events it enqueued (or would, for a dry run), and its window. */
+export interface RecoveryView {
+  events: number;
+  since: string;
+  until: string;
+}
+
 export interface WebhookServiceOptions {
   store: SubscriptionStore;
   deliveries: DeliveryStore;
+  /** The event log recovery reads. */
+  events: EventLog;
+  /** EVENT_RETENTION_DAYS: how far back a recovery may reach. */
+  retentionDays?: number;
   facilities: FacilityDirectory;
   allowPrivateUrls: boolean;
+  /** WEBHOOK_ALLOWED_PORTS (default 443). */
+  allowedPorts?: readonly number[];
   maxSubscriptions: number;
   resolver?: Resolver;
   clock?: Clock;
@@ -235,6 +251,37 @@ export class WebhookService {
   }
 
   /**
+   * Re-delivers the logged events of a window that the subscription matches and has not received
+   * (none of its deliveries of the event succeeded, none is pending), as new deliveries that
+   * follow the normal retry rules. An unknown or foreign id is a 404 whatever the body says; an
+   * inactive subscription is refused like retry; a dry run counts and writes nothing.
+   */
+  async recover(account: AccountClaims, id: string, body: unknown, schemaProblems: FieldProblem[]): Promise<RecoveryView> {
+    const subscription = await this.get(account, id);
+    const raw = (typeof body === 'object' && body !== null ? body : {}) as RawBody;
+    const now = this.clock.now();
+    const { problems, window } = recoveryWindow(raw, now, this.options.retentionDays ?? DEFAULT_EVENT_RETENTION_DAYS);
+    // A value the schema refused (e.g. not a date-time) is reported once, by the schema.
+    const refused = new Set(schemaProblems.map((p) => p.field));
+    const all = mergeProblems(
+      schemaProblems,
+      problems.filter((p) => !refused.has(p.field)),
+    );
+    if (all.length > 0 || !window) throw validationError(all);
+    if (!subscription.is_active) throw inactiveProblem();
+    const result = await this.options.events.recover({
+      subscriptionId: id,
+      since: window.since,
+      until: window.until,
+      dryRun: raw.dry_run === true,
+      now,
+    });
+    if (result.status === 'not_found') throw subscriptionNotFound();
+    if (result.status === 'inactive') throw inactiveProblem();
+    return { events: result.events, since: new Date(window.since).toISOString(), until: new Date(window.until).toISOString() };
+  }
+
+  /**
    * A new signing secret, effective for every attempt from now on; returned in clear this once.
    * With `overlap_seconds` (0..604800) the replaced secret keeps signing beside it until then.
    */
@@ -274,7 +321,11 @@ export class WebhookService {
   }
 
   private async urlProblems(url: string): Promise<FieldProblem[]> {
-    const result: UrlCheck = await checkWebhookUrl(url, { allowPrivate: this.options.allowPrivateUrls, resolver: this.options.resolver });
+    const result: UrlCheck = await checkWebhookUrl(url, {
+      allowPrivate: this.options.allowPrivateUrls,
+      allowedPorts: this.options.allowedPorts ?? [443],
+      resolver: this.options.resolver,
+    });
     if (result.ok) return [];
     this.options.onUrlRefused?.(result.code);
     if (result.retryable) throw serviceUnavailable('dns', 2);

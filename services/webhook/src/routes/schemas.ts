@@ -1,31 +1,106 @@
+import { EVENT_TYPES, TEST_EVENT_TYPE } from '@fcd/webhooks';
 import { type TSchema, Type } from '@sinclair/typebox';
 
 /**
- * Request and response schemas of /v1/webhooks. Request schemas check shape
- * and types only (no coercion: a number is not a URL); the content rules with
- * readable messages live in domain/validation.ts.
+ * Request and response schemas of /v1/webhooks: the contract (SPEC §1, §7, §8),
+ * with the enums, formats and patterns of every field; the OpenAPI document is
+ * generated from them.
+ *
+ * Request bodies are validated against their shape only (types, unknown
+ * fields, numeric ranges: see `shapeOnly`); the content rules (URL, event
+ * types, facility ids, duplicates, empty PATCH) are checked by
+ * domain/validation.ts, whose messages are readable, so one problem is never
+ * reported twice. Responses are serialised by these schemas (fast-json-stringify).
  */
+
+const UUID_PATTERN = '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}';
+export const WEBHOOK_ID_PATTERN = `^wh_${UUID_PATTERN}$`;
+export const DELIVERY_ID_PATTERN = `^dlv_${UUID_PATTERN}$`;
+export const EVENT_ID_PATTERN = `^evt_${UUID_PATTERN}$`;
+/** SPEC §1: ISO 8601 UTC with milliseconds and Z. */
+export const TIMESTAMP_PATTERN = '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$';
+/** Every type a delivery can carry: the four subscribable event types and the test event. */
+export const DELIVERY_EVENT_TYPES = [...EVENT_TYPES, TEST_EVENT_TYPE] as const;
+export const DELIVERY_STATUSES = ['pending', 'succeeded', 'failed', 'cancelled'] as const;
+export const ATTEMPT_OUTCOMES = ['success', 'failure'] as const;
+
+const Timestamp = (description?: string) =>
+  Type.String({ format: 'date-time', pattern: TIMESTAMP_PATTERN, ...(description ? { description } : {}) });
+const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
+const Uuid = Type.String({ format: 'uuid', pattern: `^${UUID_PATTERN}$` });
+const EventType = Type.Union(
+  EVENT_TYPES.map((t) => Type.Literal(t)),
+  { description: 'An event type a subscription can list.' },
+);
+const Url = (description: string) => Type.String({ format: 'uri', maxLength: 2048, pattern: '^https://', description });
+const EventList = Type.Array(EventType, { minItems: 1, uniqueItems: true, description: 'Event types, at least one, no duplicates.' });
 
 const nullable = <T extends TSchema>(schema: T) => Type.Unsafe<T['static'] | null>({ ...schema, nullable: true });
 
+const FacilityIds = Type.Array(Uuid, {
+  minItems: 1,
+  maxItems: 1000,
+  uniqueItems: true,
+  description: 'Facilities to watch (UUIDs of existing facilities, 1–1000, no duplicates); null or omitted watches every facility.',
+});
+const ReceiverUrl = Url(
+  'Where deliveries are POSTed: `https://`, at most 2048 characters, no user:password, and a public host (not loopback, private, link-local, multicast or a cloud metadata address), checked again against the resolved address at delivery time.',
+);
+
 export const CreateBody = Type.Object(
   {
-    url: Type.String(),
-    events: Type.Array(Type.String()),
-    facility_ids: Type.Optional(nullable(Type.Array(Type.String()))),
+    url: ReceiverUrl,
+    events: EventList,
+    facility_ids: Type.Optional(nullable(FacilityIds)),
   },
   { additionalProperties: false },
 );
 
 export const PatchBody = Type.Object(
   {
-    url: Type.Optional(Type.String()),
-    events: Type.Optional(Type.Array(Type.String())),
-    facility_ids: Type.Optional(nullable(Type.Array(Type.String()))),
-    is_active: Type.Optional(Type.Boolean()),
+    url: Type.Optional(ReceiverUrl),
+    events: Type.Optional(EventList),
+    facility_ids: Type.Optional(nullable(FacilityIds)),
+    is_active: Type.Optional(
+      Type.Boolean({ description: '`true` reactivates and resets the failure count; `false` deactivates (reason `manual`).' }),
+    ),
   },
-  { additionalProperties: false },
+  { additionalProperties: false, minProperties: 1 },
 );
+
+/** Keywords domain/validation.ts checks with its own messages: left out when a body is validated against its schema. */
+const CONTENT_KEYWORDS = new Set([
+  'format',
+  'pattern',
+  'maxLength',
+  'minLength',
+  'minItems',
+  'maxItems',
+  'uniqueItems',
+  'enum',
+  'const',
+  'minProperties',
+]);
+
+/**
+ * A request schema reduced to its shape for the body validator: types, unknown fields and numeric ranges.
+ * A union of literals (the event types) becomes a string.
+ */
+export function shapeOnly(schema: unknown): unknown {
+  if (Array.isArray(schema)) return schema.map(shapeOnly);
+  if (schema === null || typeof schema !== 'object') return schema;
+  const node = schema as Record<string, unknown>;
+  if (Array.isArray(node.anyOf) && node.anyOf.every((b) => typeof (b as { const?: unknown }).const === 'string')) {
+    return { type: 'string' };
+  }
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(node)) {
+    if (CONTENT_KEYWORDS.has(key)) continue;
+    out[key] =
+      key === 'properties' ? Object.fromEntries(Object.entries(value as object).map(([k, v]) => [k, shapeOnly(v)])) : shapeOnly(value);
+  }
+  return out;
+}
 
 /** Most a rotation may keep the previous secret signing: 7 days. */
 export const MAX_OVERLAP_SECONDS = 604_800;
@@ -47,63 +122,140 @@ export const IdParams = Type.Object({ id: Type.String() });
 /** Routes without query parameters still refuse unknown ones (SPEC §2: VALIDATION_ERROR naming the parameter). */
 export const NoQuery = Type.Object({}, { additionalProperties: false });
 
-const Timestamp = Type.String();
+const Pagination = Type.Object({
+  limit: Type.Integer({ minimum: 1, maximum: 100 }),
+  next_cursor: Type.Union([Type.String({ minLength: 1 }), Type.Null()], {
+    description: 'Pass as `cursor` for the next page; null on the last one.',
+  }),
+  has_more: Type.Boolean(),
+});
 
 export const SubscriptionSchema = Type.Object({
-  id: Type.String(),
-  url: Type.String(),
-  events: Type.Array(Type.String()),
-  facility_ids: Type.Union([Type.Array(Type.String()), Type.Null()]),
-  secret: Type.String(),
-  secret_rotation_ends_at: Type.Union([Timestamp, Type.Null()]),
+  id: Type.String({ pattern: WEBHOOK_ID_PATTERN, description: '`wh_` + UUID.' }),
+  url: Type.String({
+    format: 'uri',
+    maxLength: 2048,
+    pattern: '^https?://',
+    description: 'The receiver (`https://`; `http://` only where the operator allows private destinations for development).',
+  }),
+  events: Type.Array(EventType, { minItems: 1, uniqueItems: true }),
+  facility_ids: Type.Union([Type.Array(Uuid, { minItems: 1, maxItems: 1000, uniqueItems: true }), Type.Null()], {
+    description: 'null: every facility.',
+  }),
+  secret: Type.String({
+    pattern: '^whsec_(\\*{8}[A-Za-z0-9+/=_-]{4}|[A-Za-z0-9+/]{43}=)$',
+    description:
+      'In clear (`whsec_` + standard base64 of 32 random bytes) only in the responses of create and rotate-secret; elsewhere redacted: `whsec_********` + its last 4 characters.',
+  }),
+  secret_rotation_ends_at: Nullable(
+    Timestamp('Until then the previous secret signs too (rotation with overlap); null when there is no overlap.'),
+  ),
   is_active: Type.Boolean(),
-  created_at: Timestamp,
-  updated_at: Timestamp,
-  deactivated_at: Type.Union([Timestamp, Type.Null()]),
-  deactivation_reason: Type.Union([Type.String(), Type.Null()]),
+  created_at: Timestamp(),
+  updated_at: Timestamp(),
+  deactivated_at: Nullable(Timestamp()),
+  deactivation_reason: Type.Union(
+    [Type.String({ pattern: '^[a-z0-9_]{1,64}$', examples: ['consecutive_failures', 'manual', 'tier_downgraded'] }), Type.Null()],
+    {
+      description:
+        'Why it was deactivated (null while active): `consecutive_failures` (the last retry of a delivery failed), `manual` (PATCH is_active false), `tier_downgraded` (the account left the Pro tier), or another snake_case reason an operator gave.',
+    },
+  ),
 });
 
 export const SubscriptionEnvelope = Type.Object({ data: SubscriptionSchema });
 
 export const SubscriptionList = Type.Object({
   data: Type.Array(SubscriptionSchema),
-  pagination: Type.Object({
-    limit: Type.Integer(),
-    next_cursor: Type.Union([Type.String(), Type.Null()]),
-    has_more: Type.Boolean(),
-  }),
+  pagination: Pagination,
 });
 
 export const DeliveryParams = Type.Object({ id: Type.String(), delivery_id: Type.String() });
 
+const Millis = (description: string) => Type.Union([Type.Number({ minimum: 0 }), Type.Null()], { description });
+const HeaderMap = Type.Record(Type.String({ pattern: "^[!#$%&'*+.^_`|~0-9a-z-]+$" }), Type.String(), { additionalProperties: false });
+
 export const AttemptSchema = Type.Object({
-  attempt: Type.Integer(),
-  started_at: Timestamp,
-  latency_ms: Type.Union([Type.Integer(), Type.Null()]),
-  response_status: Type.Union([Type.Integer(), Type.Null()]),
-  error: Type.Union([Type.String(), Type.Null()]),
-  outcome: Type.String(),
+  attempt: Type.Integer({ minimum: 1, description: '1 is the first attempt.' }),
+  started_at: Timestamp(),
+  latency_ms: Type.Union([Type.Integer({ minimum: 0 }), Type.Null()], { description: 'The whole attempt, in ms.' }),
+  response_status: Type.Union([Type.Integer({ minimum: 100, maximum: 999 }), Type.Null()], { description: 'null when no response came.' }),
+  error: Type.Union([Type.String({ maxLength: 500 }), Type.Null()], { description: 'Why the attempt failed; null on success.' }),
+  outcome: Type.Union(
+    ATTEMPT_OUTCOMES.map((o) => Type.Literal(o)),
+    { description: 'success: a 2xx within the timeout.' },
+  ),
+  request_headers: Type.Union([HeaderMap, Type.Null()], {
+    description:
+      'The headers the attempt was sent with (signatures included), as set by the dispatcher; the HTTP client adds host, connection and content-length. null for attempts recorded before this was kept.',
+  }),
+  response_headers: Type.Union([HeaderMap, Type.Null()], {
+    description: 'The response headers (lower-case names; repeated ones joined with ", "); null when no response came.',
+  }),
+  response_headers_truncated: Type.Boolean({ description: 'Headers beyond 8 KiB (names and values) were left out.' }),
+  response_body: Type.Union([Type.String(), Type.Null()], {
+    description: 'The first 4 KiB of the response body, as UTF-8 (invalid bytes shown as U+FFFD); null when no response came.',
+  }),
+  response_body_truncated: Type.Boolean({ description: 'The body was longer than 4 KiB and was cut.' }),
+  timings: Type.Object(
+    {
+      dns_ms: Millis('Resolving the host (0 for an IP address).'),
+      connect_ms: Millis('The TCP connection.'),
+      tls_ms: Millis('The TLS handshake.'),
+      first_byte_ms: Millis('From the request being sent to the first byte of the response.'),
+      connection_reused: Type.Union([Type.Boolean(), Type.Null()], {
+        description: 'Sent on a kept-alive connection: no DNS, connect or TLS step (those are null). null when not recorded.',
+      }),
+    },
+    { description: 'Phase durations in ms (null: the phase did not happen or did not finish).' },
+  ),
 });
 
 export const DeliverySchema = Type.Object({
-  id: Type.String(),
-  event_id: Type.String(),
-  event_type: Type.String(),
-  status: Type.String(),
-  attempt_count: Type.Integer(),
-  next_attempt_at: Type.Union([Timestamp, Type.Null()]),
-  created_at: Timestamp,
-  updated_at: Timestamp,
-  attempts: Type.Array(AttemptSchema),
+  id: Type.String({ pattern: DELIVERY_ID_PATTERN, description: '`dlv_` + UUID.' }),
+  event_id: Type.String({ pattern: EVENT_ID_PATTERN, description: "The event's id: the same on every attempt (`webhook-id`)." }),
+  event_type: Type.Union(DELIVERY_EVENT_TYPES.map((t) => Type.Literal(t))),
+  status: Type.Union(
+    DELIVERY_STATUSES.map((t) => Type.Literal(t)),
+    {
+      description:
+        'pending (an attempt is due at next_attempt_at), succeeded, failed (no retries left), cancelled (the subscription was deactivated).',
+    },
+  ),
+  attempt_count: Type.Integer({ minimum: 0 }),
+  next_attempt_at: Nullable(Timestamp('When the next attempt is due; null unless pending.')),
+  created_at: Timestamp(),
+  updated_at: Timestamp(),
+  attempts: Type.Array(AttemptSchema, { description: 'Every attempt, oldest first.' }),
 });
 
 export const DeliveryEnvelope = Type.Object({ data: DeliverySchema });
 
 export const DeliveryList = Type.Object({
   data: Type.Array(DeliverySchema),
-  pagination: Type.Object({
-    limit: Type.Integer(),
-    next_cursor: Type.Union([Type.String(), Type.Null()]),
-    has_more: Type.Boolean(),
-  }),
+  pagination: Pagination,
+});
+
+/** POST /v1/webhooks/{id}/recover: the window [since, until) of the events' created_at; until defaults to now. */
+export const RecoverBody = Type.Object(
+  {
+    since: Type.String({
+      format: 'date-time',
+      description: 'Start of the window (inclusive), RFC 3339; within the event retention (EVENT_RETENTION_DAYS, 30 by default).',
+    }),
+    until: Type.Optional(Type.String({ format: 'date-time', description: 'End of the window (exclusive), RFC 3339; default now.' })),
+    dry_run: Type.Optional(Type.Boolean({ description: 'Count the events that would be re-delivered; send nothing.' })),
+  },
+  { additionalProperties: false },
+);
+
+export const RecoveryEnvelope = Type.Object({
+  data: Type.Object(
+    {
+      events: Type.Integer({ minimum: 0, description: 'Events enqueued as new deliveries (for a dry run: that would be).' }),
+      since: Type.String({ format: 'date-time' }),
+      until: Type.String({ format: 'date-time' }),
+    },
+    { additionalProperties: false },
+  ),
 });

@@ -9,6 +9,7 @@ import {
 } from '@fcd/service-kit';
 import type { Static } from '@sinclair/typebox';
 import { Ajv } from 'ajv';
+import addFormats from 'ajv-formats';
 import type { FastifyInstance, FastifyRequest, FastifySchemaCompiler } from 'fastify';
 import type { WebhookService } from '../domain/webhooks';
 import {
@@ -20,9 +21,12 @@ import {
   ListQuery,
   NoQuery,
   PatchBody,
+  RecoverBody,
+  RecoveryEnvelope,
   RotateBody,
   SubscriptionEnvelope,
   SubscriptionList,
+  shapeOnly,
 } from './schemas';
 
 /** The verified caller of each request (a WeakMap rather than a request decoration: no global type augmentation). */
@@ -43,7 +47,9 @@ const PRO_RANK = 1;
  * with the domain's checks into one VALIDATION_ERROR.
  */
 const strictAjv = new Ajv({ allErrors: true, coerceTypes: false, useDefaults: false, removeAdditional: false, strict: false });
-const strictBodyCompiler: FastifySchemaCompiler<unknown> = ({ schema }) => strictAjv.compile(schema as object);
+addFormats(strictAjv);
+// Against the body's shape only: its content rules are domain/validation.ts's (see schemas.ts).
+const strictBodyCompiler: FastifySchemaCompiler<unknown> = ({ schema }) => strictAjv.compile(shapeOnly(schema) as object);
 
 function schemaProblems(request: FastifyRequest) {
   const err = request.validationError as (Error & { validation?: unknown; validationContext?: string }) | undefined;
@@ -164,7 +170,23 @@ export async function webhookRoutes(app: FastifyInstance, options: WebhookRoutes
     }),
   );
 
+  app.post<{ Params: Static<typeof IdParams>; Body: Static<typeof RecoverBody> | undefined }>(
+    '/v1/webhooks/:id/recover',
+    {
+      schema: { body: RecoverBody, querystring: NoQuery, response: { 202: RecoveryEnvelope } },
+      validatorCompiler: strictBodyCompiler,
+      attachValidation: true,
+      // No body is validated as {} (since is required: a VALIDATION_ERROR naming it).
+      preValidation: async (request) => {
+        if (request.body == null) request.body = {} as never;
+      },
+    },
+    async (request, reply) =>
+      reply.code(202).send({ data: await service.recover(account(request), request.params.id, request.body, schemaProblems(request)) }),
+  );
+
   methodNotAllowed(app, '/v1/webhooks', ['GET', 'POST']);
+  methodNotAllowed(app, '/v1/webhooks/:id/recover', ['POST']);
   methodNotAllowed(app, '/v1/webhooks/:id/deliveries', ['GET']);
   methodNotAllowed(app, '/v1/webhooks/:id/deliveries/:delivery_id/retry', ['POST']);
   methodNotAllowed(app, '/v1/webhooks/:id/test', ['POST']);
