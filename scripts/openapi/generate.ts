@@ -1,7 +1,9 @@
 /**
- * npm run openapi:gen   — writes the OpenAPI document served by the gateway and the
- *                         client types generated from it (openapi-typescript).
- * npm run openapi:check — fails when either committed file differs from a fresh generation.
+ * npm run openapi:gen   — writes the OpenAPI document served by the gateway, the
+ *                         client types generated from it (openapi-typescript): the
+ *                         types of `@fcd/client` (libs/client), and the AsyncAPI
+ *                         document of the events (served at /asyncapi.json).
+ * npm run openapi:check — fails when any committed file differs from a fresh generation.
  *
  * Both outputs are passed through Biome's formatter so `biome check .` accepts them as they are.
  */
@@ -10,11 +12,13 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import openapiTS, { astToString } from 'openapi-typescript';
-import { buildDocument } from './document';
+import { buildAsyncApiDocument } from './asyncapi';
+import { buildDocument, sortKeys } from './document';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 export const DOCUMENT_PATH = 'services/gateway/src/openapi/openapi.json';
-export const TYPES_PATH = 'services/gateway/test/generated/openapi.d.ts';
+export const TYPES_PATH = 'libs/client/src/generated/openapi.ts';
+export const ASYNCAPI_PATH = 'services/gateway/src/openapi/asyncapi.json';
 
 function biomeFormat(path: string, content: string): string {
   return execFileSync(resolve(root, 'node_modules/.bin/biome'), ['format', `--stdin-file-path=${path}`], {
@@ -34,9 +38,13 @@ const types = biomeFormat(
   ].join('\n'),
 );
 
+const version = String((document.info as { version?: string } | undefined)?.version ?? '1.0.0');
+const asyncapi = biomeFormat(ASYNCAPI_PATH, `${JSON.stringify(sortKeys(buildAsyncApiDocument(version) as never), null, 2)}\n`);
+
 const outputs: Array<[string, string]> = [
   [DOCUMENT_PATH, json],
   [TYPES_PATH, types],
+  [ASYNCAPI_PATH, asyncapi],
 ];
 if (undocumented.length > 0) {
   console.warn(`openapi: in the gateway's route table but registered by no service, so not documented: ${undocumented.join(', ')}`);
@@ -53,7 +61,7 @@ if (process.argv.includes('--check')) {
     console.error(`openapi:check: out of date: ${stale.map(([p]) => p).join(', ')}; run npm run openapi:gen and commit`);
     process.exit(1);
   }
-  console.log('openapi:check: the OpenAPI document and its client types are up to date');
+  console.log('openapi:check: the OpenAPI document, its client types and the AsyncAPI document are up to date');
 } else {
   for (const [path, content] of outputs) writeFileSync(resolve(root, path), content);
   console.log(`openapi: wrote ${outputs.map(([p]) => p).join(', ')}`);

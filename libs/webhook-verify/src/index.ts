@@ -1,3 +1,3 @@
-export * from './receiver';
-export * from './signature';
-export * from './standard';
+export * from './receiver.js';
+export * from './signature.js';
+export * from './standard.js';

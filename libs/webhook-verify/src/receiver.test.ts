@@ -1,7 +1,7 @@
 import { createHmac } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type ReceivedDelivery, verifyDelivery, webhookHandler } from './receiver';
+import { type ReceivedDelivery, verifyDelivery, webhookHandler } from './receiver.js';
 
 const secret = 'whsec_receiverTestSecret0123456789abcdefABCDEF';
 const body = JSON.stringify({ id: 'evt_1', type: 'violation.new', created_at: '2026-11-22T08:15:30.123Z', data: { violation: {} } });

@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { SIGNATURE_HEADER, verifyAny } from './signature';
-import { STANDARD_HEADERS, type StandardVerifyOptions, verifyStandard } from './standard';
+import { SIGNATURE_HEADER, verifyAny } from './signature.js';
+import { STANDARD_HEADERS, type StandardVerifyOptions, verifyStandard } from './standard.js';
 
 /**
  * The receiver side of a delivery: compute the signature over the raw body, compare in constant

@@ -1,7 +1,7 @@
 import { createHmac } from 'node:crypto';
 import { sign as octokitSign, verify as octokitVerify } from '@octokit/webhooks-methods';
 import { describe, expect, it } from 'vitest';
-import { sign, verify } from './signature';
+import { sign, verify } from './signature.js';
 
 const secret = 'whsec_Zm9vYmFyYmF6cXV4cXV1eGNvcmdlZ3JhdWx0Z2FycGx5';
 const body = '{"id":"evt_1","type":"violation.new","created_at":"2026-11-22T08:15:30.123Z","data":{"violation":{"id":"v1"}}}';

@@ -3,9 +3,9 @@ import { verify as octokitVerify } from '@octokit/webhooks-methods';
 import { Webhook as StandardWebhook } from 'standardwebhooks';
 import { Webhook as SvixWebhook } from 'svix';
 import { describe, expect, it } from 'vitest';
-import { verifyDeliveryHeaders } from './receiver';
-import { sign, signatureHeader, verifyAny } from './signature';
-import { standardKey, standardSignature, standardSignatureHeader, verifyStandard } from './standard';
+import { verifyDeliveryHeaders } from './receiver.js';
+import { sign, signatureHeader, verifyAny } from './signature.js';
+import { standardKey, standardSignature, standardSignatureHeader, verifyStandard } from './standard.js';
 
 const NEW = `whsec_${Buffer.alloc(32, 0xfb).toString('base64')}`; // standard base64: contains + and /
 const OLD_STYLE = `whsec_${Buffer.alloc(32, 0xfb).toString('base64url')}`; // a secret made before: - and _
