@@ -14,6 +14,7 @@ import Fastify, { type FastifyInstance, type HTTPMethods } from 'fastify';
 import type { Ingestion } from './ingestion';
 import type { FacilityMetrics } from './metrics';
 import { requireGatewayAccount } from './routes/auth';
+import { exportRoutes } from './routes/exports';
 import { healthRoutes } from './routes/health';
 import { ingestRoutes } from './routes/ingest';
 import { internalRoutes } from './routes/internal';
@@ -60,6 +61,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     scope.addHook('onRequest', requireGatewayAccount(deps.auth));
     await scope.register(publicRoutes, { db: deps.db });
     await scope.register(internalRoutes, { db: deps.db });
+    await scope.register(exportRoutes, { db: deps.db });
   });
 
   await app.register(async (scope) => {

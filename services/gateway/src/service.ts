@@ -1,10 +1,22 @@
 import type { Server } from 'node:http';
 import { createClient } from '@fcd/grpc';
 import { UsageService } from '@fcd/proto';
-import { Counter, createLogger, createMetrics, Histogram, InternalAuth, type Logger, startMetricsServer } from '@fcd/service-kit';
+import {
+  Counter,
+  clusterFromSettings,
+  createLogger,
+  createMetrics,
+  Histogram,
+  InternalAuth,
+  type Logger,
+  redisOptions,
+  startMetricsServer,
+} from '@fcd/service-kit';
+import { Redis } from 'ioredis';
 import { buildGatewayApp } from './app';
 import { AuthorizationBatcher } from './auth/batcher';
 import type { GatewayConfig } from './config';
+import { IdempotencyStore } from './http/idempotency';
 import { Upstream } from './upstream/proxy';
 import { UsageHealth } from './upstream/usage-health';
 
@@ -31,10 +43,16 @@ export async function startGateway(config: GatewayConfig, options: { logger?: Lo
   const usage = createClient(UsageService, config.USAGE_GRPC_ADDRESS, {
     defaultDeadlineMs: config.AUTH_DEADLINE_MS,
     callSecret: config.USAGE_GRPC_SECRET,
+    channelOptions: {
+      'grpc.service_config': JSON.stringify({ loadBalancingConfig: [{ [config.USAGE_GRPC_LB_POLICY]: {} }] }),
+      'grpc.dns_min_time_between_resolutions_ms': config.USAGE_GRPC_DNS_MIN_INTERVAL_MS,
+    },
   });
   const batcher = new AuthorizationBatcher(usage, logger, {
     deadlineMs: config.AUTH_DEADLINE_MS,
     maxBatch: config.AUTH_MAX_BATCH,
+    streams: config.AUTH_STREAMS,
+    streamMaxAgeMs: config.AUTH_STREAM_MAX_AGE_MS,
     onBatch: (n) => batchSize.observe(n),
     onResend: (n) => resentBatches.inc(n),
   });
@@ -43,6 +61,23 @@ export async function startGateway(config: GatewayConfig, options: { logger?: Lo
     facility: new Upstream('facility', config.FACILITY_URL, config.UPSTREAM_TIMEOUT_MS, config.UPSTREAM_CONNECTIONS),
     webhook: new Upstream('webhook', config.WEBHOOK_URL, config.UPSTREAM_TIMEOUT_MS, config.UPSTREAM_CONNECTIONS),
   };
+  // Idempotency records only: the gateway never counts in Redis (the usage service does).
+  const redis =
+    clusterFromSettings(config, (scheme) => redisOptions(config, scheme)) ??
+    new Redis(config.REDIS_URL as string, {
+      ...redisOptions(config, config.REDIS_URL as string),
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 1,
+      connectTimeout: 2000,
+      commandTimeout: 2000,
+      retryStrategy: (times) => Math.min(times * 100, 1000),
+    });
+  redis.on('error', (err) => logger.debug({ err: { message: err.message } }, 'idempotency redis error'));
+  const idempotency = new IdempotencyStore(redis, config.REDIS_KEY_PREFIX, config.INTERNAL_AUTH_SECRET, {
+    ttlMs: config.IDEMPOTENCY_TTL_SECONDS * 1000,
+    // The work of a POST ends within the upstream timeout; the lease outlives it a little.
+    leaseMs: config.UPSTREAM_TIMEOUT_MS + 5000,
+  });
   let shuttingDown = false;
   const app = buildGatewayApp({
     logger,
@@ -51,6 +86,8 @@ export async function startGateway(config: GatewayConfig, options: { logger?: Lo
     usage,
     upstreams,
     internalAuth: new InternalAuth(config.INTERNAL_AUTH_SECRET),
+    idempotency,
+    idempotencyWaitMs: config.UPSTREAM_TIMEOUT_MS + 5000,
     readiness: {
       usage: () => health.check(''),
       postgres: () => health.check('postgres'),
@@ -74,6 +111,7 @@ export async function startGateway(config: GatewayConfig, options: { logger?: Lo
       await batcher.close();
       await Promise.all([upstreams.facility.close(), upstreams.webhook.close()]);
       usage.close();
+      redis.disconnect();
       health.close();
       await new Promise((r) => metricsServer.close(r));
     },

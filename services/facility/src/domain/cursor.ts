@@ -10,22 +10,27 @@ import { isCalendarDate } from './records';
  * - facilities: ordered by registry_id ascending (the immutable natural key)
  * - violations: violation_date descending, then id descending
  * - cases:      filed_date descending, then id descending
+ * - near:       facilities by distance from the search centre ascending, then registry_id (the
+ *               distance is carried exactly, as the float8 Postgres computed; the cursor is only
+ *               valid for the same centre, which the client sends again)
  */
-export type CursorKind = 'facilities' | 'violations' | 'cases';
+export type CursorKind = 'facilities' | 'violations' | 'cases' | 'near';
 
 export type FacilityKey = { registry_id: string };
 export type DatedKey = { date: string; id: string };
+export type NearKey = { distance_m: number; registry_id: string };
 
 export interface CursorKeys {
   facilities: FacilityKey;
   violations: DatedKey;
   cases: DatedKey;
+  near: NearKey;
 }
 
-const TAG: Record<CursorKind, string> = { facilities: 'f1', violations: 'v1', cases: 'c1' };
+const TAG: Record<CursorKind, string> = { facilities: 'f1', violations: 'v1', cases: 'c1', near: 'g1' };
 
 export function encodeCursor<K extends CursorKind>(kind: K, key: CursorKeys[K]): string {
-  const values = 'registry_id' in key ? [key.registry_id] : [key.date, key.id];
+  const values = 'distance_m' in key ? [key.distance_m, key.registry_id] : 'registry_id' in key ? [key.registry_id] : [key.date, key.id];
   return Buffer.from(JSON.stringify([TAG[kind], ...values]), 'utf8').toString('base64url');
 }
 
@@ -39,6 +44,12 @@ export function decodeCursor<K extends CursorKind>(kind: K, cursor: string): Cur
     return undefined;
   }
   if (!Array.isArray(parsed) || parsed[0] !== TAG[kind]) return undefined;
+  if (kind === 'near') {
+    const [, distance_m, registry_id] = parsed;
+    if (parsed.length !== 3 || typeof distance_m !== 'number' || !Number.isFinite(distance_m) || distance_m < 0) return undefined;
+    if (typeof registry_id !== 'string' || registry_id.length === 0 || registry_id.length > 40) return undefined;
+    return { distance_m, registry_id } as CursorKeys[K];
+  }
   if (kind === 'facilities') {
     const [, registry_id] = parsed;
     if (parsed.length !== 2 || typeof registry_id !== 'string' || registry_id.length === 0 || registry_id.length > 40) return undefined;

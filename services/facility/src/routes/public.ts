@@ -10,6 +10,7 @@ import {
   getFacility,
   listCases,
   listFacilities,
+  listFacilitiesNear,
   listViolations,
   type Page,
   type Queryable,
@@ -20,6 +21,7 @@ import {
   dataOf,
   FacilityCasesQuerySchema,
   FacilityListQuerySchema,
+  FacilityNearSchema,
   FacilitySchema,
   FacilityViolationsQuerySchema,
   IdParams,
@@ -53,6 +55,44 @@ function afterCursor<K extends CursorKind>(kind: K, cursor: string | undefined):
   return key;
 }
 
+const DECIMAL = /^[+-]?(\d{1,3}(\.\d{1,12})?|\.\d{1,12})$/;
+
+/** near=<lat>,<lon> and radius_km, checked together; every problem is reported at once. */
+function nearParams(
+  near: string | undefined,
+  radius: string | undefined,
+): { latitude: number; longitude: number; radius_km: number } | undefined {
+  if (near === undefined && radius === undefined) return undefined;
+  const problems: Array<{ field: string; message: string }> = [];
+  let latitude = Number.NaN;
+  let longitude = Number.NaN;
+  if (near === undefined) {
+    problems.push({ field: 'near', message: 'is required with radius_km' });
+  } else {
+    const [lat, lon, ...rest] = near.split(',').map((p) => p.trim());
+    if (rest.length === 0 && lat !== undefined && lon !== undefined && DECIMAL.test(lat) && DECIMAL.test(lon)) {
+      latitude = Number(lat);
+      longitude = Number(lon);
+    }
+    if (!(latitude >= -90 && latitude <= 90 && longitude >= -180 && longitude <= 180)) {
+      problems.push({
+        field: 'near',
+        message: 'must be <latitude>,<longitude> in decimal degrees, latitude -90 to 90 and longitude -180 to 180',
+      });
+    }
+  }
+  let radius_km = Number.NaN;
+  if (radius === undefined) {
+    problems.push({ field: 'radius_km', message: 'is required with near' });
+  } else {
+    if (DECIMAL.test(radius.trim())) radius_km = Number(radius);
+    if (!(radius_km >= 0.1 && radius_km <= 100))
+      problems.push({ field: 'radius_km', message: 'must be a decimal number of km from 0.1 to 100' });
+  }
+  if (problems.length > 0) throw validationError(problems);
+  return { latitude, longitude, radius_km };
+}
+
 function pathId(id: string, what: string): string {
   if (!UUID_PATTERN.test(id)) throw notFound(what);
   return id.toLowerCase();
@@ -76,10 +116,27 @@ export async function publicRoutes(app: FastifyInstance, opts: PublicRoutesOptio
 
   app.get<{ Querystring: Static<typeof FacilityListQuerySchema> }>(
     '/v1/facilities',
-    { preValidation: normalizeCodes, schema: { querystring: FacilityListQuerySchema, response: { 200: listOf(FacilitySchema) } } },
+    {
+      preValidation: normalizeCodes,
+      schema: { querystring: FacilityListQuerySchema, response: { 200: listOf(FacilityNearSchema) } },
+    },
     async (request) => {
       const q = request.query;
       const limit = q.limit ?? 25;
+      const near = nearParams(q.near, q.radius_km);
+      if (near) {
+        // Search by place: nearest first, with the other filters; its own cursor (distance, registry_id).
+        const found = await listFacilitiesNear(db, {
+          ...near,
+          limit,
+          ...(q.state ? { state: q.state } : {}),
+          ...(q.program ? { program: q.program as Program } : {}),
+          ...(q.compliance_status ? { compliance_status: q.compliance_status as ComplianceStatus } : {}),
+          ...(q.q ? { q: q.q } : {}),
+          ...(q.cursor ? { after: afterCursor('near', q.cursor) } : {}),
+        });
+        return listBody(found, limit);
+      }
       const page = await listFacilities(db, {
         limit,
         ...(q.state ? { state: q.state } : {}),

@@ -32,6 +32,14 @@ export const FacilitySchema = Type.Object({
   updated_at: Timestamp,
 });
 
+/** A facility in a search by place: its distance from the centre, in km rounded to the metre. */
+export const FacilityNearSchema = Type.Object({
+  ...FacilitySchema.properties,
+  distance_km: Type.Optional(
+    Type.Number({ description: 'Great-circle distance from `near`, in km (to the metre). Present only with `near`.' }),
+  ),
+});
+
 export const ViolationSchema = Type.Object({
   id: Uuid,
   facility_id: Uuid,
@@ -80,6 +88,8 @@ export const FacilityListQuerySchema = optionalObject({
   program: StringEnum(PROGRAMS),
   compliance_status: StringEnum(COMPLIANCE_STATUSES),
   q: Type.String({ minLength: 1, maxLength: 200 }),
+  near: Type.String({ minLength: 1, maxLength: 64, description: '`<latitude>,<longitude>` in decimal degrees' }),
+  radius_km: Type.String({ minLength: 1, maxLength: 32, description: 'Radius around `near`, 0.1–100 km' }),
   limit: Limit,
   cursor: Cursor,
 });

@@ -9,30 +9,59 @@ export interface PublicRoute {
   path: string;
   methods: Array<'GET' | 'POST' | 'PATCH' | 'DELETE'>;
   target: Target;
+  /**
+   * Cache-Control max-age of the route's 200 answers to GET (always `private`: one account's view).
+   * Compliance data changes only when an import does; an account's own webhooks and usage change
+   * with its own calls, so clients revalidate those every time (a 304 costs nothing).
+   */
+  maxAgeSeconds?: number;
 }
 
+/** Facility data: imports run at most a few times a day; a minute of staleness is harmless. */
+const DATA_MAX_AGE = 60;
+
 export const PUBLIC_ROUTES: PublicRoute[] = [
-  { path: '/v1/account/usage', methods: ['GET'], target: 'local' },
-  { path: '/v1/facilities', methods: ['GET'], target: 'facility' },
-  { path: '/v1/facilities/:facility_id', methods: ['GET'], target: 'facility' },
-  { path: '/v1/facilities/:facility_id/violations', methods: ['GET'], target: 'facility' },
-  { path: '/v1/facilities/:facility_id/cases', methods: ['GET'], target: 'facility' },
-  { path: '/v1/violations', methods: ['GET'], target: 'facility' },
-  { path: '/v1/cases', methods: ['GET'], target: 'facility' },
-  { path: '/v1/cases/:case_id', methods: ['GET'], target: 'facility' },
-  { path: '/v1/webhooks', methods: ['GET', 'POST'], target: 'webhook' },
-  { path: '/v1/webhooks/:webhook_id', methods: ['GET', 'PATCH', 'DELETE'], target: 'webhook' },
-  { path: '/v1/webhooks/:webhook_id/deliveries', methods: ['GET'], target: 'webhook' },
+  { path: '/v1/account/usage', methods: ['GET'], target: 'local', maxAgeSeconds: 0 },
+  { path: '/v1/facilities', methods: ['GET'], target: 'facility', maxAgeSeconds: DATA_MAX_AGE },
+  { path: '/v1/facilities/:facility_id', methods: ['GET'], target: 'facility', maxAgeSeconds: DATA_MAX_AGE },
+  { path: '/v1/facilities/:facility_id/violations', methods: ['GET'], target: 'facility', maxAgeSeconds: DATA_MAX_AGE },
+  { path: '/v1/facilities/:facility_id/cases', methods: ['GET'], target: 'facility', maxAgeSeconds: DATA_MAX_AGE },
+  { path: '/v1/violations', methods: ['GET'], target: 'facility', maxAgeSeconds: DATA_MAX_AGE },
+  { path: '/v1/cases', methods: ['GET'], target: 'facility', maxAgeSeconds: DATA_MAX_AGE },
+  { path: '/v1/cases/:case_id', methods: ['GET'], target: 'facility', maxAgeSeconds: DATA_MAX_AGE },
+  { path: '/v1/webhooks', methods: ['GET', 'POST'], target: 'webhook', maxAgeSeconds: 0 },
+  { path: '/v1/webhooks/:webhook_id', methods: ['GET', 'PATCH', 'DELETE'], target: 'webhook', maxAgeSeconds: 0 },
+  { path: '/v1/webhooks/:webhook_id/deliveries', methods: ['GET'], target: 'webhook', maxAgeSeconds: 0 },
   { path: '/v1/webhooks/:webhook_id/deliveries/:delivery_id/retry', methods: ['POST'], target: 'webhook' },
   { path: '/v1/webhooks/:webhook_id/test', methods: ['POST'], target: 'webhook' },
   { path: '/v1/webhooks/:webhook_id/rotate-secret', methods: ['POST'], target: 'webhook' },
+  { path: '/v1/webhooks/:webhook_id/recover', methods: ['POST'], target: 'webhook' },
+  { path: '/v1/events', methods: ['GET'], target: 'webhook' },
+  { path: '/v1/events/:event_id', methods: ['GET'], target: 'webhook' },
+  // Bulk exports: the gateway walks the facility service's export pages and counts each (docs/metering.md).
+  { path: '/v1/exports/facilities', methods: ['GET'], target: 'local' },
+  { path: '/v1/exports/violations', methods: ['GET'], target: 'local' },
+  { path: '/v1/exports/cases', methods: ['GET'], target: 'local' },
 ];
+
+export const EXPORT_KINDS = ['facilities', 'violations', 'cases'] as const;
+
+/** Rows per export page, and so per counted request (docs/metering.md, "Exports"). */
+export const EXPORT_PAGE_ROWS = 1000;
 
 /**
  * Paths under these prefixes need at least this tier rank ("Pro and above": free 0 < pro 1 <
  * enterprise 2). The gateway refuses lower tiers with 403 before reading the body, on every path
  * and method under the prefix (unknown sub-paths and wrong methods too); the domain service checks again.
  */
-export const TIER_GATED_PREFIXES = [{ prefix: '/v1/webhooks', minTierRank: 1, requiredTier: 'pro' }] as const;
+export const TIER_GATED_PREFIXES = [
+  { prefix: '/v1/webhooks', minTierRank: 1, requiredTier: 'pro', feature: 'Webhooks' },
+  { prefix: '/v1/exports', minTierRank: 1, requiredTier: 'pro', feature: 'Bulk exports' },
+] as const;
 
 export const ALL_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;
+
+/** Cache-Control max-age of a route's GET answers (0 for a GET route the table does not name). */
+export function maxAgeOf(routePath: string | undefined): number {
+  return PUBLIC_ROUTES.find((r) => r.path === routePath)?.maxAgeSeconds ?? 0;
+}

@@ -4,6 +4,19 @@ import { Pool } from 'undici';
 
 const PASS_HEADERS = ['content-type', 'location', 'retry-after', 'allow', 'link'];
 
+/** An upstream's answer as the gateway passes it on. */
+export interface UpstreamAnswer {
+  status: number;
+  headers: Record<string, string>;
+  body: Buffer;
+}
+
+export function sendAnswer(reply: FastifyReply, answer: UpstreamAnswer): FastifyReply {
+  for (const [name, v] of Object.entries(answer.headers)) reply.header(name, v);
+  reply.code(answer.status);
+  return answer.status === 204 || answer.body.length === 0 ? reply.send() : reply.send(answer.body);
+}
+
 /**
  * A domain service behind the gateway: a keep-alive connection pool, the
  * signed account header, and the body re-serialised from the parsed JSON.
@@ -27,7 +40,15 @@ export class Upstream {
     });
   }
 
-  async forward(request: FastifyRequest, reply: FastifyReply, accountHeader: string): Promise<FastifyReply> {
+  async forward(request: FastifyRequest, reply: FastifyReply, accountHeader: string, method = request.method): Promise<FastifyReply> {
+    return sendAnswer(reply, await this.call(request, accountHeader, method));
+  }
+
+  /**
+   * The upstream's answer, read whole (status, the headers passed on, the body). Throws the
+   * AppError the client gets when the upstream is unreachable or fails.
+   */
+  async call(request: FastifyRequest, accountHeader: string, method = request.method): Promise<UpstreamAnswer> {
     const headers: Record<string, string> = {
       'x-request-id': request.id,
       'x-fcd-account': accountHeader,
@@ -41,7 +62,7 @@ export class Upstream {
     let res: Awaited<ReturnType<Pool['request']>>;
     try {
       res = await this.pool.request({
-        method: request.method as 'GET',
+        method: method as 'GET',
         path: request.url,
         headers,
         body,
@@ -68,12 +89,42 @@ export class Upstream {
       request.log.error({ upstream: this.name, status: res.statusCode }, 'upstream error');
       throw new AppError('INTERNAL_ERROR', `An internal error occurred. Quote request id ${request.id} when reporting it.`);
     }
+    const passed: Record<string, string> = {};
     for (const name of PASS_HEADERS) {
       const v = res.headers[name];
-      if (typeof v === 'string') reply.header(name, v);
+      if (typeof v === 'string') passed[name] = v;
     }
-    reply.code(res.statusCode);
-    return res.statusCode === 204 || payload.length === 0 ? reply.send() : reply.send(payload);
+    return { status: res.statusCode, headers: passed, body: payload };
+  }
+
+  /**
+   * GET of an internal path (an export page) with the signed account header: status, every
+   * `x-export-*` header and the body. Throws the client's AppError when the upstream is unreachable.
+   */
+  async getInternal(path: string, accountHeader: string, requestId: string): Promise<UpstreamAnswer> {
+    let res: Awaited<ReturnType<Pool['request']>>;
+    let body: Buffer;
+    try {
+      res = await this.pool.request({
+        method: 'GET',
+        path,
+        headers: { 'x-request-id': requestId, 'x-fcd-account': accountHeader, accept: '*/*' },
+        signal: AbortSignal.timeout(this.timeoutMs),
+      });
+      body = Buffer.from(await res.body.arrayBuffer());
+    } catch (err) {
+      throw serviceUnavailable(this.name, 1, err);
+    }
+    if (res.statusCode === 401 || (res.statusCode >= 500 && res.statusCode !== 503)) {
+      throw res.statusCode === 401
+        ? serviceUnavailable(this.name, 1)
+        : new AppError('INTERNAL_ERROR', `An internal error occurred. Quote request id ${requestId} when reporting it.`);
+    }
+    const headers: Record<string, string> = {};
+    for (const [name, v] of Object.entries(res.headers)) {
+      if (typeof v === 'string' && (name.startsWith('x-export-') || PASS_HEADERS.includes(name))) headers[name] = v;
+    }
+    return { status: res.statusCode, headers, body };
   }
 
   /** Reachability (the service's /healthz); its own dependencies are its own readiness. */

@@ -1,0 +1,146 @@
+import type { CaseStatus, CaseType, ComplianceStatus, Program, Severity } from '../domain/codes';
+import type { EnforcementCase, Facility, Violation } from '../domain/model';
+import type { Queryable } from './queries';
+import { CASE_COLUMNS, type CaseRow, FACILITY_COLUMNS, type FacilityRow, toCase, toFacility, toViolation, type ViolationRow } from './rows';
+
+/**
+ * Bulk export, one page at a time (docs/facility.md, "Bulk export"). Every kind is walked in
+ * primary-key (`id`) order, so the resume point of an export is simply the id of the last row a
+ * client received, whatever the format, and each page is one index range scan of at most `limit`
+ * rows: memory is one page whatever the size of the export.
+ */
+export type ExportKind = 'facilities' | 'violations' | 'cases';
+
+export interface ExportFilter {
+  state?: string;
+  program?: Program;
+  compliance_status?: ComplianceStatus;
+  q?: string;
+  facility_id?: string;
+  severity?: Severity;
+  status?: CaseStatus;
+  case_type?: CaseType;
+  since?: string;
+}
+
+export type ExportRow = Facility | Violation | EnforcementCase;
+
+export interface ExportPage {
+  rows: ExportRow[];
+  /** More rows follow the last one. */
+  more: boolean;
+}
+
+function likeContains(q: string): string {
+  return `%${q.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+}
+
+export async function exportPage(
+  db: Queryable,
+  kind: ExportKind,
+  f: ExportFilter,
+  after: string | undefined,
+  limit: number,
+): Promise<ExportPage> {
+  const params: unknown[] = [];
+  const where: string[] = [];
+  const p = (v: unknown) => {
+    params.push(v);
+    return `$${params.length}`;
+  };
+  let sql: string;
+  let map: (r: never) => ExportRow;
+  if (kind === 'facilities') {
+    if (f.state) where.push(`state = ${p(f.state)}`);
+    if (f.program) where.push(`programs @> ARRAY[${p(f.program)}]::text[]`);
+    if (f.compliance_status) where.push(`compliance_status = ${p(f.compliance_status)}`);
+    if (f.q) where.push(`name ILIKE ${p(likeContains(f.q))}`);
+    if (after) where.push(`id > ${p(after)}::uuid`);
+    sql = `SELECT ${FACILITY_COLUMNS} FROM facilities ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY id LIMIT ${p(limit + 1)}`;
+    map = (r: FacilityRow) => toFacility(r);
+  } else if (kind === 'violations') {
+    if (f.state) where.push(`f.state = ${p(f.state)}`);
+    if (f.facility_id) where.push(`v.facility_id = ${p(f.facility_id)}`);
+    if (f.program) where.push(`v.program = ${p(f.program)}`);
+    if (f.severity) where.push(`v.severity = ${p(f.severity)}`);
+    if (f.since) where.push(`v.violation_date >= ${p(f.since)}::date`);
+    if (after) where.push(`v.id > ${p(after)}::uuid`);
+    sql = `SELECT v.id, v.facility_id, f.name AS facility_name, v.program, v.violation_type, v.violation_date, v.severity,
+                  v.description, v.resolved_date
+             FROM violations v JOIN facilities f ON f.id = v.facility_id
+             ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
+            ORDER BY v.id LIMIT ${p(limit + 1)}`;
+    map = (r: ViolationRow) => toViolation(r);
+  } else {
+    if (f.facility_id) where.push(`facility_ids @> ARRAY[${p(f.facility_id)}]::uuid[]`);
+    if (f.status) where.push(`status = ${p(f.status)}`);
+    if (f.case_type) where.push(`case_type = ${p(f.case_type)}`);
+    if (f.since) where.push(`filed_date >= ${p(f.since)}::date`);
+    if (after) where.push(`id > ${p(after)}::uuid`);
+    sql = `SELECT ${CASE_COLUMNS} FROM cases ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY id LIMIT ${p(limit + 1)}`;
+    map = (r: CaseRow) => toCase(r);
+  }
+  const { rows } = await db.query(sql, params);
+  const more = rows.length > limit;
+  return { rows: (more ? rows.slice(0, limit) : rows).map((r) => map(r as never)), more };
+}
+
+/** CSV columns of each kind: the representation's fields, in its order. */
+export const CSV_COLUMNS: Record<ExportKind, string[]> = {
+  facilities: [
+    'id',
+    'registry_id',
+    'name',
+    'street',
+    'city',
+    'state',
+    'zip',
+    'county',
+    'latitude',
+    'longitude',
+    'naics_codes',
+    'programs',
+    'compliance_status',
+    'last_inspection_date',
+    'updated_at',
+  ],
+  violations: [
+    'id',
+    'facility_id',
+    'facility_name',
+    'program',
+    'violation_type',
+    'violation_date',
+    'severity',
+    'description',
+    'resolved_date',
+  ],
+  cases: [
+    'id',
+    'case_number',
+    'case_type',
+    'status',
+    'lead_agency',
+    'filed_date',
+    'settled_date',
+    'penalty_amount_usd',
+    'facility_ids',
+    'updated_at',
+  ],
+};
+
+/** RFC 4180: a field with a comma, quote, CR or LF is quoted, quotes doubled; arrays joined with `;`; null empty. */
+function csvField(v: unknown): string {
+  if (v === null || v === undefined) return '';
+  const s = Array.isArray(v) ? v.join(';') : String(v);
+  return /[",\r\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
+}
+
+export function csvLine(values: unknown[]): string {
+  return `${values.map(csvField).join(',')}\r\n`;
+}
+
+export function csvRow(kind: ExportKind, row: ExportRow): string {
+  const r = row as unknown as Record<string, unknown>;
+  return csvLine(CSV_COLUMNS[kind].map((c) => r[c]));
+}
