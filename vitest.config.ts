@@ -1,6 +1,12 @@
 import { defineConfig } from 'vitest/config';
 
+// Workspace libraries that publish a built dist/ (libs/client, libs/webhook-verify) export their
+// TypeScript sources under the `source` condition: tests run the sources, never a stale build.
+const conditions = ['source', 'module', 'node', 'development|production'];
+
 export default defineConfig({
+  resolve: { conditions },
+  ssr: { resolve: { conditions } },
   test: {
     include: [
       'services/*/src/**/*.test.ts',
