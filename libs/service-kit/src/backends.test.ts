@@ -62,6 +62,11 @@ describe('start-up checks', () => {
       'DATABASE_SSL_CA_FILE: only used with DATABASE_SSLMODE verify-ca or verify-full (is require)',
     ]);
     expect(backendSettingsProblems({ NATS_PASSWORD: 'secret-value' })).toEqual(['NATS_PASSWORD: needs NATS_USER']);
+    expect(backendSettingsProblems({ REDIS_CLUSTER_NODES: 'a:7000, rediss://b.example:7001,[::1]:7002' })).toEqual([]);
+    expect(backendSettingsProblems({ REDIS_CLUSTER_NODES: 'a:7000,b', REDIS_URL: 'redis://c:6379' })).toEqual([
+      'REDIS_CLUSTER_NODES: each entry must be host:port (got "b")',
+      'REDIS_CLUSTER_NODES: give either REDIS_URL or REDIS_CLUSTER_NODES, not both',
+    ]);
   });
 
   it('parseConfig reports them like any other config error', () => {

@@ -23,6 +23,11 @@ export const PostgresEnv = {
 };
 
 export const RedisEnv = {
+  /**
+   * A Redis Cluster instead of one Redis (REDIS_URL): comma-separated `host:port` of some of its
+   * nodes (`rediss://host:port` for TLS); the client learns the others from them.
+   */
+  REDIS_CLUSTER_NODES: optionalText(),
   /** ACL user (Redis 6+); with REDIS_PASSWORD only, the default user. */
   REDIS_USERNAME: optionalText(),
   REDIS_PASSWORD: optionalText(),
@@ -59,6 +64,15 @@ export function backendSettingsProblems(s: Settings): string[] {
   if (text(s, 'NATS_PASSWORD') !== undefined && text(s, 'NATS_USER') === undefined) problems.push('NATS_PASSWORD: needs NATS_USER');
   if (text(s, 'NATS_CREDS_FILE') !== undefined && text(s, 'NATS_USER') !== undefined) {
     problems.push('NATS_CREDS_FILE: give either a creds file or NATS_USER/NATS_PASSWORD, not both');
+  }
+  const clusterNodes = text(s, 'REDIS_CLUSTER_NODES');
+  if (clusterNodes !== undefined) {
+    const bad = clusterNodes
+      .split(',')
+      .map((e) => e.trim())
+      .filter((e) => !/^(?:rediss?:\/\/)?(?:\[[0-9a-fA-F:.]+\]|[^:/\s]+):\d{1,5}$/.test(e));
+    if (bad.length > 0) problems.push(`REDIS_CLUSTER_NODES: each entry must be host:port (got ${JSON.stringify(bad[0])})`);
+    if (text(s, 'REDIS_URL') !== undefined) problems.push('REDIS_CLUSTER_NODES: give either REDIS_URL or REDIS_CLUSTER_NODES, not both');
   }
   if (text(s, 'REDIS_USERNAME') !== undefined && text(s, 'REDIS_PASSWORD') === undefined)
     problems.push('REDIS_USERNAME: needs REDIS_PASSWORD');

@@ -11,6 +11,7 @@ export * from './logger';
 export * from './metrics';
 export * from './pg';
 export * from './process-guard';
+export * from './redis-cluster';
 export * from './retry';
 export * from './shutdown';
 export * from './trace-context';

@@ -4,6 +4,7 @@ import {
   checkWebhookUrl,
   classifyAddress,
   isAddressAllowed,
+  parseAllowedPorts,
   parseWebhookUrl,
   type ResolvedAddress,
   type Resolver,
@@ -80,6 +81,35 @@ describe('classifyAddress', () => {
     expect(isAddressAllowed('fd00:ec2::254', true)).toBe(false);
     expect(isAddressAllowed('::ffff:169.254.169.254', true)).toBe(false);
     expect(isAddressAllowed('garbage', true)).toBe(false);
+  });
+});
+
+describe('allowed receiver ports (WEBHOOK_ALLOWED_PORTS)', () => {
+  it('refuses a port the dispatcher cannot reach, naming the allowed ones, and accepts the allowed ones', () => {
+    expect(parseWebhookUrl('https://example.com:8443/hook', false, [443])).toEqual({
+      ok: false,
+      code: 'port',
+      message: 'must use port 443 (webhooks are delivered only to this port; got 8443)',
+      retryable: false,
+    });
+    expect(parseWebhookUrl('https://example.com:9000/hook', false, [443, 8443])).toMatchObject({
+      ok: false,
+      code: 'port',
+      message: 'must use port 443, 8443 (webhooks are delivered only to these ports; got 9000)',
+    });
+    expect(parseWebhookUrl('https://example.com/hook', false, [443]).ok).toBe(true);
+    expect(parseWebhookUrl('https://example.com:443/hook', false, [443]).ok).toBe(true);
+    expect(parseWebhookUrl('https://example.com:8443/hook', false, [443, 8443]).ok).toBe(true);
+  });
+
+  it('leaves ports open with private URLs allowed (local receivers) and without a list', () => {
+    expect(parseWebhookUrl('http://127.0.0.1:23456/hook', true, [443]).ok).toBe(true);
+    expect(parseWebhookUrl('https://example.com:8443/hook', false).ok).toBe(true);
+  });
+
+  it('parses the comma-separated setting', () => {
+    expect(parseAllowedPorts('443')).toEqual([443]);
+    expect(parseAllowedPorts(' 443, 8443 ')).toEqual([443, 8443]);
   });
 });
 

@@ -28,6 +28,11 @@ export const systemResolver: Resolver = async (hostname) => {
 export interface UrlPolicy {
   /** WEBHOOK_ALLOW_PRIVATE_URLS: allows http and private, loopback and link-local destinations (local development and tests). */
   allowPrivate: boolean;
+  /**
+   * WEBHOOK_ALLOWED_PORTS: the ports a receiver URL may use (the dispatcher's egress opens only
+   * these; default 443). Not enforced with `allowPrivate` (local receivers use any port).
+   */
+  allowedPorts?: readonly number[];
   resolver?: Resolver;
   /** Upper bound for one resolution. */
   dnsTimeoutMs?: number;
@@ -37,6 +42,7 @@ export type UrlProblemCode =
   | 'too_long'
   | 'invalid'
   | 'scheme'
+  | 'port'
   | 'credentials'
   | 'blocked_host'
   | 'blocked_address'
@@ -178,6 +184,7 @@ function fail(code: UrlProblemCode, message: string, retryable = false): UrlChec
 export function parseWebhookUrl(
   input: string,
   allowPrivate: boolean,
+  allowedPorts: readonly number[] = [],
 ): { ok: true; url: URL; hostname: string } | (UrlCheck & { ok: false }) {
   if (input.length > MAX_URL_LENGTH) return fail('too_long', `must be at most ${MAX_URL_LENGTH} characters`);
   if (input.length === 0) return fail('invalid', 'must be an absolute https URL');
@@ -196,6 +203,16 @@ export function parseWebhookUrl(
   }
   // The URL parser accepts port 0, to which nothing can ever be delivered.
   if (url.port === '0') return fail('invalid', 'must not use port 0');
+  if (!allowPrivate && allowedPorts.length > 0) {
+    const port = url.port === '' ? (url.protocol === 'https:' ? 443 : 80) : Number(url.port);
+    if (!allowedPorts.includes(port)) {
+      const list = allowedPorts.join(', ');
+      return fail(
+        'port',
+        `must use port ${list} (webhooks are delivered only to ${allowedPorts.length > 1 ? 'these ports' : 'this port'}; got ${port})`,
+      );
+    }
+  }
   let hostname = url.hostname.toLowerCase();
   if (hostname.startsWith('[') && hostname.endsWith(']')) hostname = hostname.slice(1, -1);
   hostname = hostname.replace(/\.+$/, '');
@@ -235,7 +252,7 @@ async function resolveWithTimeout(resolver: Resolver, hostname: string, timeoutM
  * sneak a private address in.
  */
 export async function checkWebhookUrl(input: string, policy: UrlPolicy): Promise<UrlCheck> {
-  const parsed = parseWebhookUrl(input, policy.allowPrivate);
+  const parsed = parseWebhookUrl(input, policy.allowPrivate, policy.allowedPorts);
   if (!parsed.ok) return parsed;
   const { url, hostname } = parsed;
   if (ipaddr.isValid(hostname)) {
@@ -293,4 +310,12 @@ export function safeLookup(policy: UrlPolicy) {
       (err: NodeJS.ErrnoException) => callback(err, all ? [] : '', undefined),
     );
   };
+}
+
+/** WEBHOOK_ALLOWED_PORTS (comma-separated TCP ports, e.g. `443,8443`) as numbers. */
+export function parseAllowedPorts(value: string): number[] {
+  return value
+    .split(',')
+    .map((p) => Number(p.trim()))
+    .filter((p) => Number.isInteger(p) && p >= 1 && p <= 65535);
 }

@@ -1,8 +1,13 @@
 import { createLogger, installProcessGuard, installShutdown, loadConfigOrExit } from '@fcd/service-kit';
-import { GatewayConfigSchema } from './config';
+import { GatewayConfigSchema, gatewayConfigProblems } from './config';
 import { startGateway } from './service';
 
 const config = loadConfigOrExit('gateway', GatewayConfigSchema);
+const problems = gatewayConfigProblems(config);
+if (problems.length > 0) {
+  process.stderr.write(`gateway: invalid configuration: ${problems.join('; ')}\n`);
+  process.exit(1);
+}
 const logger = createLogger({ service: 'gateway', level: config.LOG_LEVEL });
 installProcessGuard(logger);
 try {

@@ -1,4 +1,4 @@
-import { Env, HttpServerEnv, PostgresEnv, PostgresPoolEnv, RedisEnv } from '@fcd/service-kit';
+import { Env, HttpServerEnv, PostgresEnv, PostgresPoolEnv, RedisEnv, redisTargetProblems } from '@fcd/service-kit';
 import { Type } from '@sinclair/typebox';
 
 export const UsageConfigSchema = Type.Object({
@@ -7,7 +7,13 @@ export const UsageConfigSchema = Type.Object({
   METRICS_PORT: Env.port(9464),
   HOST: Type.String({ default: '0.0.0.0' }),
   DATABASE_URL: Env.url(),
-  REDIS_URL: Env.url(),
+  /** One Redis (or a Sentinel-managed primary's address); REDIS_CLUSTER_NODES instead for a Redis Cluster. */
+  REDIS_URL: Type.Optional(Env.url()),
+  /**
+   * Redis Cluster: replicas that must hold a slot's counts before they are answered (WAIT after
+   * each call; default 1). 0 when the cluster has no replicas (a failover would then lose counts).
+   */
+  REDIS_WAIT_REPLICAS: Env.int(1, 0, 5),
   /** Prefix of every Redis key of this deployment (tests use one per file). */
   REDIS_KEY_PREFIX: Type.String({ default: 'fcd:', pattern: '^[A-Za-z0-9:_-]*$' }),
   /** Bounded staleness of the in-process key cache: a revocation elsewhere takes effect within this time. */
@@ -32,6 +38,13 @@ export const UsageConfigSchema = Type.Object({
   GRPC_MAX_BATCH_ITEMS: Env.int(4096, 1, 100_000),
   /** Largest gRPC request message in bytes; larger → RESOURCE_EXHAUSTED. */
   GRPC_MAX_MESSAGE_BYTES: Env.int(4 * 1024 * 1024, 64 * 1024, 64 * 1024 * 1024),
+  /**
+   * A gRPC connection is sent GOAWAY after this long (±10 %), so gateways resolve the replicas again
+   * and spread over new ones (ADR 0011); 0 = never.
+   */
+  GRPC_MAX_CONNECTION_AGE_MS: Env.int(0, 0, 86_400_000),
+  /** After that GOAWAY, calls still open get this long to finish (keep above the gateway's AUTH_STREAM_MAX_AGE_MS). */
+  GRPC_MAX_CONNECTION_AGE_GRACE_MS: Env.int(30_000, 1000, 86_400_000),
   /** Concurrent gRPC calls per connection (HTTP/2 streams); more are refused. */
   GRPC_MAX_CONCURRENT_STREAMS: Env.int(100, 1, 10_000),
   /** Bearer token of the internal admin API (disabled when unset). */
@@ -44,3 +57,8 @@ export const UsageConfigSchema = Type.Object({
   ...RedisEnv,
 });
 export type UsageConfig = typeof UsageConfigSchema.static;
+
+/** Start-up checks beyond the schema (one of REDIS_URL and REDIS_CLUSTER_NODES). */
+export function usageConfigProblems(c: UsageConfig): string[] {
+  return redisTargetProblems(c);
+}

@@ -1,8 +1,13 @@
 import { createLogger, installProcessGuard, installShutdown, loadConfigOrExit } from '@fcd/service-kit';
-import { UsageConfigSchema } from './config';
+import { UsageConfigSchema, usageConfigProblems } from './config';
 import { startUsageService } from './service';
 
 const config = loadConfigOrExit('usage', UsageConfigSchema);
+const problems = usageConfigProblems(config);
+if (problems.length > 0) {
+  process.stderr.write(`usage: invalid configuration: ${problems.join('; ')}\n`);
+  process.exit(1);
+}
 const logger = createLogger({ service: 'usage', level: config.LOG_LEVEL });
 installProcessGuard(logger);
 try {

@@ -32,6 +32,8 @@ export interface MeterOptions {
 export interface MeterRequest {
   apiKey: string;
   includeUsage?: boolean;
+  /** Authenticate and apply the hard limit without counting (a conditional GET that may end in 304). */
+  peek?: boolean;
 }
 
 export interface UsageReport {
@@ -58,7 +60,7 @@ export interface MeterDeps {
   postgresRetryMs?: number;
 }
 
-type Settled = Exclude<CounterOutcome, { kind: 'needs_seed' } | { kind: 'too_late' }>;
+type Settled = Exclude<CounterOutcome, { kind: 'needs_seed' } | { kind: 'too_late' } | { kind: 'unavailable' }>;
 
 const pairKey = (accountId: string, day: string) => `${accountId}|${day}`;
 
@@ -111,23 +113,24 @@ export class UsageMeter {
     const countBy = options.countBy ?? 0;
     const tooLate = () => countBy > 0 && clock.now() > countBy;
     const principals = tooLate() ? apiKeys.map(() => 'unavailable' as const) : await this.resolve(apiKeys);
-    const toCount: Array<{ index: number; principal: KeyPrincipal }> = [];
+    const toCount: Array<{ index: number; principal: KeyPrincipal; peek: boolean }> = [];
     principals.forEach((p, index) => {
       if (p === 'unavailable') {
         results[index] = { decision: 'unavailable', count: 0, remaining: 0, resetsAt, retryAfterSeconds: 1 };
       } else if (p && !p.revoked) {
-        toCount.push({ index, principal: p });
+        toCount.push({ index, principal: p, peek: items[index]?.peek === true });
       }
     });
 
     if (toCount.length > 0) {
-      const items = toCount.map(({ principal }) => ({
+      const counterItems = toCount.map(({ principal, peek }) => ({
         accountId: principal.accountId,
         day,
         limit: principal.dailyLimit,
         hard: principal.hardLimit,
+        peek,
       }));
-      const outcomes = tooLate() ? items.map(() => 'unavailable' as const) : await this.count(items, countBy);
+      const outcomes = tooLate() ? counterItems.map(() => 'unavailable' as const) : await this.count(counterItems, countBy);
       outcomes.forEach((outcome, i) => {
         const { index, principal } = toCount[i] as { index: number; principal: KeyPrincipal };
         if (outcome === 'unavailable') {
@@ -135,8 +138,8 @@ export class UsageMeter {
           return;
         }
         const remaining = Math.max(0, principal.dailyLimit - outcome.count);
-        if (outcome.kind === 'counted') {
-          this.remember(principal.accountId, day, outcome.count);
+        if (outcome.kind === 'counted' || outcome.kind === 'peeked') {
+          if (outcome.kind === 'counted') this.remember(principal.accountId, day, outcome.count);
           results[index] = { decision: 'allowed', principal, count: outcome.count, remaining, resetsAt, retryAfterSeconds: 0 };
         } else {
           results[index] = {
@@ -197,7 +200,11 @@ export class UsageMeter {
     return out;
   }
 
-  /** Decide-and-count in Redis; seed missing counters from Postgres and retry those items. */
+  /**
+   * Decide-and-count in Redis; seed missing counters from Postgres and retry those items. On a
+   * Redis Cluster some slots may answer and others not (a primary lost, its failover under way):
+   * the items of those that did not are unavailable (or, fail-open, counted in Postgres).
+   */
   private async count(items: CounterItem[], countBy: number): Promise<Array<Settled | 'unavailable'>> {
     const { counters, accounts, logger, metrics } = this.deps;
     let outcomes: Array<CounterOutcome | 'unavailable'>;
@@ -237,7 +244,23 @@ export class UsageMeter {
     }
     const late = outcomes.filter((o) => o !== 'unavailable' && o.kind === 'too_late').length;
     if (late > 0) metrics.tooLate.inc(late);
-    return outcomes.map((o) => (o === 'unavailable' || o.kind === 'needs_seed' || o.kind === 'too_late' ? 'unavailable' : o));
+    const lost = outcomes.flatMap((o, i) => (o !== 'unavailable' && o.kind === 'unavailable' ? [i] : []));
+    if (lost.length > 0) {
+      metrics.storeErrors.inc({ store: 'redis' });
+      logger.warn({ items: lost.length }, 'counter store unavailable for part of the batch');
+      if (this.deps.failOpen) {
+        const counted = await this.countInDatabase(
+          lost.map((i) => items[i] as CounterItem),
+          countBy,
+        );
+        lost.forEach((i, j) => {
+          outcomes[i] = counted[j] as Settled | 'unavailable';
+        });
+      }
+    }
+    return outcomes.map((o) =>
+      o === 'unavailable' || o.kind === 'needs_seed' || o.kind === 'too_late' || o.kind === 'unavailable' ? 'unavailable' : o,
+    );
   }
 
   /** Fail-open: exact atomic counting in Postgres while Redis is down (logged and counted in metrics). */
@@ -253,6 +276,12 @@ export class UsageMeter {
         continue;
       }
       try {
+        if (it.peek) {
+          const stored = await accounts.dailyCounts([it]);
+          const count = stored.get(pairKey(it.accountId, it.day)) ?? 0;
+          out.push(it.hard && count >= it.limit ? { kind: 'refused', count } : { kind: 'peeked', count });
+          continue;
+        }
         const r = await accounts.incrementInDatabase(it.accountId, it.day, it.hard ? it.limit : null);
         this.failOpenPairs.set(pairKey(it.accountId, it.day), { accountId: it.accountId, day: it.day });
         metrics.failOpen.inc();

@@ -2,6 +2,7 @@ import type { Server } from 'node:http';
 import { grpc } from '@fcd/grpc';
 import {
   type Clock,
+  clusterFromSettings,
   createLogger,
   createPool,
   instrumentPool,
@@ -19,7 +20,7 @@ import { buildUsageHttpApp } from './http/app';
 import { UsageMeter } from './meter';
 import { createUsageMetrics } from './metrics';
 import { AccountStore } from './store/accounts';
-import { CounterStore, createRedis } from './store/counters';
+import { CounterStore, createRedis, type RedisClient } from './store/counters';
 import { migrations, USAGE_SCHEMA } from './store/migrations';
 
 export interface UsageService {
@@ -33,7 +34,15 @@ export interface UsageService {
   stop(): Promise<void>;
 }
 
-function firstConnection(redis: ReturnType<typeof createRedis>, timeoutMs: number): Promise<void> {
+/** One Redis (REDIS_URL) or a Redis Cluster (REDIS_CLUSTER_NODES), with the backends' credentials and TLS. */
+function connectRedis(config: UsageConfig): RedisClient {
+  const cluster = clusterFromSettings(config, (scheme) => redisOptions(config, scheme));
+  if (cluster) return cluster;
+  const url = config.REDIS_URL as string;
+  return createRedis(url, redisOptions(config, url));
+}
+
+function firstConnection(redis: RedisClient, timeoutMs: number): Promise<void> {
   if (redis.status === 'ready') return Promise.resolve();
   return new Promise((resolve) => {
     const done = () => {
@@ -61,14 +70,20 @@ export async function startUsageService(config: UsageConfig, options: { clock?: 
   });
   if (config.MIGRATE_ON_START) await migrate(pool, USAGE_SCHEMA, migrations, logger);
 
-  const redis = createRedis(config.REDIS_URL, redisOptions(config, config.REDIS_URL));
+  const redis = connectRedis(config);
   let lastRedisError = 0;
   redis.on('error', (err: Error) => {
     if (clock.now() - lastRedisError > 5000) logger.warn({ err: { message: err.message } }, 'redis connection error');
     lastRedisError = clock.now();
   });
   const accounts = new AccountStore(pool);
-  const counters = new CounterStore(redis, config.REDIS_KEY_PREFIX);
+  const counters = new CounterStore(redis, config.REDIS_KEY_PREFIX, {
+    waitReplicas: config.REDIS_WAIT_REPLICAS,
+    onWithdraw: (r) => {
+      if ('back' in r) logger.info({ countsTakenBack: r.back }, 'withdrew a Redis Cluster call answered 503');
+      else logger.error({ err: { message: r.error.message } }, 'could not withdraw a Redis Cluster call answered 503');
+    },
+  });
   const cache = new KeyCache(clock, config.KEY_CACHE_TTL_MS, config.KEY_CACHE_NEGATIVE_TTL_MS, 100_000, config.KEY_CACHE_OUTAGE_TTL_MS);
   const meter = new UsageMeter({
     accounts,
@@ -97,6 +112,8 @@ export async function startUsageService(config: UsageConfig, options: { clock?: 
     maxBatchItems: config.GRPC_MAX_BATCH_ITEMS,
     maxMessageBytes: config.GRPC_MAX_MESSAGE_BYTES,
     maxConcurrentStreams: config.GRPC_MAX_CONCURRENT_STREAMS,
+    maxConnectionAgeMs: config.GRPC_MAX_CONNECTION_AGE_MS,
+    maxConnectionAgeGraceMs: config.GRPC_MAX_CONNECTION_AGE_GRACE_MS,
   });
   const grpcPort = await new Promise<number>((resolve, reject) =>
     grpcServer.bindAsync(`${config.HOST}:${config.GRPC_PORT}`, grpc.ServerCredentials.createInsecure(), (err, port) =>
@@ -189,6 +206,8 @@ export async function startUsageService(config: UsageConfig, options: { clock?: 
       clearInterval(flushTimer);
       await meter.flush().catch((err: Error) => logger.error({ err: { message: err.message } }, 'final usage flush failed'));
       await new Promise((r) => metricsServer.close(r));
+      // Calls given up on are withdrawn before Redis is let go (bounded).
+      await Promise.race([Promise.all(counters.withdrawals), new Promise((r) => setTimeout(r, 5000).unref())]);
       redis.disconnect();
       await pool.end();
     },

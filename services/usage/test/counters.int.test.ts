@@ -33,6 +33,27 @@ describe('CounterStore.authorize (one Lua call per batch)', () => {
     expect(await store.authorize([item], 0)).toEqual([{ kind: 'counted', count: 7 }]);
   });
 
+  it('peeks without counting: under the limit allowed at the current count, at a hard limit refused', async () => {
+    await store.seed([
+      { accountId: 'peek-free', day: DAY, count: 99 },
+      { accountId: 'peek-pro', day: DAY, count: 25_000 },
+    ]);
+    const peek = { accountId: 'peek-free', day: DAY, limit: 100, hard: true, peek: true };
+    const count = { accountId: 'peek-free', day: DAY, limit: 100, hard: true };
+    expect(
+      await store.authorize([peek, peek, count, peek, { accountId: 'peek-pro', day: DAY, limit: 25_000, hard: false, peek: true }]),
+    ).toEqual([
+      { kind: 'peeked', count: 99 },
+      { kind: 'peeked', count: 99 },
+      { kind: 'counted', count: 100 },
+      { kind: 'refused', count: 100 },
+      { kind: 'peeked', count: 25_000 },
+    ]);
+    expect(await store.get('peek-free', DAY)).toBe(100);
+    expect(await store.get('peek-pro', DAY)).toBe(25_000);
+    expect(await store.authorize([{ ...peek, accountId: 'peek-missing' }])).toEqual([{ kind: 'needs_seed' }]);
+  });
+
   it('decides each item in order: missing counters need a seed, hard limits refuse, soft limits count past the limit', async () => {
     await store.seed([
       { accountId: 'free-a', day: DAY, count: 98 },

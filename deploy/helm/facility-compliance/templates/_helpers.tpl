@@ -176,7 +176,14 @@ app.kubernetes.io/managed-by: {{ .ctx.Release.Service }}
 {{- end }}
 {{- end -}}
 {{- define "fcd.env.redis" -}}
+{{- if .Values.externalRedis.clusterNodes }}
+- name: REDIS_CLUSTER_NODES
+  value: {{ join "," .Values.externalRedis.clusterNodes | quote }}
+- name: REDIS_WAIT_REPLICAS
+  value: {{ .Values.externalRedis.waitReplicas | quote }}
+{{- else }}
 {{ include "fcd.secretEnv" (dict "env" "REDIS_URL" "ref" (include "fcd.urlRef" (dict "ctx" . "cfg" .Values.externalRedis "key" "redis-url" "what" "externalRedis"))) }}
+{{- end }}
 {{- with .Values.externalRedis }}
 {{- if .username }}
 - name: REDIS_USERNAME
@@ -226,11 +233,11 @@ app.kubernetes.io/managed-by: {{ .ctx.Release.Service }}
 {{- $ctx := .ctx -}}
 {{- $files := list -}}
 {{- $pg := $ctx.Values.externalDatabase.tlsCaSecret -}}
-{{- if and (has .name (list "usage" "facility" "webhook" "dispatcher" "migrate")) $pg.name -}}
+{{- if and (has .name (list "usage" "facility" "webhook" "dispatcher" "migrate" "echo-sync")) $pg.name -}}
 {{- $files = append $files (dict "volume" "postgres-ca" "mountPath" "/etc/fcd/backends/postgres" "secret" $pg.name "key" $pg.key) -}}
 {{- end -}}
 {{- $rd := $ctx.Values.externalRedis.tlsCaSecret -}}
-{{- if and (eq .name "usage") $rd.name -}}
+{{- if and (has .name (list "usage" "gateway")) $rd.name -}}
 {{- $files = append $files (dict "volume" "redis-ca" "mountPath" "/etc/fcd/backends/redis" "secret" $rd.name "key" $rd.key) -}}
 {{- end -}}
 {{- if has .name (list "facility" "dispatcher") -}}
@@ -298,13 +305,16 @@ app.kubernetes.io/managed-by: {{ .ctx.Release.Service }}
 - name: HOST
   value: "0.0.0.0"
 - name: USAGE_GRPC_ADDRESS
-  value: {{ printf "%s:%v" (include "fcd.componentName" (dict "ctx" $ctx "name" "usage")) $ctx.Values.usage.containerPorts.grpc | quote }}
+  value: {{ printf "dns:///%s-headless.%s.svc:%v" (include "fcd.componentName" (dict "ctx" $ctx "name" "usage")) $ctx.Release.Namespace $ctx.Values.usage.containerPorts.grpc | quote }}
 - name: FACILITY_URL
   value: {{ printf "http://%s:%v" (include "fcd.componentName" (dict "ctx" $ctx "name" "facility")) $ctx.Values.facility.containerPorts.http | quote }}
 - name: WEBHOOK_URL
   value: {{ printf "http://%s:%v" (include "fcd.componentName" (dict "ctx" $ctx "name" "webhook")) $ctx.Values.webhook.containerPorts.http | quote }}
 {{ include "fcd.env.internalAuth" $ctx }}
 {{ include "fcd.env.usageGrpc" $ctx }}
+- name: REDIS_KEY_PREFIX
+  value: {{ $ctx.Values.externalRedis.keyPrefix | quote }}
+{{ include "fcd.env.redis" $ctx }}
 {{- else if eq .name "usage" }}
 - name: HOST
   value: "0.0.0.0"
@@ -335,6 +345,10 @@ app.kubernetes.io/managed-by: {{ .ctx.Release.Service }}
 {{ include "fcd.env.database" $ctx }}
 {{ include "fcd.env.internalAuth" $ctx }}
 {{ include "fcd.env.webhookKey" $ctx }}
+- name: EVENT_RETENTION_DAYS
+  value: {{ $ctx.Values.eventLog.retentionDays | quote }}
+- name: WEBHOOK_ALLOWED_PORTS
+  value: {{ join "," $ctx.Values.dispatcher.egress.allowedPorts | quote }}
 {{- else if eq .name "dispatcher" }}
 - name: USAGE_GRPC_ADDRESS
   value: {{ printf "%s:%v" (include "fcd.componentName" (dict "ctx" $ctx "name" "usage")) $ctx.Values.usage.containerPorts.grpc | quote }}
@@ -343,6 +357,10 @@ app.kubernetes.io/managed-by: {{ .ctx.Release.Service }}
 {{ include "fcd.env.natsAuth" (dict "ctx" $ctx "name" "dispatcher") }}
 {{ include "fcd.env.webhookKey" $ctx }}
 {{ include "fcd.env.usageGrpc" $ctx }}
+- name: EVENT_RETENTION_DAYS
+  value: {{ $ctx.Values.eventLog.retentionDays | quote }}
+- name: WEBHOOK_ALLOWED_PORTS
+  value: {{ join "," $v.egress.allowedPorts | quote }}
 {{- end }}
 {{- range $k, $val := $v.env }}
 - name: {{ $k }}

@@ -19,7 +19,20 @@ interface Waiter {
   resolve: (r: AuthorizeResult) => void;
 }
 
+type AuthorizeStream = grpc.ClientDuplexStream<AuthorizeStreamRequest, AuthorizeStreamResponse>;
+
+/** One authorization stream of the batcher's pool. */
+interface Lane {
+  stream: AuthorizeStream;
+  /** When it stops taking new batches (then it is half-closed: usage answers what it has, then ends it). */
+  retireAt: number;
+  /** Half-closed by this batcher (its age), rather than ended by the usage service. */
+  retired: boolean;
+  ended: boolean;
+}
+
 interface InFlight {
+  lane: Lane;
   waiters: Waiter[];
   timer: NodeJS.Timeout;
   /** When the batch fails as UNAVAILABLE if unanswered (a resend keeps the original deadline). */
@@ -57,11 +70,21 @@ const UNAVAILABLE = () => create(AuthorizeResultSchema, { decision: Decision.UNA
  * long-lived bidirectional stream to the usage service (ARCHITECTURE.md, "The
  * hot path"). Each batch has a deadline; when the stream breaks, its batches
  * fail as UNAVAILABLE and the next batch opens a new stream.
+ *
+ * Balanced (ADR 0011): the batcher keeps a pool of `streams` streams and sends
+ * each batch on the next one in turn. With a `round_robin` channel over every
+ * usage replica, each new stream goes to the next replica, so the batches are
+ * spread across them. A stream older than `streamMaxAgeMs` takes no new batch
+ * and is half-closed (usage answers what it has, then ends it cleanly): its
+ * replacement is placed again, so a replica added later gets its share, and
+ * a stream never outlives the usage server's connection-age grace.
  */
 export class AuthorizationBatcher {
   private queue: Waiter[] = [];
   private scheduled = false;
-  private stream: grpc.ClientDuplexStream<AuthorizeStreamRequest, AuthorizeStreamResponse> | undefined;
+  /** Open streams taking batches, in turn. */
+  private lanes: Lane[] = [];
+  private cursor = 0;
   private nextBatchId = 1;
   private readonly inFlight = new Map<number, InFlight>();
   private closed = false;
@@ -75,10 +98,15 @@ export class AuthorizationBatcher {
       onBatch?: (size: number) => void;
       /** Batches sent again after a usage replica ended their stream cleanly (it was draining). */
       onResend?: (batches: number) => void;
+      /** Streams kept open, batches sent on each in turn (default 1). */
+      streams?: number;
+      /** A stream takes new batches for this long (give or take a fifth, so they retire apart), then is closed; 0 = for good. */
+      streamMaxAgeMs?: number;
     },
   ) {}
 
-  authorize(apiKey: string, method: string, path: string, includeUsage = false): Promise<AuthorizeResult> {
+  /** `peek`: authenticate and apply the hard limit without counting (a conditional GET; docs/metering.md). */
+  authorize(apiKey: string, method: string, path: string, includeUsage = false, peek = false): Promise<AuthorizeResult> {
     if (this.closed) return Promise.resolve(UNAVAILABLE());
     // One client span per authorization; its context travels in the item (the stream is shared by many requests).
     const span = tracer.startSpan(`${RPC_ATTRIBUTES['rpc.service']}/AuthorizeStream`, {
@@ -92,6 +120,7 @@ export class AuthorizationBatcher {
         method: method.slice(0, 16),
         path: path.slice(0, MAX_PATH_CHARS),
         includeUsage,
+        peek,
         traceparent,
         tracestate: tracestate.length <= MAX_TRACESTATE_CHARS ? tracestate : '',
       });
@@ -120,15 +149,15 @@ export class AuthorizationBatcher {
   }
 
   private send(waiters: Waiter[], resend?: { deadlineAt: number }): void {
-    const stream = this.ensureStream();
+    const lane = this.pickLane();
     const batchId = this.nextBatchId;
     this.nextBatchId = this.nextBatchId >= 0xffffffff ? 1 : this.nextBatchId + 1;
     const deadlineAt = resend?.deadlineAt ?? Date.now() + this.options.deadlineMs;
     const timer = setTimeout(() => this.fail(batchId, 'deadline exceeded'), Math.max(0, deadlineAt - Date.now()));
-    this.inFlight.set(batchId, { waiters, timer, deadlineAt, resent: resend !== undefined });
+    this.inFlight.set(batchId, { lane, waiters, timer, deadlineAt, resent: resend !== undefined });
     if (!resend) this.options.onBatch?.(waiters.length);
     try {
-      stream.write(
+      lane.stream.write(
         create(AuthorizeStreamRequestSchema, {
           batchId,
           items: waiters.map((w) => w.item),
@@ -146,9 +175,35 @@ export class AuthorizationBatcher {
     for (const w of waiters) w.resolve(UNAVAILABLE());
   }
 
-  private ensureStream(): grpc.ClientDuplexStream<AuthorizeStreamRequest, AuthorizeStreamResponse> {
-    if (this.stream) return this.stream;
+  /** The stream for the next batch: streams past their age retire, the pool is filled up, then each in turn. */
+  private pickLane(): Lane {
+    const now = Date.now();
+    for (const lane of [...this.lanes]) if (now >= lane.retireAt) this.retire(lane);
+    if (this.lanes.length < Math.max(1, this.options.streams ?? 1)) return this.openLane();
+    this.cursor = (this.cursor + 1) % this.lanes.length;
+    return this.lanes[this.cursor] as Lane;
+  }
+
+  /** No new batches on it; half-closed, so usage answers the batches it has and ends it cleanly. */
+  private retire(lane: Lane): void {
+    this.lanes = this.lanes.filter((l) => l !== lane);
+    lane.retired = true;
+    try {
+      lane.stream.end();
+    } catch {
+      // already closed: its status event settles its batches
+    }
+  }
+
+  private openLane(): Lane {
+    const maxAge = this.options.streamMaxAgeMs ?? 0;
     const stream = this.client.bidi('authorizeStream');
+    const lane: Lane = {
+      stream,
+      retireAt: maxAge > 0 ? Date.now() + Math.round(maxAge * (0.8 + Math.random() * 0.2)) : Number.POSITIVE_INFINITY,
+      retired: false,
+      ended: false,
+    };
     stream.on('data', (res: AuthorizeStreamResponse) => {
       const entry = this.inFlight.get(res.batchId);
       if (!entry) return; // answered after its deadline
@@ -158,19 +213,26 @@ export class AuthorizationBatcher {
         w.resolve(res.results[i] ?? UNAVAILABLE());
       });
     });
-    const broken = (reason: string, clean: boolean) => {
-      if (this.stream !== stream) return;
-      this.stream = undefined;
+    const broken = (reason: string, clean: boolean, status: 'ok' | 'refused' | 'other' = 'other') => {
+      if (lane.ended) return;
+      lane.ended = true;
+      this.lanes = this.lanes.filter((l) => l !== lane);
+      const unanswered = [...this.inFlight.entries()].filter(([, entry]) => entry.lane === lane);
       if (this.closed) {
-        for (const id of [...this.inFlight.keys()]) this.fail(id, reason);
+        for (const [id] of unanswered) this.fail(id, reason);
         return;
       }
-      // A stream the usage service ended cleanly (status OK: it is shutting down) leaves the batches
-      // it did not answer uncounted (services/usage/src/grpc/server.ts), so they are sent once more
-      // on a new stream, which grpc-js opens on a new connection after the server's GOAWAY. Any
-      // other break may have cut a batch that was counted: those fail as UNAVAILABLE (a 503).
-      const unanswered = [...this.inFlight.entries()];
+      // A stream the usage service ended cleanly (status OK: it is shutting down, or it answered
+      // everything after this batcher half-closed it), or refused, leaves the batches it did not answer
+      // uncounted (services/usage/src/grpc/server.ts), so they are sent once more on another
+      // stream, which grpc-js opens on a new connection after the server's GOAWAY. Any other break
+      // may have cut a batch that was counted: those fail as UNAVAILABLE (a 503).
       if (!clean) this.logger.warn({ reason }, 'authorization stream closed; failing its pending batches');
+      // Ended cleanly by usage without being asked: that replica is draining, and other streams of
+      // the pool may be on it too. They all retire (each is answered, then ended), so the resent
+      // batches and the next ones go on new streams, which grpc-js places on connections that did
+      // not get the GOAWAY.
+      if (clean && !lane.retired && status === 'ok') for (const other of [...this.lanes]) this.retire(other);
       const resend: InFlight[] = [];
       for (const [id, entry] of unanswered) {
         if (clean && !entry.resent && entry.deadlineAt > Date.now()) {
@@ -194,10 +256,20 @@ export class AuthorizationBatcher {
     };
     // grpc-js reports the end of a call with 'status' (after 'error' for a non-OK status); 'close' is the fallback.
     stream.on('error', (err: Error) => this.logger.debug({ reason: err.message }, 'authorization stream error'));
-    stream.on('status', (status: grpc.StatusObject) => broken(`stream ended: ${grpc.status[status.code]}`, status.code === grpc.status.OK));
+    // A stream refused by HTTP/2 (REFUSED_STREAM: a connection at its max age had sent GOAWAY as the
+    // stream started) never reached the usage service: as safe to resend as a clean end.
+    const refused = (status: grpc.StatusObject) => status.code === grpc.status.UNAVAILABLE && status.details === 'Stream refused by server';
+    stream.on('status', (status: grpc.StatusObject) =>
+      broken(
+        `stream ended: ${grpc.status[status.code]} (${status.details})`,
+        status.code === grpc.status.OK || refused(status),
+        status.code === grpc.status.OK ? 'ok' : refused(status) ? 'refused' : 'other',
+      ),
+    );
     stream.on('close', () => broken('stream closed', false));
-    this.stream = stream;
-    return stream;
+    this.lanes.push(lane);
+    this.cursor = this.lanes.length - 1;
+    return lane;
   }
 
   private fail(batchId: number, reason: string): void {
@@ -214,7 +286,7 @@ export class AuthorizationBatcher {
     const until = Date.now() + timeoutMs;
     while (this.inFlight.size > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 10));
     for (const id of [...this.inFlight.keys()]) this.fail(id, 'gateway shutting down');
-    this.stream?.end();
-    this.stream = undefined;
+    for (const lane of this.lanes) lane.stream.end();
+    this.lanes = [];
   }
 }

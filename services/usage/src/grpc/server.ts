@@ -61,7 +61,7 @@ function toResult(r: MeterResult): AuthorizeResult {
 /** `countBy`: the batch's deadline (Unix ms, 0 = none); items not counted by then are answered UNAVAILABLE. */
 async function decide(meter: UsageMeter, items: AuthorizeItem[], countBy: bigint): Promise<AuthorizeResult[]> {
   const results = await meter.authorize(
-    items.map((i) => ({ apiKey: i.apiKey, includeUsage: i.includeUsage })),
+    items.map((i) => ({ apiKey: i.apiKey, includeUsage: i.includeUsage, peek: i.peek })),
     { countBy: Number(countBy) },
   );
   return results.map(toResult);
@@ -97,6 +97,9 @@ export interface GrpcLimits {
   maxMessageBytes: number;
   /** Concurrent calls (HTTP/2 streams) per connection; beyond → refused by HTTP/2 (RST_STREAM REFUSED_STREAM). */
   maxConcurrentStreams: number;
+  /** GOAWAY after this connection age (grpc-js adds ±10 % jitter; 0 = never), then this grace for open calls. */
+  maxConnectionAgeMs?: number;
+  maxConnectionAgeGraceMs?: number;
 }
 
 const refusedBatch = (items: number, max: number) =>
@@ -113,6 +116,12 @@ export function createGrpcServer(
     'grpc.keepalive_permit_without_calls': 1,
     'grpc.max_receive_message_length': limits.maxMessageBytes,
     'grpc.max_concurrent_streams': limits.maxConcurrentStreams,
+    ...(limits.maxConnectionAgeMs
+      ? {
+          'grpc.max_connection_age_ms': limits.maxConnectionAgeMs,
+          'grpc.max_connection_age_grace_ms': limits.maxConnectionAgeGraceMs ?? 30_000,
+        }
+      : {}),
     interceptors: [
       requireCallAuth(limits.callSecret, {
         isOpen: isHealthMethod,
