@@ -119,6 +119,25 @@ describe.each(CI_VALUES.map(valuesName))('chart rendered with ci/%s-values.yaml'
     }
   });
 
+  it('gives the webhook service and the dispatcher the same event retention, eventLog.retentionDays', () => {
+    type Env = { name: string; value?: string }[];
+    const retention = (manifests: Manifest[], name: string) => {
+      const deployment = manifests.find((m) => m.kind === 'Deployment' && component(m) === name) as Manifest;
+      return (deployment.spec.template.spec.containers[0].env as Env).filter((e) => e.name === 'EVENT_RETENTION_DAYS');
+    };
+    for (const name of ['webhook', 'dispatcher']) {
+      expect(retention(rendered.get(values) ?? [], name), name).toEqual([
+        { name: 'EVENT_RETENTION_DAYS', value: String(valuesOf(values).eventLog.retentionDays) },
+      ]);
+    }
+    const set = render(
+      CI_VALUES.filter((f) => valuesName(f) === values),
+      ['--set', 'eventLog.retentionDays=7'],
+    );
+    for (const name of ['webhook', 'dispatcher'])
+      expect(retention(set, name), name).toEqual([{ name: 'EVENT_RETENTION_DAYS', value: '7' }]);
+  });
+
   it('leaves the preStop hook out when preStopSleepSeconds is 0', () => {
     const deployments = render(
       CI_VALUES.filter((f) => valuesName(f) === values),
@@ -154,7 +173,7 @@ describe.each(CI_VALUES.map(valuesName))('chart rendered with ci/%s-values.yaml'
     const credentials = Object.keys(refs);
     // What each service's src/config.ts reads (required ones first, then the optional ones).
     const needs: Record<string, string[]> = {
-      gateway: ['INTERNAL_AUTH_SECRET', 'USAGE_GRPC_SECRET'],
+      gateway: ['REDIS_URL', 'INTERNAL_AUTH_SECRET', 'USAGE_GRPC_SECRET'],
       usage: ['DATABASE_URL', 'REDIS_URL', 'USAGE_GRPC_SECRET', 'ADMIN_TOKEN'],
       facility: ['DATABASE_URL', 'NATS_URL', 'INTERNAL_AUTH_SECRET', 'INGEST_TOKEN'],
       webhook: ['DATABASE_URL', 'INTERNAL_AUTH_SECRET', 'WEBHOOK_SECRET_KEY', 'WEBHOOK_SECRET_KEY_PREVIOUS'],
@@ -253,7 +272,8 @@ describe.each(CI_VALUES.map(valuesName))('chart rendered with ci/%s-values.yaml'
   it('admits ingress-controller traffic to the gateway only, and each domain service exactly from its callers', () => {
     const v = valuesOf(values);
     const policies = of(values, 'NetworkPolicy');
-    expect(policies.map(component).sort()).toEqual([...SERVICES, 'migrate'].sort());
+    const jobs = v.echoSync.enabled ? ['migrate', 'echo-sync'] : ['migrate'];
+    expect(policies.map(component).sort()).toEqual([...SERVICES, ...jobs].sort());
     for (const p of policies) expect(p.spec.policyTypes).toEqual(['Ingress', 'Egress']);
     const peer = (name: string) => ({
       podSelector: {
@@ -311,6 +331,76 @@ describe.each(CI_VALUES.map(valuesName))('chart rendered with ci/%s-values.yaml'
     const dispatcherEnv = byComponent(values, 'Deployment', 'dispatcher').spec.template.spec.containers[0].env;
     expect(dispatcherEnv).toContainEqual({ name: 'USAGE_GRPC_ADDRESS', value: expect.stringMatching(/-usage:50051$/) });
     expect(dispatcherEgress).toContainEqual(expect.objectContaining({ ports: [{ protocol: 'TCP', port: 443 }] }));
+  });
+
+  it('spreads every Deployment over nodes (preferred anti-affinity) and zones (topology spread), selecting its own pods by instance, and requests ephemeral storage', () => {
+    for (const name of SERVICES) {
+      const d = byComponent(values, 'Deployment', name);
+      const pod = d.spec.template.spec;
+      const own = d.spec.selector.matchLabels;
+      expect(own['app.kubernetes.io/instance']).toBe('fcd');
+      const sv = serviceValues(values, name);
+      if (Object.keys(sv.affinity ?? {}).length > 0) expect(pod.affinity, name).toEqual(sv.affinity);
+      else
+        expect(pod.affinity, name).toEqual({
+          podAntiAffinity: {
+            preferredDuringSchedulingIgnoredDuringExecution: [
+              { weight: 100, podAffinityTerm: { topologyKey: 'kubernetes.io/hostname', labelSelector: { matchLabels: own } } },
+            ],
+          },
+        });
+      if ((sv.topologySpreadConstraints ?? []).length > 0)
+        expect(pod.topologySpreadConstraints, name).toEqual(sv.topologySpreadConstraints);
+      else
+        expect(pod.topologySpreadConstraints, name).toEqual([
+          {
+            maxSkew: 1,
+            topologyKey: 'topology.kubernetes.io/zone',
+            whenUnsatisfiable: 'ScheduleAnyway',
+            labelSelector: { matchLabels: own },
+            matchLabelKeys: ['pod-template-hash'],
+          },
+        ]);
+      for (const c of pod.topologySpreadConstraints) expect(c.labelSelector.matchLabels['app.kubernetes.io/instance'], name).toBe('fcd');
+      expect(pod.containers[0].resources.requests['ephemeral-storage'], name).toBe('128Mi');
+    }
+    for (const job of of(values, 'Job')) {
+      for (const c of job.spec.template.spec.containers) expect(c.resources.requests['ephemeral-storage']).toBeDefined();
+    }
+  });
+
+  it('opens the dispatcher egress to receivers on the allowed ports over IPv4 and IPv6, private and carrier-grade NAT ranges excepted, and gives the API the same ports', () => {
+    const rule = (
+      byComponent(values, 'NetworkPolicy', 'dispatcher').spec.egress as Array<{ to?: Array<{ ipBlock?: { cidr: string } }> }>
+    ).find((r) => r.to?.some((t) => t.ipBlock?.cidr === '0.0.0.0/0'));
+    expect(rule).toEqual({
+      to: [
+        {
+          ipBlock: {
+            cidr: '0.0.0.0/0',
+            except: ['10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16', '169.254.0.0/16', '100.64.0.0/10'],
+          },
+        },
+        { ipBlock: { cidr: '::/0', except: ['fc00::/7', 'fe80::/10', '::ffff:0:0/96'] } },
+      ],
+      ports: [{ protocol: 'TCP', port: 443 }],
+    });
+    for (const name of ['webhook', 'dispatcher']) {
+      const env = byComponent(values, 'Deployment', name).spec.template.spec.containers[0].env;
+      expect(env, name).toContainEqual({ name: 'WEBHOOK_ALLOWED_PORTS', value: '443' });
+    }
+  });
+
+  it('points the gateway at every usage replica: a headless Service, a dns: target', () => {
+    const headless = of(values, 'Service').find((s) => s.metadata.name === 'fcd-facility-compliance-usage-headless');
+    expect(headless?.spec).toMatchObject({
+      clusterIP: 'None',
+      publishNotReadyAddresses: false,
+      selector: byComponent(values, 'Deployment', 'usage').spec.selector.matchLabels,
+      ports: [{ name: 'grpc', port: 50051, targetPort: 'grpc', protocol: 'TCP', appProtocol: 'grpc' }],
+    });
+    const env = byComponent(values, 'Deployment', 'gateway').spec.template.spec.containers[0].env;
+    expect(env).toContainEqual({ name: 'USAGE_GRPC_ADDRESS', value: 'dns:///fcd-facility-compliance-usage-headless.fcd.svc:50051' });
   });
 
   it('scales every service with autoscaling on through an HPA on its Deployment, which then leaves `replicas` to the HPA', () => {
@@ -380,6 +470,46 @@ describe.each(CI_VALUES.map(valuesName))('chart rendered with ci/%s-values.yaml'
 });
 
 describe('optional features', () => {
+  it('runs the ECHO sync as a CronJob only when echoSync.enabled: one at a time, the facility image, its NetworkPolicy and alert', () => {
+    expect(of('defaults', 'CronJob')).toEqual([]);
+    const [cron, ...more] = of('all-features', 'CronJob');
+    expect(more).toEqual([]);
+    expect(cron?.metadata.name).toBe('fcd-facility-compliance-echo-sync');
+    expect(cron?.spec.schedule).toBe('0 5 * * 1');
+    expect(cron?.spec.concurrencyPolicy).toBe('Forbid');
+    const pod = cron?.spec.jobTemplate.spec.template.spec;
+    expect(pod.restartPolicy).toBe('Never');
+    const [container] = pod.containers;
+    expect(container.image).toBe(byComponent('all-features', 'Deployment', 'facility').spec.template.spec.containers[0].image);
+    const source = valuesOf('all-features').echoSync.source as string;
+    expect(source.split(',')).toHaveLength(5);
+    expect(container.command).toEqual([
+      'node',
+      'services/facility/dist/cli.js',
+      'sync-echo',
+      '--from',
+      source,
+      '--rejected-rows-ok',
+      '--retry-for',
+      '10m',
+    ]);
+    expect(container.resources).toEqual(valuesOf('all-features').echoSync.resources);
+    expect(container.env.map((e: { name: string }) => e.name)).toContain('DATABASE_URL');
+    expect(pod.volumes).toContainEqual({ name: 'tmp', emptyDir: { sizeLimit: '8Gi' } });
+    const policy = byComponent('all-features', 'NetworkPolicy', 'echo-sync');
+    expect(policy.spec.ingress).toEqual([]);
+    expect(policy.spec.egress).toContainEqual({ ports: [{ protocol: 'TCP', port: 443 }], to: [{ ipBlock: { cidr: '0.0.0.0/0' } }] });
+    const [rule] = of('all-features', 'PrometheusRule');
+    const stale = rule?.spec.groups
+      .flatMap((g: { rules: { alert: string; expr: string }[] }) => g.rules)
+      .find((r: { alert: string }) => r.alert === 'FcdEchoSyncStale');
+    expect(stale.expr.trim()).toBe('time() - max(fcd_facility_echo_sync_last_success_timestamp_seconds{namespace="fcd"}) > 691200');
+    const defaults = [join(CHART, 'ci/defaults-values.yaml')];
+    expect(() => helmTemplate(defaults, ['--set', 'echoSync.enabled=true', '--set', 'echoSync.source='])).toThrow(/echoSync.source/);
+    expect(() => helmTemplate(defaults, ['--set', 'echoSync.retryFor=forever'])).toThrow(/retryFor/);
+    expect(() => helmTemplate(defaults, ['--set', 'echoSync.scheduel=x'])).toThrow(/scheduel/);
+  });
+
   it('routes every Ingress path to the gateway service only', () => {
     const ingresses = of('all-features', 'Ingress');
     expect(ingresses).toHaveLength(1);
@@ -409,7 +539,7 @@ describe('optional features', () => {
     }
   });
 
-  it('renders the ServiceMonitor, the PrometheusRule with the eight alerts and the dashboard only when enabled', () => {
+  it('renders the ServiceMonitor, the PrometheusRule with the nine alerts and the dashboard only when enabled', () => {
     const [rule] = of('all-features', 'PrometheusRule');
     const alerts = rule?.spec.groups.flatMap((g: { rules: { alert: string }[] }) => g.rules.map((r) => r.alert));
     expect(alerts).toEqual([
@@ -421,6 +551,7 @@ describe('optional features', () => {
       'FcdWebhookDeactivations',
       'FcdPostgresErrors',
       'FcdWebhookSecretUnreadable',
+      'FcdEchoSyncStale',
     ]);
     expect(of('all-features', 'ServiceMonitor')[0]?.spec.endpoints).toEqual([
       expect.objectContaining({ port: 'metrics', path: '/metrics' }),
@@ -455,7 +586,7 @@ describe('optional features', () => {
         annotations: Record<string, string>;
       }[];
     const rules = alertRules('all-features');
-    expect(rules).toHaveLength(8);
+    expect(rules).toHaveLength(9);
     for (const { alert, annotations } of rules) {
       // The heading is the alert name alone, so its GitHub anchor is the name in lower case.
       expect([...sections.keys()], 'docs/operations.md runbook headings').toContain(alert);
@@ -537,6 +668,7 @@ describe('optional features', () => {
       'fcd_dispatcher_consumer_pending',
       'fcd_dispatcher_deactivations_total',
       'fcd_dispatcher_secret_unreadable_total',
+      'fcd_facility_echo_sync_last_success_timestamp_seconds',
       'fcd_facility_outbox_oldest_age_seconds',
       'fcd_postgres_errors_total',
       'fcd_request_duration_seconds_bucket',
@@ -603,7 +735,14 @@ describe('backend credentials and TLS (ci/backend-tls-values.yaml)', () => {
   const natsCa = file('nats-ca', 'nats', 'nats-ca', 'ca.crt');
   const natsCreds = file('nats-creds', 'nats-creds', 'nats-dispatcher-creds', 'dispatcher.creds');
   const expected: Record<string, { env: Record<string, unknown>; files: Array<ReturnType<typeof file>> }> = {
-    gateway: { env: {}, files: [] },
+    gateway: {
+      env: {
+        REDIS_USERNAME: 'usage',
+        REDIS_PASSWORD: { name: 'redis-auth', key: 'redis-password' },
+        REDIS_TLS_CA_FILE: '/etc/fcd/backends/redis/ca.pem',
+      },
+      files: [redisCa],
+    },
     usage: {
       env: {
         ...pg,
@@ -650,6 +789,57 @@ describe('backend credentials and TLS (ci/backend-tls-values.yaml)', () => {
 
   it('refuses an unknown TLS mode', () => {
     expect(() => helmTemplate([join(CHART, 'ci/defaults-values.yaml')], ['--set', 'externalDatabase.sslMode=prefer'])).toThrow(/sslMode/);
+  });
+});
+
+describe('scale-out values', () => {
+  const defaults = [join(CHART, 'ci/defaults-values.yaml')];
+  const envOf = (manifests: Manifest[], name: string) =>
+    manifests.find((m) => m.kind === 'Deployment' && component(m) === name)?.spec.template.spec.containers[0].env as Array<{
+      name: string;
+      value?: string;
+    }>;
+
+  it('puts usage on an external Redis Cluster: REDIS_CLUSTER_NODES and REDIS_WAIT_REPLICAS instead of REDIS_URL, egress to each node port', () => {
+    const m = render(defaults, [
+      '--set',
+      'externalRedis.clusterNodes={redis-0.redis:6379,redis-1.redis:7000}',
+      '--set',
+      'externalRedis.waitReplicas=2',
+    ]);
+    const env = envOf(m, 'usage');
+    expect(env).toContainEqual({ name: 'REDIS_CLUSTER_NODES', value: 'redis-0.redis:6379,redis-1.redis:7000' });
+    expect(env).toContainEqual({ name: 'REDIS_WAIT_REPLICAS', value: '2' });
+    expect(env.map((e) => e.name)).not.toContain('REDIS_URL');
+    const usagePolicy = m.find((x) => x.kind === 'NetworkPolicy' && component(x) === 'usage') as Manifest;
+    const ports = (usagePolicy.spec.egress as Array<{ ports: Array<{ port: unknown }> }>).flatMap((r) => r.ports.map((p) => p.port));
+    expect(ports).toContain(6379);
+    expect(ports).toContain(7000);
+  });
+
+  it('takes the receiver ports from dispatcher.egress.allowedPorts, for the egress policy and both services', () => {
+    const m = render(defaults, ['--set', 'dispatcher.egress.allowedPorts={443,8443}']);
+    const policy = m.find((x) => x.kind === 'NetworkPolicy' && component(x) === 'dispatcher') as Manifest;
+    const rule = (policy.spec.egress as Array<{ to?: Array<{ ipBlock?: { cidr: string } }>; ports: unknown }>).find((r) =>
+      r.to?.some((t) => t.ipBlock?.cidr === '0.0.0.0/0'),
+    );
+    expect(rule?.ports).toEqual([
+      { protocol: 'TCP', port: 443 },
+      { protocol: 'TCP', port: 8443 },
+    ]);
+    for (const name of ['webhook', 'dispatcher'])
+      expect(envOf(m, name)).toContainEqual({ name: 'WEBHOOK_ALLOWED_PORTS', value: '443,8443' });
+  });
+
+  it('renders no default spread with spread.enabled false, and refuses bad spread, node and port values', () => {
+    const m = render(defaults, ['--set', 'serviceDefaults.spread.enabled=false']);
+    for (const d of m.filter((x) => x.kind === 'Deployment')) {
+      expect(d.spec.template.spec.affinity).toBeUndefined();
+      expect(d.spec.template.spec.topologySpreadConstraints).toBeUndefined();
+    }
+    expect(() => helmTemplate(defaults, ['--set', 'serviceDefaults.spread.whenUnsatisfiable=Sometimes'])).toThrow(/whenUnsatisfiable/);
+    expect(() => helmTemplate(defaults, ['--set', 'externalRedis.clusterNodes={redis-0}'])).toThrow(/clusterNodes/);
+    expect(() => helmTemplate(defaults, ['--set', 'dispatcher.egress.allowedPorts={0}'])).toThrow(/allowedPorts/);
   });
 });
 

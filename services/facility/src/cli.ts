@@ -16,10 +16,14 @@ import {
   uuidSource,
   withRetry,
 } from '@fcd/service-kit';
-import { CliConfigSchema } from './config';
+import pg from 'pg';
+import { type CliConfig, CliConfigSchema } from './config';
 import { DEFAULT_AS_OF, generateDemoData } from './domain/demo-data';
 import { FIELDS, isCalendarDate, RECORD_KINDS, type RecordKind } from './domain/records';
 import { formatOfPath, rowsOf, type SourceRow } from './domain/row-source';
+import { UNITS, type UnitName } from './echo/files';
+import { type EchoSource, openSource } from './echo/source';
+import { exitCodeOf, type SyncSummary, syncEcho } from './echo/sync';
 import { emptyReport, Ingestion, type IngestReport } from './ingestion';
 import { runSimulation } from './simulate';
 import { SCHEMA, schemaConnectionString } from './store/db';
@@ -36,8 +40,15 @@ const USAGE = `usage: node dist/cli.js <command> [options]
                                             written as import files to DIR
   simulate --rate R[/s] [--duration SECONDS] [--seed S] [--json]
                                             keep producing violations and case/status changes
+  sync-echo --from <folder | file.zip | http(s) URL>[,…] [--only UNITS] [--dry-run] [--emit-events]
+            [--rejected-rows-ok] [--json]
+                                            load EPA ECHO bulk downloads and sync them (docs/echo.md);
+                                            UNITS: comma list of links, facilities, violations
+                                            (or icis-air, rcra, npdes), cases; exit 0 all applied,
+                                            2 some rows or files rejected (0 with --rejected-rows-ok),
+                                            1 failure (incl. another sync running)
 
-  import, seed and simulate take --retry-for DURATION (default 60s, or CLI_RETRY_FOR): a lost
+  import, seed, simulate and sync-echo take --retry-for DURATION (default 60s, or CLI_RETRY_FOR): a lost
   Postgres connection is retried with backoff that long (0 = never), then the command fails
 
 environment: DATABASE_URL (required except for seed --out), LOG_LEVEL (default warn), CLI_RETRY_FOR`;
@@ -49,6 +60,8 @@ interface Args {
   flags: Map<string, string | true>;
 }
 
+const BOOLEAN_FLAGS = new Set(['json', 'dry-run', 'emit-events', 'rejected-rows-ok']);
+
 function parseArgs(argv: string[]): Args {
   const positional: string[] = [];
   const flags = new Map<string, string | true>();
@@ -58,7 +71,7 @@ function parseArgs(argv: string[]): Args {
       const [name, inline] = a.slice(2).split('=', 2) as [string, string | undefined];
       const next = argv[i + 1];
       if (inline !== undefined) flags.set(name, inline);
-      else if (next !== undefined && !next.startsWith('--') && name !== 'json') {
+      else if (next !== undefined && !next.startsWith('--') && !BOOLEAN_FLAGS.has(name)) {
         flags.set(name, next);
         i++;
       } else flags.set(name, true);
@@ -84,7 +97,7 @@ function kindOf(value: string | undefined): RecordKind {
   return value as RecordKind;
 }
 
-function context(): { pool: Pool; logger: Logger } {
+function context(queryTimeoutMs?: number): { pool: Pool; logger: Logger; config: CliConfig } {
   const config = parseConfig(CliConfigSchema);
   const logger = createLogger({ service: 'facility-cli', level: config.LOG_LEVEL, destination: process.stderr });
   const pool = createPool({
@@ -93,8 +106,9 @@ function context(): { pool: Pool; logger: Logger } {
     applicationName: 'facility-cli',
     logger,
     connection: postgresOptions(config),
+    ...(queryTimeoutMs !== undefined ? { timeouts: { PG_QUERY_TIMEOUT_MS: queryTimeoutMs } } : {}),
   });
-  return { pool, logger };
+  return { pool, logger, config };
 }
 
 type Retry = <T>(fn: () => Promise<T>) => Promise<T>;
@@ -270,6 +284,117 @@ async function cmdSimulate(args: Args): Promise<number> {
   }
 }
 
+const UNIT_ALIASES: Record<string, UnitName[]> = { violations: ['icis-air', 'rcra', 'npdes'] };
+
+function onlyUnits(value: string | undefined): Set<UnitName> | undefined {
+  if (value === undefined) return undefined;
+  const out = new Set<UnitName>();
+  for (const name of value.split(',').map((s) => s.trim())) {
+    const units = UNIT_ALIASES[name] ?? (UNITS.includes(name as UnitName) ? [name as UnitName] : undefined);
+    if (!units) throw new UsageError(`--only takes ${[...UNITS, 'violations'].join(', ')}; got '${name}'`);
+    for (const u of units) out.add(u);
+  }
+  return out;
+}
+
+function printSyncSummary(s: SyncSummary, json: boolean): void {
+  if (json) {
+    process.stdout.write(`${JSON.stringify(s)}\n`);
+    return;
+  }
+  const out: string[] = [];
+  out.push(`source: ${s.source}${s.dry_run ? ' (dry run: nothing written)' : ''}`);
+  if (s.initial_load) out.push(`first load into an empty database: events ${s.events_emitted ? 'emitted (--emit-events)' : 'not emitted'}`);
+  for (const f of s.files) {
+    if (f.error) out.push(`${f.origin}: refused: ${f.error}`);
+    else
+      out.push(
+        `${f.origin}: ${f.read} read, ${f.inserted} inserted, ${f.changed} changed, ${f.unchanged} unchanged, ${f.rejected} rejected, ${f.missing} missing, ${f.events} events`,
+      );
+  }
+  for (const i of s.ignored) out.push(`ignored: ${i}`);
+  for (const e of s.errors) out.push(`error: ${e.origin}:${e.line}: ${e.reason}`);
+  if (s.errors_truncated) out.push('error: (more errors not shown)');
+  out.push(`seconds: ${s.seconds}`);
+  process.stdout.write(`${out.join('\n')}\n`);
+}
+
+/** The one-sync-at-a-time lock: a session advisory lock on a connection of its own, re-taken after it is lost. */
+function syncLock(config: CliConfig, logger: Logger): { ensure(): Promise<void>; release(): Promise<void> } {
+  let held: pg.Client | undefined;
+  let lost = false;
+  return {
+    async ensure() {
+      if (held && !lost) return;
+      held?.end().catch(() => undefined);
+      held = undefined;
+      const client = new pg.Client({
+        connectionString: schemaConnectionString(config.DATABASE_URL),
+        application_name: 'facility-sync-echo-lock',
+        connectionTimeoutMillis: 5000,
+        ...postgresOptions(config),
+      });
+      client.on('error', (err) => {
+        lost = true;
+        logger.warn({ err: { message: err.message } }, 'sync lock connection lost');
+      });
+      client.on('end', () => {
+        lost = true;
+      });
+      await client.connect();
+      const { rows } = await client.query<{ ok: boolean }>('SELECT pg_try_advisory_lock(hashtext($1)) AS ok', [SYNC_LOCK_KEY]);
+      if (!rows[0]?.ok) {
+        await client.end().catch(() => undefined);
+        throw new SyncBusyError('another ECHO sync is running (its lock is held); this one changed nothing');
+      }
+      held = client;
+      lost = false;
+    },
+    async release() {
+      await held?.end().catch(() => undefined);
+      held = undefined;
+    },
+  };
+}
+
+const SYNC_LOCK_KEY = 'facility:echo-sync';
+class SyncBusyError extends Error {}
+
+async function cmdSyncEcho(args: Args): Promise<number> {
+  const from = flag(args, 'from');
+  if (!from) throw new UsageError('sync-echo needs --from <folder | file.zip | http(s) URL>');
+  const only = onlyUnits(flag(args, 'only'));
+  const { pool, logger, config } = context(3_600_000);
+  const retry = retrying(args, logger);
+  const lock = syncLock(config, logger);
+  let source: EchoSource | undefined;
+  try {
+    source = await openSource(from);
+    await retry(() => migrate(pool, SCHEMA, migrations));
+    const summary = await syncEcho({
+      pool,
+      clock: systemClock,
+      ids: uuidSource,
+      logger,
+      retry,
+      ensureLock: () => lock.ensure(),
+      source,
+      sourceName: from,
+      dryRun: args.flags.has('dry-run'),
+      emitEvents: args.flags.has('emit-events'),
+      ...(only ? { only } : {}),
+    });
+    printSyncSummary(summary, args.flags.has('json'));
+    const code = exitCodeOf(summary);
+    // Real downloads always carry some bad rows: a scheduled sync can count them as success.
+    return code === 2 && args.flags.has('rejected-rows-ok') ? 0 : code;
+  } finally {
+    source?.close();
+    await lock.release();
+    await pool.end();
+  }
+}
+
 async function main(argv: string[]): Promise<number> {
   const args = parseArgs(argv);
   const command = args.positional[0];
@@ -282,6 +407,8 @@ async function main(argv: string[]): Promise<number> {
       return cmdSeed(args);
     case 'simulate':
       return cmdSimulate(args);
+    case 'sync-echo':
+      return cmdSyncEcho(args);
     default:
       throw new UsageError(command ? `unknown command: ${command}` : 'no command given');
   }

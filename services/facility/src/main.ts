@@ -21,7 +21,7 @@ import { OutboxRelay } from './relay';
 import { guardedDb, SCHEMA, schemaConnectionString } from './store/db';
 import { EventBus } from './store/event-bus';
 import { migrations } from './store/migrations';
-import { outboxStats } from './store/outbox';
+import { echoSyncStats, outboxStats } from './store/outbox';
 
 // config → build → listen → signals
 const config = loadConfigOrExit('facility', FacilityConfigSchema);
@@ -45,7 +45,10 @@ try {
   process.exit(1);
 }
 
-const metrics = createFacilityMetrics(() => outboxStats(pool, new Date(clock.now()).toISOString()));
+const metrics = createFacilityMetrics(
+  () => outboxStats(pool, new Date(clock.now()).toISOString()),
+  () => echoSyncStats(pool),
+);
 instrumentPool(pool, metrics.registry);
 const bus = new EventBus({
   url: config.NATS_URL,

@@ -8,6 +8,17 @@ export interface FacilityMetrics extends ServiceMetrics {
   ingestRows: Counter<'kind' | 'outcome'>;
   outboxPending: Gauge;
   outboxOldestAge: Gauge;
+  echoSyncLastSuccess: Gauge;
+  echoSyncDuration: Gauge;
+  echoSyncRows: Gauge<'file' | 'outcome'>;
+}
+
+/** The last successful ECHO sync (echo_sync_runs), or null when none finished yet. */
+export interface EchoSyncStats {
+  finished_at_seconds: number;
+  duration_seconds: number;
+  /** Rows of each file by outcome: read, inserted, changed, unchanged, rejected, missing. */
+  files: Array<{ file: string; counts: Record<string, number> }>;
 }
 
 export interface OutboxStats {
@@ -21,7 +32,10 @@ export interface OutboxStats {
  * outbox backlog (read from Postgres at scrape time, so every replica reports
  * the same shared backlog).
  */
-export function createFacilityMetrics(outboxStats: () => Promise<OutboxStats>): FacilityMetrics {
+export function createFacilityMetrics(
+  outboxStats: () => Promise<OutboxStats>,
+  echoSyncStats: () => Promise<EchoSyncStats | null> = async () => null,
+): FacilityMetrics {
   const base = createMetrics('facility');
   const registers = [base.registry];
   let last: Promise<OutboxStats> | undefined;
@@ -35,6 +49,17 @@ export function createFacilityMetrics(outboxStats: () => Promise<OutboxStats>): 
         }, 50).unref();
       });
     return last;
+  };
+  let lastEcho: Promise<EchoSyncStats | null | undefined> | undefined;
+  const echo = () => {
+    lastEcho ??= echoSyncStats()
+      .catch(() => undefined)
+      .finally(() => {
+        setTimeout(() => {
+          lastEcho = undefined;
+        }, 50).unref();
+      });
+    return lastEcho;
   };
   return {
     ...base,
@@ -64,6 +89,37 @@ export function createFacilityMetrics(outboxStats: () => Promise<OutboxStats>): 
       registers,
       async collect() {
         this.set((await stats()).oldest_age_seconds);
+      },
+    }),
+    // The ECHO sync runs as a CronJob with no scrape endpoint of its own: it records each run in
+    // Postgres (echo_sync_runs) and every facility replica exports the last successful one.
+    echoSyncLastSuccess: new Gauge({
+      name: 'fcd_facility_echo_sync_last_success_timestamp_seconds',
+      help: 'Unix time the last successful ECHO sync finished (0 when none has; NaN when Postgres is unreachable).',
+      registers,
+      async collect() {
+        const s = await echo();
+        this.set(s === undefined ? Number.NaN : (s?.finished_at_seconds ?? 0));
+      },
+    }),
+    echoSyncDuration: new Gauge({
+      name: 'fcd_facility_echo_sync_duration_seconds',
+      help: 'Duration of the last successful ECHO sync in seconds.',
+      registers,
+      async collect() {
+        const s = await echo();
+        this.set(s === undefined ? Number.NaN : (s?.duration_seconds ?? 0));
+      },
+    }),
+    echoSyncRows: new Gauge({
+      name: 'fcd_facility_echo_sync_rows',
+      help: 'Rows of each file in the last successful ECHO sync, by outcome (read, inserted, changed, unchanged, rejected, missing).',
+      labelNames: ['file', 'outcome'] as const,
+      registers,
+      async collect() {
+        const s = await echo();
+        this.reset();
+        for (const f of s?.files ?? []) for (const [outcome, n] of Object.entries(f.counts)) this.set({ file: f.file, outcome }, n);
       },
     }),
   };

@@ -3,8 +3,11 @@ import { resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { createLogger, createPool, type Pool } from '@fcd/service-kit';
 import { PrivatePostgres, repoRoot } from '@fcd/testing';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { schemaConnectionString } from '../src/store/db';
+import { download1, writeDownload } from './echo-fixtures';
+import { waitFor } from './helpers';
 
 const run = promisify(execFile);
 
@@ -67,6 +70,49 @@ describe('facility CLI through a Postgres outage', () => {
     const stored = Object.fromEntries(rows.map((r) => [r.type, r.n]));
     expect(stored).toEqual(Object.fromEntries(Object.entries(summary.events).filter(([, n]) => n > 0)));
   }, 60_000);
+
+  it('sync-echo rides out a 10 s Postgres stop in the middle of a unit, re-applies that unit whole and finishes', async () => {
+    await pool.query('TRUNCATE outbox');
+    const download = await writeDownload(download1());
+    // Hold the cases table so the stop lands while the sync is inside its last unit.
+    const blocker = new pg.Client({ connectionString: schemaConnectionString(pgs.url(DB)) });
+    blocker.on('error', () => undefined);
+    await blocker.connect();
+    await blocker.query('BEGIN');
+    await blocker.query('LOCK TABLE cases IN SHARE MODE');
+    const sync = start(['sync-echo', '--from', download, '--retry-for', '60s', '--json']);
+    await waitFor(
+      async () => {
+        const { rows } = await pool.query(
+          "SELECT 1 FROM pg_stat_activity WHERE application_name = 'facility-cli' AND wait_event_type = 'Lock' AND query LIKE '%INSERT INTO cases%'",
+        );
+        return rows.length > 0 ? true : undefined;
+      },
+      30_000,
+      'sync-echo to reach the cases unit',
+    );
+    await pgs.stopFast();
+    await blocker.end().catch(() => undefined);
+    await sleep(10_000);
+    await pgs.start();
+    const { code, stdout, stderr } = await sync.exited;
+    expect(code, stderr).toBe(2);
+    expect(stderr).toContain('postgres unavailable; retrying');
+    const summary = JSON.parse(stdout.trim()) as { initial_load: boolean; events: Record<string, number> };
+    expect(summary.initial_load).toBe(false);
+    expect(summary.events).toEqual({ 'violation.new': 6, 'case.new': 2, 'case.updated': 0, 'facility.status_changed': 0 });
+    const { rows } = await pool.query<{ type: string; n: number }>(
+      'SELECT type, count(*)::int AS n FROM outbox GROUP BY type ORDER BY type',
+    );
+    expect(rows).toEqual([
+      { type: 'case.new', n: 2 },
+      { type: 'violation.new', n: 6 },
+    ]);
+    const cases = await pool.query<{ case_number: string }>(
+      "SELECT case_number FROM cases WHERE case_number IN ('01-2023-0042', '06-2024-0311') ORDER BY 1",
+    );
+    expect(cases.rows.map((r) => r.case_number)).toEqual(['01-2023-0042', '06-2024-0311']);
+  }, 90_000);
 
   it('gives up after --retry-for with one clear line and exit code 1', async () => {
     await pgs.stopFast();

@@ -110,4 +110,57 @@ END $$;
     // publish span continues the trace of the request that caused the change.
     sql: 'ALTER TABLE outbox ADD COLUMN trace_context text;',
   },
+  {
+    id: '0004_facility_geo_search',
+    // near=<lat>,<lon>&radius_km=… (docs/facility.md, "Search by place"; ADR 0005): cube and
+    // earthdistance ship in postgresql-contrib (PostGIS would need a package every machine lacks).
+    // They are created in this schema (the service's search_path) when the database lacks them.
+    // The GiST index on the point as an earth cube serves earth_box(centre, radius) @> point.
+    // ll_to_earth calls earth() unqualified, so an index on it breaks a write from any session whose
+    // search_path lacks the extension (psql, a restore): the index is on facility_point, which pins
+    // the extensions' schemas.
+    sql: `
+CREATE EXTENSION IF NOT EXISTS cube;
+CREATE EXTENSION IF NOT EXISTS earthdistance;
+DO $$
+DECLARE cube_schema text; earth_schema text;
+BEGIN
+  SELECT n.nspname INTO cube_schema FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'cube';
+  SELECT n.nspname INTO earth_schema FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'earthdistance';
+  EXECUTE format(
+    'CREATE FUNCTION facility_point(lat float8, lon float8) RETURNS %1$I.earth
+       LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE SET search_path = %1$I, %2$I, pg_catalog
+       AS ''SELECT ll_to_earth(lat, lon)''',
+    earth_schema, cube_schema);
+END $$;
+CREATE INDEX facilities_earth_idx ON facilities USING gist (facility_point(latitude, longitude))
+  WHERE latitude IS NOT NULL AND longitude IS NOT NULL;
+    `,
+  },
+  {
+    id: '0005_echo_sync',
+    // ECHO bulk-download sync (docs/echo.md): program id → FRS registry id links (from
+    // ECHO_EXPORTER's *_IDS columns, FRS_PROGRAM_LINKS and ICIS-AIR_FACILITIES), used to attach
+    // violations to facilities; and one row per sync run (its summary; the last success is
+    // exported as a metric and alerted on).
+    sql: `
+CREATE TABLE echo_program_links (
+  system text COLLATE "C" NOT NULL,
+  pgm_sys_id text COLLATE "C" NOT NULL,
+  registry_id text COLLATE "C" NOT NULL,
+  PRIMARY KEY (system, pgm_sys_id, registry_id)
+);
+
+CREATE TABLE echo_sync_runs (
+  id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+  source text NOT NULL,
+  initial_load boolean NOT NULL,
+  started_at timestamptz NOT NULL,
+  finished_at timestamptz,
+  outcome text CHECK (outcome IN ('applied', 'rows_rejected', 'failed')),
+  summary jsonb
+);
+CREATE INDEX echo_sync_runs_success_idx ON echo_sync_runs (finished_at) WHERE outcome IN ('applied', 'rows_rejected');
+`,
+  },
 ];

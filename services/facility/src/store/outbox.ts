@@ -1,5 +1,5 @@
 import type { EventType } from '../domain/codes';
-import type { OutboxStats } from '../metrics';
+import type { EchoSyncStats, OutboxStats } from '../metrics';
 import type { Queryable } from './queries';
 
 export interface OutboxRow {
@@ -47,4 +47,23 @@ export async function deleteSentBefore(db: Queryable, before: string, limit = 50
     [before, limit],
   );
   return rowCount ?? 0;
+}
+
+const ECHO_OUTCOMES = ['read', 'inserted', 'changed', 'unchanged', 'rejected', 'missing'] as const;
+
+/** The last successful ECHO sync for the metrics (outcome applied or rows_rejected), or null. */
+export async function echoSyncStats(db: Queryable): Promise<EchoSyncStats | null> {
+  const { rows } = await db.query<{ finished: number; duration: number; summary: { files?: Array<Record<string, unknown>> } | null }>(
+    `SELECT EXTRACT(EPOCH FROM finished_at)::float8 AS finished, EXTRACT(EPOCH FROM (finished_at - started_at))::float8 AS duration, summary
+       FROM echo_sync_runs WHERE outcome IN ('applied', 'rows_rejected') ORDER BY finished_at DESC LIMIT 1`,
+  );
+  const r = rows[0];
+  if (!r) return null;
+  const files = (r.summary?.files ?? [])
+    .filter((f) => typeof f.file === 'string' && f.error === undefined)
+    .map((f) => ({
+      file: f.file as string,
+      counts: Object.fromEntries(ECHO_OUTCOMES.map((o) => [o, Number(f[o] ?? 0)])),
+    }));
+  return { finished_at_seconds: r.finished, duration_seconds: r.duration, files };
 }
