@@ -2,7 +2,8 @@
 // Bundles one service (run from its folder) into dist/: workspace libraries
 // (@fcd/*, TypeScript sources) are inlined, npm dependencies stay external and
 // are resolved from node_modules at run time.
-import { existsSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
 import { build } from 'esbuild';
 
 const entries = ['src/main.ts', 'src/cli.ts', 'src/telemetry.ts'].filter((f) => existsSync(f));
@@ -15,6 +16,8 @@ await build({
   platform: 'node',
   target: 'node20',
   format: 'esm',
+  // Workspace libraries that publish a built dist/ point the `source` condition at their sources.
+  conditions: ['source'],
   sourcemap: true,
   logLevel: 'warning',
   banner: { js: "import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);" },
@@ -30,3 +33,20 @@ await build({
     },
   ],
 });
+
+// Files the service serves that come from npm packages, copied into dist/ so the image (which has
+// no dev dependencies) holds them: package.json "buildAssets": { "<path in dist>": "<package>/<file>" }.
+const { buildAssets = {} } = JSON.parse(readFileSync('package.json', 'utf8'));
+for (const [target, source] of Object.entries(buildAssets)) {
+  const parts = source.split('/');
+  const name = parts.slice(0, source.startsWith('@') ? 2 : 1).join('/');
+  const file = parts.slice(source.startsWith('@') ? 2 : 1).join('/');
+  let dir = process.cwd();
+  while (!existsSync(join(dir, 'node_modules', name, 'package.json'))) {
+    if (dirname(dir) === dir) throw new Error(`buildAssets: package ${name} is not installed`);
+    dir = dirname(dir);
+  }
+  const to = resolve('dist', target);
+  mkdirSync(dirname(to), { recursive: true });
+  copyFileSync(join(dir, 'node_modules', name, file), to);
+}

@@ -41,7 +41,7 @@ check "lint (biome)" npx biome check .
 check "typecheck (tsc --noEmit)" npx tsc -p tsconfig.json --noEmit
 check "generated protobuf code is up to date" bash scripts/proto-gen.sh --check
 check "protobuf contracts compatible with the previous commit (buf breaking)" bash scripts/proto-breaking.sh
-check "generated OpenAPI document is up to date" npx tsx scripts/openapi/generate.ts --check
+check "generated OpenAPI document and @fcd/client types are up to date" npx tsx --conditions=source scripts/openapi/generate.ts --check
 check "build" npm run build --silent
 
 echo "== tests (vitest)"

@@ -106,6 +106,8 @@ async function main() {
       METRICS_PORT: '0',
       HOST: '127.0.0.1',
       INTERNAL_AUTH_SECRET: 'bench-internal-secret-0123456789abcdef',
+      REDIS_URL,
+      REDIS_KEY_PREFIX: `${dbName}:`,
     });
     const adminUrl = `http://127.0.0.1:${usage.port}/admin/v1`;
     const auth = { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' };
@@ -183,9 +185,9 @@ async function main() {
   }
 }
 
-/** BENCH_ONLY: a comma-separated choice of usage, delivery, import (default: all three). */
+/** BENCH_ONLY: a comma-separated choice of usage, delivery, import, geo (default: all four). */
 async function all() {
-  const only = new Set((process.env.BENCH_ONLY ?? 'usage,delivery,import').split(','));
+  const only = new Set((process.env.BENCH_ONLY ?? 'usage,delivery,import,geo').split(','));
   execFileSync('bash', [resolve(root, 'scripts/services.sh')], { stdio: 'inherit' });
   execFileSync('npm', ['run', 'build', '--silent'], { cwd: root, stdio: 'inherit' });
   if (only.has('usage')) await main();
@@ -193,6 +195,8 @@ async function all() {
   if (only.has('delivery')) execFileSync(process.execPath, [resolve(root, 'scripts/bench/delivery.mjs')], { stdio: 'inherit' });
   // The import benchmark (facility CLI, 50,000 rows, twice, beside COPY of the same lines).
   if (only.has('import')) execFileSync(process.execPath, [resolve(root, 'scripts/bench/import.mjs')], { stdio: 'inherit' });
+  // The geo-query benchmark (search by place beside the plain state list, facility service).
+  if (only.has('geo')) execFileSync(process.execPath, [resolve(root, 'scripts/bench/geo.mjs')], { stdio: 'inherit' });
 }
 
 all().catch((err) => {

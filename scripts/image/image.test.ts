@@ -37,11 +37,14 @@ function productionClosure(name: string, seen = new Set<string>()): Set<string> 
   return out;
 }
 
-/** Bare package names a bundle imports (esbuild keeps npm packages external). */
+/**
+ * Bare package names a bundle imports (esbuild keeps npm packages external). A module specifier
+ * never spans lines, and a quoted "from" (a string such as `flag(args, "from")`) is not a keyword.
+ */
 function bundleImports(file: string): Set<string> {
   const text = readFileSync(file, 'utf8');
   const names = new Set<string>();
-  for (const m of text.matchAll(/(?:\bfrom\s*|\bimport\s*\(\s*|\brequire\s*\(\s*)"([^"./][^"]*)"/g)) {
+  for (const m of text.matchAll(/(?:(?<!["'])\bfrom\s*|\bimport\s*\(\s*|\brequire\s*\(\s*)"([^"./\n][^"\n]*)"/g)) {
     const spec = m[1] as string;
     if (spec.startsWith('node:')) continue;
     names.add(spec.startsWith('@') ? spec.split('/').slice(0, 2).join('/') : (spec.split('/')[0] as string));

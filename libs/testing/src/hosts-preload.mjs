@@ -7,15 +7,30 @@
 //
 // Names not in the map go to the real lookup. Load it with `hostsPreloadEnv()`
 // from @fcd/testing; application code has no test branch for it.
+//
+// FCD_TEST_HOSTS_FILE names a JSON file of the same shape, read again at every
+// lookup (its entries win), so a test can change what a name resolves to while
+// the process runs (a replica added behind a headless Service).
 import dns from 'node:dns';
+import { readFileSync } from 'node:fs';
 import { syncBuiltinESMExports } from 'node:module';
 import { promisify } from 'node:util';
 
 const table = JSON.parse(process.env.FCD_TEST_HOSTS ?? '{}');
 const realLookup = dns.lookup;
 
+function current() {
+  const file = process.env.FCD_TEST_HOSTS_FILE;
+  if (!file) return table;
+  try {
+    return { ...table, ...JSON.parse(readFileSync(file, 'utf8')) };
+  } catch {
+    return table;
+  }
+}
+
 function answers(hostname) {
-  const address = table[hostname.toLowerCase()];
+  const address = current()[hostname.toLowerCase()];
   if (address === undefined) return undefined;
   return (Array.isArray(address) ? address : [address]).map((a) => ({ address: a, family: a.includes(':') ? 6 : 4 }));
 }

@@ -147,16 +147,30 @@ export async function startService(
       return exited;
     },
   };
-  if (options.waitReady !== false) await waitForLog((l) => l.msg === 'ready', options.readyTimeoutMs ?? 20_000);
+  if (options.waitReady !== false) {
+    // 45 s: a loaded 2-core machine can take long to start a bundle; a process that never got ready
+    // is killed, so a failed start leaves nothing running.
+    try {
+      await waitForLog((l) => l.msg === 'ready', options.readyTimeoutMs ?? 45_000);
+    } catch (err) {
+      if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL');
+      throw err;
+    }
+  }
   return sp;
 }
 
 /**
  * Environment for `startService` that makes the given host names resolve to the
  * given addresses inside the child process, through node:dns `lookup` (see
- * hosts-preload.mjs). Merge it into the service's env.
+ * hosts-preload.mjs). Merge it into the service's env. With `file`, that JSON file is read
+ * again at every lookup (its entries win), so the test can change the answers while the process runs.
  */
-export function hostsPreloadEnv(hosts: Record<string, string | string[]>): Record<string, string> {
+export function hostsPreloadEnv(hosts: Record<string, string | string[]>, options: { file?: string } = {}): Record<string, string> {
   const preload = resolve(dirname(fileURLToPath(import.meta.url)), 'hosts-preload.mjs');
-  return { NODE_OPTIONS: `--import ${preload}`, FCD_TEST_HOSTS: JSON.stringify(hosts) };
+  return {
+    NODE_OPTIONS: `--import ${preload}`,
+    FCD_TEST_HOSTS: JSON.stringify(hosts),
+    ...(options.file ? { FCD_TEST_HOSTS_FILE: options.file } : {}),
+  };
 }

@@ -16,6 +16,8 @@ export interface StackOptions {
   label: string;
   gateways?: number;
   redisUrl?: string;
+  /** A Redis Cluster's `host:port` nodes (REDIS_CLUSTER_NODES) instead of a Redis URL. */
+  redisClusterNodes?: string[];
   usageEnv?: Record<string, string>;
   gatewayEnv?: Record<string, string>;
   /** Base URLs of domain services the gateway routes to (default: closed ports). */
@@ -48,7 +50,10 @@ export interface Stack {
 }
 
 /** The env of a gateway process on loopback: its usage service's gRPC port, domain services (default: closed ports). */
-export async function gatewayEnv(usageGrpcPort: number | string, urls: { facilityUrl?: string; webhookUrl?: string } = {}) {
+export async function gatewayEnv(
+  usageGrpcPort: number | string,
+  urls: { facilityUrl?: string; webhookUrl?: string; redisPrefix?: string } = {},
+) {
   return {
     USAGE_GRPC_ADDRESS: `127.0.0.1:${usageGrpcPort}`,
     PORT: '0',
@@ -58,6 +63,9 @@ export async function gatewayEnv(usageGrpcPort: number | string, urls: { facilit
     USAGE_GRPC_SECRET: TEST_USAGE_GRPC_SECRET,
     FACILITY_URL: urls.facilityUrl ?? `http://127.0.0.1:${await freePort()}`,
     WEBHOOK_URL: urls.webhookUrl ?? `http://127.0.0.1:${await freePort()}`,
+    // Idempotency-Key records: always the shared test Redis (a test that stops its usage service's Redis keeps these).
+    REDIS_URL: testUrls.redis,
+    REDIS_KEY_PREFIX: urls.redisPrefix ?? `${uniqueName('gateway')}:`,
   };
 }
 
@@ -68,7 +76,9 @@ export async function startStack(options: StackOptions): Promise<Stack> {
   const grpcPort = await freePort();
   const usageEnv: Record<string, string> = {
     DATABASE_URL: db.url,
-    REDIS_URL: options.redisUrl ?? testUrls.redis,
+    ...(options.redisClusterNodes
+      ? { REDIS_CLUSTER_NODES: options.redisClusterNodes.join(',') }
+      : { REDIS_URL: options.redisUrl ?? testUrls.redis }),
     REDIS_KEY_PREFIX: redisPrefix,
     GRPC_PORT: String(grpcPort),
     PORT: '0',
@@ -90,7 +100,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     for (let i = 0; i < (options.gateways ?? 1); i++) {
       gateways.push(
         await startService('gateway', {
-          ...(await gatewayEnv(grpcPort, options)),
+          ...(await gatewayEnv(grpcPort, { ...options, redisPrefix })),
           ...options.gatewayEnv,
         }),
       );
