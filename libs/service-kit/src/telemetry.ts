@@ -1,23 +1,7 @@
 import { appendFileSync } from 'node:fs';
-import { register } from 'node:module';
 import type { Attributes } from '@opentelemetry/api';
-import { type ExportResult, ExportResultCode, hrTimeToMicroseconds } from '@opentelemetry/core';
-import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
-import { GrpcInstrumentation } from '@opentelemetry/instrumentation-grpc';
-import { HttpInstrumentation } from '@opentelemetry/instrumentation-http';
-import { IORedisInstrumentation } from '@opentelemetry/instrumentation-ioredis';
-import { PgInstrumentation } from '@opentelemetry/instrumentation-pg';
-import { UndiciInstrumentation } from '@opentelemetry/instrumentation-undici';
-import { NodeSDK } from '@opentelemetry/sdk-node';
-import {
-  BatchSpanProcessor,
-  ConsoleSpanExporter,
-  type ReadableSpan,
-  SimpleSpanProcessor,
-  type SpanExporter,
-  type SpanProcessor,
-} from '@opentelemetry/sdk-trace';
-import { createAddHookMessageChannel } from 'import-in-the-middle';
+import type { ExportResult, ExportResultCode } from '@opentelemetry/core';
+import type { ReadableSpan, SpanExporter, SpanProcessor } from '@opentelemetry/sdk-trace';
 import { setTelemetryShutdownHook } from './trace-context';
 
 /**
@@ -29,7 +13,9 @@ import { setTelemetryShutdownHook } from './trace-context';
  * - OTEL_EXPORTER_OTLP_ENDPOINT (or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) set → OTLP/HTTP export (batched).
  * - OTEL_TRACES_EXPORTER: comma list of `otlp`, `console`, `jsonl`, `none`; overrides the above.
  *   `jsonl` appends one JSON object per finished span to OTEL_EXPORTER_JSONL_FILE.
- * - Nothing set → no SDK at all: no spans, no cost on the hot path (trace context is not propagated).
+ * - Nothing set → no SDK at all: no spans, no cost on the hot path (trace context is not propagated),
+ *   and none of the SDK's modules is loaded (they are imported only once an exporter is configured:
+ *   loading them costs a process about 30 MiB of resident memory).
  * - OTEL_SDK_DISABLED=true, OTEL_TRACES_SAMPLER*, OTEL_BSP_*, OTEL_RESOURCE_ATTRIBUTES as the spec says.
  */
 
@@ -49,6 +35,9 @@ export interface SpanRecord {
   links: Array<{ traceId: string; spanId: string }>;
 }
 
+/** An OpenTelemetry HrTime ([seconds, nanoseconds]) in microseconds, as @opentelemetry/core's hrTimeToMicroseconds. */
+const microseconds = ([seconds, nanos]: [number, number]): number => Math.round(seconds * 1e6 + nanos / 1e3);
+
 export function toSpanRecord(span: ReadableSpan): SpanRecord {
   const ctx = span.spanContext();
   return {
@@ -59,8 +48,8 @@ export function toSpanRecord(span: ReadableSpan): SpanRecord {
     kind: span.kind,
     service: String(span.resource.attributes['service.name'] ?? ''),
     scope: span.instrumentationScope.name,
-    startUs: hrTimeToMicroseconds(span.startTime),
-    durationUs: hrTimeToMicroseconds(span.duration),
+    startUs: microseconds(span.startTime),
+    durationUs: microseconds(span.duration),
     status: span.status,
     attributes: span.attributes,
     links: span.links.map((l) => ({ traceId: l.context.traceId, spanId: l.context.spanId })),
@@ -73,18 +62,22 @@ export function toSpanRecord(span: ReadableSpan): SpanRecord {
  */
 export class JsonLinesSpanExporter implements SpanExporter {
   private stopped = false;
-  constructor(private readonly file: string) {}
+  /** `codes`: @opentelemetry/core's ExportResultCode (passed in: this module loads no SDK module until needed). */
+  constructor(
+    private readonly file: string,
+    private readonly codes: typeof ExportResultCode,
+  ) {}
 
   export(spans: ReadableSpan[], resultCallback: (result: ExportResult) => void): void {
     if (this.stopped) {
-      resultCallback({ code: ExportResultCode.FAILED, error: new Error('exporter shut down') });
+      resultCallback({ code: this.codes.FAILED, error: new Error('exporter shut down') });
       return;
     }
     try {
       if (spans.length > 0) appendFileSync(this.file, spans.map((s) => `${JSON.stringify(toSpanRecord(s))}\n`).join(''));
-      resultCallback({ code: ExportResultCode.SUCCESS });
+      resultCallback({ code: this.codes.SUCCESS });
     } catch (err) {
-      resultCallback({ code: ExportResultCode.FAILED, error: err as Error });
+      resultCallback({ code: this.codes.FAILED, error: err as Error });
     }
   }
 
@@ -95,8 +88,11 @@ export class JsonLinesSpanExporter implements SpanExporter {
   }
 }
 
-/** Span processors from the environment; empty = telemetry off. Throws on a value it does not know. */
-export function spanProcessorsFromEnv(env: NodeJS.ProcessEnv = process.env): SpanProcessor[] {
+const EXPORTERS = ['otlp', 'console', 'jsonl'] as const;
+type ExporterName = (typeof EXPORTERS)[number];
+
+/** The exporters the environment names; empty = telemetry off. Throws on a value it does not know. */
+export function exporterNamesFromEnv(env: NodeJS.ProcessEnv = process.env): ExporterName[] {
   let names = (env.OTEL_TRACES_EXPORTER ?? '')
     .split(',')
     .map((s) => s.trim().toLowerCase())
@@ -104,20 +100,32 @@ export function spanProcessorsFromEnv(env: NodeJS.ProcessEnv = process.env): Spa
   if (names.length === 0 && (env.OTEL_EXPORTER_OTLP_ENDPOINT || env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT)) names = ['otlp'];
   if (names.includes('none')) return [];
   return names.map((name) => {
-    switch (name) {
-      case 'otlp':
-        return new BatchSpanProcessor({ exporter: new OTLPTraceExporter() });
-      case 'console':
-        return new SimpleSpanProcessor({ exporter: new ConsoleSpanExporter() });
-      case 'jsonl': {
-        const file = env.OTEL_EXPORTER_JSONL_FILE;
-        if (!file) throw new Error('OTEL_TRACES_EXPORTER=jsonl needs OTEL_EXPORTER_JSONL_FILE');
-        return new SimpleSpanProcessor({ exporter: new JsonLinesSpanExporter(file) });
-      }
-      default:
-        throw new Error(`OTEL_TRACES_EXPORTER: unknown exporter "${name}" (otlp, console, jsonl, none)`);
+    if (!(EXPORTERS as readonly string[]).includes(name)) {
+      throw new Error(`OTEL_TRACES_EXPORTER: unknown exporter "${name}" (otlp, console, jsonl, none)`);
     }
+    if (name === 'jsonl' && !env.OTEL_EXPORTER_JSONL_FILE) throw new Error('OTEL_TRACES_EXPORTER=jsonl needs OTEL_EXPORTER_JSONL_FILE');
+    return name as ExporterName;
   });
+}
+
+/** The span processors of the named exporters, loading only the SDK modules they need. */
+async function spanProcessorsFor(names: ExporterName[], env: NodeJS.ProcessEnv): Promise<SpanProcessor[]> {
+  const { BatchSpanProcessor, ConsoleSpanExporter, SimpleSpanProcessor } = await import('@opentelemetry/sdk-trace');
+  const processors: SpanProcessor[] = [];
+  for (const name of names) {
+    if (name === 'otlp') {
+      const { OTLPTraceExporter } = await import('@opentelemetry/exporter-trace-otlp-http');
+      processors.push(new BatchSpanProcessor({ exporter: new OTLPTraceExporter() }));
+    } else if (name === 'console') {
+      processors.push(new SimpleSpanProcessor({ exporter: new ConsoleSpanExporter() }));
+    } else {
+      const { ExportResultCode } = await import('@opentelemetry/core');
+      processors.push(
+        new SimpleSpanProcessor({ exporter: new JsonLinesSpanExporter(env.OTEL_EXPORTER_JSONL_FILE as string, ExportResultCode) }),
+      );
+    }
+  }
+  return processors;
 }
 
 const UNTRACED_PATHS = /^\/(healthz|readyz|metrics)(\?|$)/;
@@ -156,14 +164,35 @@ export async function startTelemetry(
   env: NodeJS.ProcessEnv = process.env,
   options: TelemetryOptions = {},
 ): Promise<boolean> {
-  let spanProcessors: SpanProcessor[];
+  let names: ExporterName[];
   try {
-    spanProcessors = spanProcessorsFromEnv(env);
+    names = exporterNamesFromEnv(env);
   } catch (err) {
     process.stderr.write(`${JSON.stringify({ level: 'fatal', service: serviceName, msg: `telemetry: ${(err as Error).message}` })}\n`);
     process.exit(1);
   }
-  if (spanProcessors.length === 0 || env.OTEL_SDK_DISABLED === 'true') return false;
+  if (names.length === 0 || env.OTEL_SDK_DISABLED === 'true') return false;
+
+  const [
+    { register },
+    { createAddHookMessageChannel },
+    { NodeSDK },
+    { HttpInstrumentation },
+    { UndiciInstrumentation },
+    { GrpcInstrumentation },
+    { PgInstrumentation },
+    { IORedisInstrumentation },
+  ] = await Promise.all([
+    import('node:module'),
+    import('import-in-the-middle'),
+    import('@opentelemetry/sdk-node'),
+    import('@opentelemetry/instrumentation-http'),
+    import('@opentelemetry/instrumentation-undici'),
+    import('@opentelemetry/instrumentation-grpc'),
+    import('@opentelemetry/instrumentation-pg'),
+    import('@opentelemetry/instrumentation-ioredis'),
+  ]);
+  const spanProcessors = await spanProcessorsFor(names, env);
 
   // ESM bundles import their CommonJS dependencies (pg, ioredis, @grpc/grpc-js)
   // through the ESM loader, which require-hooks never see: the
