@@ -81,8 +81,8 @@ describe('GET /v1/exports/{kind}', () => {
     // Memory: one page (1,000 rows) is in flight by construction; the whole export is about 35 MB
     // of NDJSON, which a buffering implementation would hold (several times over, as rows, strings
     // and buffers) in one of these processes. The peak RSS (VmHWM since start) is printed; the bound
-    // is 200 MiB, not the 150 MiB asked, because each process idles at about 125 MiB and V8 grows its
-    // heap by about 40 MiB under this allocation rate (docs/benchmarks.md, "Exports").
+    // is 200 MiB, not the 150 MiB asked, because the gateway idles at about 128 MiB and V8 grows its
+    // heap by 25-40 MiB under this allocation rate (docs/benchmarks.md, "Exports").
     const peak = { gateway: peakRssMiB(gatewayPid), facility: peakRssMiB(facilityPid) };
     console.log(`export peak RSS MiB: idle ${JSON.stringify(idle)}, after 50,000 rows ${JSON.stringify(peak)}`);
     expect(peak.gateway).toBeLessThan(200);
