@@ -8,7 +8,7 @@
  * its exported TypeBox schemas; /healthz and /readyz are described here.
  * Only the routes of the gateway's table (PUBLIC_ROUTES) are kept, under the
  * gateway's parameter names. Everything edge-level (security, error envelope,
- * statuses of SPEC §2, rate-limit headers) is added here.
+ * statuses of docs/api.md "Errors", rate-limit headers) is added here.
  */
 import { ERROR_STATUS } from '@fcd/service-kit';
 import Fastify from 'fastify';

@@ -2,7 +2,7 @@
  * The events a subscription receives, described once for both generated documents: the OpenAPI
  * `webhooks` section (document.ts) and the AsyncAPI document (asyncapi.ts). The records inside
  * `data` are the facility service's response schemas (the same records the API returns), the
- * envelope and headers are the contract's (SPEC §8, §10), and the verification examples are the
+ * envelope and headers are the contract's (docs/webhooks.md), and the verification examples are the
  * files in examples/webhook-verify (tested by services/gateway/test/webhook-contract.int.test.ts).
  */
 import { readFileSync } from 'node:fs';
@@ -182,7 +182,7 @@ export const EVENTS: EventInfo[] = [
   },
 ];
 
-/** The envelope of one event type (SPEC §8, §10): keys in this order, compact JSON. */
+/** The envelope of one event type (docs/webhooks.md): keys in this order, compact JSON. */
 export function envelopeSchema(event: EventInfo, record: (name: string) => JsonObject): JsonObject {
   return {
     type: 'object',
@@ -209,7 +209,7 @@ export interface DeliveryHeader {
   schema: JsonObject;
 }
 
-/** The headers of every delivery (SPEC §8, §10). Content-Type is application/json. */
+/** The headers of every delivery (docs/webhooks.md). Content-Type is application/json. */
 export const DELIVERY_HEADERS: DeliveryHeader[] = [
   {
     name: 'webhook-id',

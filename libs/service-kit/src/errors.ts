@@ -1,6 +1,6 @@
 /**
  * The one error type of the domain. Domain code throws AppError with a code from
- * the public catalogue (SPEC §2); only the edges map it (HTTP error handler,
+ * the public catalogue (docs/api.md "Errors"); only the edges map it (HTTP error handler,
  * gRPC adapter, NATS consumer).
  */
 export const ERROR_STATUS = {

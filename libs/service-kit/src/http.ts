@@ -86,7 +86,7 @@ export function baseFastifyOptions(
   };
 }
 
-/** Turns ajv errors from Fastify's validation into SPEC §2 field problems. */
+/** Turns ajv errors from Fastify's validation into field problems (docs/api.md "Errors"). */
 export function fieldProblems(validation: NonNullable<FastifyError['validation']>, context: string | undefined): FieldProblem[] {
   const problems: FieldProblem[] = [];
   for (const v of validation) {
@@ -136,7 +136,7 @@ export function sendError(reply: FastifyReply, err: AppError): FastifyReply {
     .send(errorBody(err.code, err.message, err.details));
 }
 
-/** Maps any thrown error to the SPEC §2 envelope. The one error mapper for HTTP. */
+/** Maps any thrown error to the error envelope (docs/api.md "Errors"). The one error mapper for HTTP. */
 export function toAppError(thrown: FastifyError | Error, request: FastifyRequest): AppError {
   // Database outages and unstorable input are classified once here, for every service.
   const error = classifyDatabaseError(thrown) as FastifyError | Error;
@@ -230,7 +230,7 @@ export function installHttpConventions(app: FastifyInstance, options: HttpConven
   // Integer query parameters are decimal text only ("Infinity", "1e400", "0x10" are refused).
   app.addHook('preValidation', async (request) => refuseNonDecimalNumbers(request));
 
-  // Only JSON bodies, and only objects (SPEC §2: BAD_REQUEST otherwise).
+  // Only JSON bodies, and only objects (BAD_REQUEST otherwise: docs/api.md "Errors").
   app.removeAllContentTypeParsers();
   const parseJson = app.getDefaultJsonParser('error', 'error');
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {

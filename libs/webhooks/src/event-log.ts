@@ -9,7 +9,7 @@ import { type MatchableSubscription, matches } from './matching';
  * /v1/webhooks/{id}/recover). All its SQL is here; times are epoch ms from the caller's clock.
  */
 
-/** Retention of the log, in days: the default, and the least the API promises (SPEC §10). */
+/** Retention of the log, in days: the default, and the least the API promises (docs/webhooks.md). */
 export const DEFAULT_EVENT_RETENTION_DAYS = 30;
 export const MIN_EVENT_RETENTION_DAYS = 7;
 export const MAX_EVENT_RETENTION_DAYS = 3650;

@@ -1,4 +1,4 @@
-/** The event types a subscription can list (SPEC §8). */
+/** The event types a subscription can list (docs/webhooks.md). */
 export const EVENT_TYPES = ['violation.new', 'case.new', 'case.updated', 'facility.status_changed'] as const;
 
 export type EventType = (typeof EVENT_TYPES)[number];
@@ -8,7 +8,7 @@ export function isEventType(value: unknown): value is EventType {
 }
 
 /**
- * The event envelope (seed 2.3, SPEC §8) as far as matching needs it. The
+ * The event envelope (docs/webhooks.md) as far as matching needs it. The
  * records inside `data` carry more fields; only the facility references are read.
  */
 export interface EventEnvelope {

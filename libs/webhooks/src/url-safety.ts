@@ -3,7 +3,7 @@ import { promisify } from 'node:util';
 import ipaddr from 'ipaddr.js';
 
 /**
- * Destination safety for webhook URLs (SPEC §7): the API checks a URL when a
+ * Destination safety for webhook URLs (docs/webhooks.md): the API checks a URL when a
  * subscription is created or updated, and the dispatcher checks it again right
  * before each delivery against the addresses it is about to connect to (DNS
  * rebinding). One policy, one function, both places.

@@ -36,7 +36,7 @@ export interface DispatcherDeps {
   accounts?: AccountDirectory;
 }
 
-/** "Pro and above" (SPEC §3): tier rank free 0 < pro 1 < enterprise 2. */
+/** "Pro and above" (docs/metering.md): tier rank free 0 < pro 1 < enterprise 2. */
 const PRO_RANK = 1;
 /** The deactivation reason a client sees after a downgrade below Pro. */
 export const TIER_DEACTIVATION_REASON = 'tier_downgraded';

@@ -85,7 +85,7 @@ afterAll(async () => {
 const path = () => `/hook/${randomUUID()}`;
 
 describe('matching and sending', () => {
-  it('delivers a violation.new for a watched facility: the envelope, the SPEC headers, a signature that verifies independently', async () => {
+  it('delivers a violation.new for a watched facility: the envelope, the documented headers, a signature that verifies independently', async () => {
     const facility = randomUUID();
     const p = path();
     const sub = await subscribe(db, { url: receiver.url(p), facility_ids: [facility] });

@@ -225,7 +225,7 @@ describe('GET /v1/facilities', () => {
     expect(many.body.error.details.fields.map((f) => f.field).sort()).toEqual(['extra', 'limit', 'state']);
   });
 
-  it('declares its output: a facility carries exactly the SPEC §6 fields', async () => {
+  it('declares its output: a facility carries exactly the documented fields (docs/facility.md)', async () => {
     const res = await get<List<Facility>>('/v1/facilities?limit=1');
     expect(Object.keys(res.body.data[0] as object).sort()).toEqual(
       [
@@ -293,7 +293,7 @@ describe('GET /v1/facilities/{id} and its violations and cases', () => {
     expect(subUnknown.status).toBe(404);
   });
 
-  it('lists a facility’s violations newest first, with the seed 2.4 fields plus description and resolved_date', async () => {
+  it('lists a facility’s violations newest first, with the published fields plus description and resolved_date', async () => {
     const counts = new Map<string, number>();
     for (const v of demo.violations) counts.set(v.registry_id, (counts.get(v.registry_id) ?? 0) + 1);
     const [registryId, n] = [...counts].sort((a, b) => b[1] - a[1])[0] as [string, number];
@@ -379,7 +379,7 @@ describe('GET /v1/cases', () => {
     );
   });
 
-  it('returns one case with exactly the SPEC §6 fields', async () => {
+  it('returns one case with exactly the documented fields (docs/facility.md)', async () => {
     const listed = (await get<List<EnforcementCase>>('/v1/cases?limit=1')).body.data[0] as EnforcementCase;
     const res = await get<{ data: EnforcementCase }>(`/v1/cases/${listed.id}`);
     expect(res.body.data).toEqual(listed);

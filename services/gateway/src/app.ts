@@ -94,7 +94,7 @@ function isConditional(request: FastifyRequest, path: string): boolean {
   return !(path === '/v1/exports' || path.startsWith('/v1/exports/'));
 }
 
-/** The public usage report (SPEC §5), or undefined when the usage service's answer lacks a part. */
+/** The public usage report (docs/metering.md "Usage report"), or undefined when the usage service's answer lacks a part. */
 function usageBody(u: GetUsageResponse) {
   const { today, billingPeriod: b } = u;
   if (!today || !b) return undefined;

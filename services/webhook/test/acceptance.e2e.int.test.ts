@@ -44,7 +44,7 @@ interface Answer {
 
 /**
  * One request through the gateway. Every answer to an authenticated request
- * carries the X-RateLimit-* headers (SPEC §4), so each one is checked here.
+ * carries the X-RateLimit-* headers (docs/api.md "Authentication and limits"), so each one is checked here.
  */
 async function call(path: string, key: string, init: { method?: string; body?: unknown; raw?: string } = {}): Promise<Answer> {
   const payload = init.raw ?? (init.body === undefined ? undefined : JSON.stringify(init.body));
@@ -134,7 +134,7 @@ describe('the stack under test', () => {
 });
 
 describe('acceptance 1–2: create, read, list, update; the secret once; facility_ids null', () => {
-  it('creates → 201 with every field of seed 2.1 in the right format; GET, list and PATCH show only the redacted secret', async () => {
+  it('creates → 201 with every published field in the right format; GET, list and PATCH show only the redacted secret', async () => {
     const before = Date.now();
     const created = await create(pro.apiKey, { url: HOOK_URL, events: ['violation.new', 'case.updated'], facility_ids: [F1, F2] });
     const after = Date.now();

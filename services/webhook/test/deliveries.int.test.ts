@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { asAccount, createContext, newAccount, PUBLIC_HOST, type TestContext, target, testApp } from './helpers';
 
 /**
- * The delivery tools of the webhook API (SPEC §8 "beyond the seed"): the log,
+ * The delivery tools of the webhook API (docs/webhooks.md, "Deliveries"): the log,
  * a manual retry, the test event and the secret rotation, with app.inject on a
  * real database. The dispatcher's sending is its own test; here the attempts
  * are recorded through the same DeliveryStore the dispatcher uses.

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { asAccount, createContext, type FacilityStub, newAccount, startFacilityStub, type TestContext, testApp } from './helpers';
 
 /**
- * Any JSON body, valid or not, gets a 2xx or a 4xx with the SPEC §2 envelope:
+ * Any JSON body, valid or not, gets a 2xx or a 4xx with the error envelope (docs/api.md "Errors"):
  * never a 5xx. The generators lean towards almost-valid bodies so that both
  * the success path and each validation rule are exercised.
  */

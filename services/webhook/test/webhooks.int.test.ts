@@ -84,7 +84,7 @@ function expectValidationError(res: LightMyRequestResponse, fields: Array<string
 }
 
 describe('POST /v1/webhooks', () => {
-  it('creates a subscription: 201 with every field of seed 2.1 in the right format and the secret in clear', async () => {
+  it('creates a subscription: 201 with every published field in the right format and the secret in clear', async () => {
     const account = newAccount();
     const res = await create(account, { url: url(), events: ['violation.new', 'case.updated'], facility_ids: [F1, F2.toUpperCase()] });
     expect(res.statusCode, res.body).toBe(201);

@@ -40,7 +40,7 @@ describe('retry schedule', () => {
   });
 });
 
-describe('deactivation (SPEC §8)', () => {
+describe('deactivation (docs/webhooks.md)', () => {
   it('when retry 5 (attempt 6) fails: failed and deactivate', () => {
     expect(decideAfterAttempt({ ...base, attempt: 6, finishedAt: clock.now() }, DEFAULT_RETRY_SCHEDULE_MS)).toEqual({
       status: 'failed',

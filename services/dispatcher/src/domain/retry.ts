@@ -1,7 +1,7 @@
 import type { AttemptDecision, DecisionInput } from '@fcd/webhooks';
 
 /**
- * The retry schedule and the deactivation rule (SPEC §8), pure: no clock, no
+ * The retry schedule and the deactivation rule (docs/webhooks.md), pure: no clock, no
  * I/O. Retry n follows the failure of attempt n, counted from the end of that
  * failed attempt; when the last retry fails the delivery is failed and the
  * subscription deactivated, unless another delivery to it succeeded after this

@@ -2,7 +2,7 @@ import type { IdSource } from '@fcd/service-kit';
 import type { CaseStatus, ComplianceStatus, EventType } from './codes';
 import type { EnforcementCase, Facility, Violation } from './model';
 
-/** SPEC §8 event envelope, as published on JetStream and delivered to webhooks. */
+/** The event envelope (docs/webhooks.md), as published on JetStream and delivered to webhooks. */
 export interface EventEnvelope<T extends EventType = EventType, D = Record<string, unknown>> {
   id: string;
   type: T;

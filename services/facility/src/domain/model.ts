@@ -1,6 +1,6 @@
 import type { CaseStatus, CaseType, ComplianceStatus, Program, Severity } from './codes';
 
-/** The public representations (SPEC §6): what the API returns and events carry. */
+/** The public representations (docs/facility.md): what the API returns and events carry. */
 export interface Facility {
   id: string;
   registry_id: string;

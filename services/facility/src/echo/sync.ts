@@ -22,7 +22,7 @@ import { type Cell, FILE_SPECS, type FileSpec, STAGES, type StageName, UNITS, ty
 import type { EchoFileName } from './layouts';
 import type { EchoSource, SourceEntry } from './source';
 
-/** Counts of one file of a sync (SPEC of the summary: docs/echo.md). */
+/** Counts of one file of a sync (the summary: docs/echo.md). */
 export interface FileSummary {
   file: EchoFileName;
   origin: string;

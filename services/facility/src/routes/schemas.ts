@@ -130,7 +130,7 @@ export const FacilityCasesQuerySchema = optionalObject({
 
 /** Path ids are checked by the handler: a malformed id is 404 NOT_FOUND like an unknown one. */
 export const IdParams = Type.Object({ id: Type.String() });
-/** Routes without query parameters still refuse unknown ones (SPEC §2: VALIDATION_ERROR naming the parameter). */
+/** Routes without query parameters still refuse unknown ones (VALIDATION_ERROR naming the parameter: docs/api.md "Errors"). */
 export const NoQuery = Type.Object({}, { additionalProperties: false });
 
 // ---- internal endpoints ----

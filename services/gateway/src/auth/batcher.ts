@@ -67,8 +67,8 @@ const UNAVAILABLE = () => create(AuthorizeResultSchema, { decision: Decision.UNA
 
 /**
  * Coalesces the authorizations of one event-loop turn into one message on a
- * long-lived bidirectional stream to the usage service (ARCHITECTURE.md, "The
- * hot path"). Each batch has a deadline; when the stream breaks, its batches
+ * long-lived bidirectional stream to the usage service (docs/architecture.md, "One
+ * request"; ADR 0006). Each batch has a deadline; when the stream breaks, its batches
  * fail as UNAVAILABLE and the next batch opens a new stream.
  *
  * Balanced (ADR 0011): the batcher keeps a pool of `streams` streams and sends

@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox';
 
-/** GET /v1/account/usage → { data: <account usage> } (seed §2.2 plus SPEC §5 additions). */
+/** GET /v1/account/usage → { data: <account usage> } (docs/metering.md "Usage report"). */
 export const UsageResponseSchema = Type.Object({
   data: Type.Object({
     tier: Type.String(),

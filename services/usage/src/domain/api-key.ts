@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 
-/** SPEC §3: `fcd_` + 32 characters [A-Za-z0-9] from a CSPRNG. */
+/** API keys (docs/metering.md): `fcd_` + 32 characters [A-Za-z0-9] from a CSPRNG. */
 export const API_KEY_PREFIX = 'fcd_';
 const ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
 const KEY_PATTERN = /^fcd_[A-Za-z0-9]{32}$/;

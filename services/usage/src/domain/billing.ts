@@ -1,5 +1,5 @@
 /**
- * Billing figures of SPEC §5, pure: the period is the UTC calendar month; the
+ * Billing figures (docs/metering.md "Usage report"), pure: the period is the UTC calendar month; the
  * included amount is daily_limit × days in the month; overage is the sum over
  * days of max(0, count − daily_limit), only for tiers that allow overage.
  */

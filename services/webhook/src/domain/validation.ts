@@ -2,7 +2,7 @@ import type { FieldProblem } from '@fcd/service-kit';
 import { EVENT_TYPES, isEventType } from '@fcd/webhooks';
 
 /**
- * The content rules of webhook bodies (SPEC §7) that the JSON schema does not
+ * The content rules of webhook bodies (docs/webhooks.md) that the JSON schema does not
  * express with a useful message. Pure functions over the raw body: they look
  * only at values of the right type (the schema reports the others), so schema
  * problems and these merge into one list without repeats.

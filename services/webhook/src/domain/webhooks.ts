@@ -29,7 +29,7 @@ import { decodeCursor, encodeCursor } from './cursor';
 import { recoveryWindow } from './recovery';
 import { emptyPatchProblems, eventProblems, facilityIdProblems, mergeProblems, unknownFacilityProblems } from './validation';
 
-/** The public form of a subscription (SPEC §7, seed 2.1). */
+/** The public form of a subscription (docs/webhooks.md). */
 export interface SubscriptionView {
   id: string;
   url: string;

@@ -9,7 +9,7 @@ const Nullable = <T extends TSchema>(t: T) => Type.Union([t, Type.Null()]);
 
 export const EVENT_ID_PATTERN = '^evt_[A-Za-z0-9-]{1,100}$';
 
-/** The envelope exactly as webhooks carry it (SPEC §8), keys in the order id, type, created_at, data. */
+/** The envelope exactly as webhooks carry it (docs/webhooks.md), keys in the order id, type, created_at, data. */
 export const EventEnvelopeSchema = Type.Object(
   {
     id: Type.String({ pattern: EVENT_ID_PATTERN, description: 'Event id, `evt_<uuid>`: the `webhook-id` of its deliveries.' }),

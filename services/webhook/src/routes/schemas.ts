@@ -2,7 +2,7 @@ import { EVENT_TYPES, TEST_EVENT_TYPE } from '@fcd/webhooks';
 import { type TSchema, Type } from '@sinclair/typebox';
 
 /**
- * Request and response schemas of /v1/webhooks: the contract (SPEC §1, §7, §8),
+ * Request and response schemas of /v1/webhooks: the contract (docs/api.md "Conventions", docs/webhooks.md),
  * with the enums, formats and patterns of every field; the OpenAPI document is
  * generated from them.
  *
@@ -17,7 +17,7 @@ const UUID_PATTERN = '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{1
 export const WEBHOOK_ID_PATTERN = `^wh_${UUID_PATTERN}$`;
 export const DELIVERY_ID_PATTERN = `^dlv_${UUID_PATTERN}$`;
 export const EVENT_ID_PATTERN = `^evt_${UUID_PATTERN}$`;
-/** SPEC §1: ISO 8601 UTC with milliseconds and Z. */
+/** ISO 8601 UTC with milliseconds and Z. */
 export const TIMESTAMP_PATTERN = '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$';
 /** Every type a delivery can carry: the four subscribable event types and the test event. */
 export const DELIVERY_EVENT_TYPES = [...EVENT_TYPES, TEST_EVENT_TYPE] as const;
@@ -119,7 +119,7 @@ export const ListQuery = Type.Object(
 );
 
 export const IdParams = Type.Object({ id: Type.String() });
-/** Routes without query parameters still refuse unknown ones (SPEC §2: VALIDATION_ERROR naming the parameter). */
+/** Routes without query parameters still refuse unknown ones (VALIDATION_ERROR naming the parameter: docs/api.md "Errors"). */
 export const NoQuery = Type.Object({}, { additionalProperties: false });
 
 const Pagination = Type.Object({

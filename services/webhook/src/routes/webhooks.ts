@@ -37,7 +37,7 @@ export interface WebhookRoutesOptions {
   internalAuth: InternalAuth;
 }
 
-/** "Pro and above" (SPEC §3): tier_rank free 0 < pro 1 < enterprise 2. */
+/** "Pro and above" (docs/metering.md): tier_rank free 0 < pro 1 < enterprise 2. */
 const PRO_RANK = 1;
 
 /**
