@@ -10,6 +10,7 @@ export const ConfigSchema = Type.Object({
   HOST: Type.String({ default: '0.0.0.0' }),
   DATABASE_URL: Env.url(),
   PG_POOL_MAX: Env.int(20, 2, 200),
+  /** One NATS URL, or a cluster's servers comma-separated (`nats://a:4222,nats://b:4222`). */
   NATS_URL: Env.url('nats://127.0.0.1:4222'),
   /** Same names as the facility service, so tests isolate. */
   EVENTS_STREAM: Type.String({ pattern: '^[A-Za-z0-9_-]{1,64}$', default: 'EVENTS' }),

@@ -8,6 +8,7 @@ export const FacilityConfigSchema = Type.Object({
   HOST: Type.String({ default: '0.0.0.0' }),
   DATABASE_URL: Env.url(),
   PG_POOL_MAX: Env.int(10, 1, 200),
+  /** One NATS URL, or a cluster's servers comma-separated (`nats://a:4222,nats://b:4222`). */
   NATS_URL: Env.url('nats://127.0.0.1:4222'),
   INTERNAL_AUTH_SECRET: Env.secret(),
   INGEST_TOKEN: Env.secret(),

@@ -1,5 +1,14 @@
-import type { NatsAuthOptions } from '@fcd/service-kit';
-import { context, extractTraceContext, type Logger, SpanKind, SpanStatusCode, type TraceCarrier, trace } from '@fcd/service-kit';
+import {
+  context,
+  extractTraceContext,
+  type Logger,
+  type NatsAuthOptions,
+  natsServers,
+  SpanKind,
+  SpanStatusCode,
+  type TraceCarrier,
+  trace,
+} from '@fcd/service-kit';
 import {
   AckPolicy,
   DeliverPolicy,
@@ -16,6 +25,7 @@ import { connect, type NatsConnection, nanos } from '@nats-io/transport-node';
 export type Verdict = { ack: true } | { ack: false; retryInMs: number } | { term: string };
 
 export interface EventConsumerSettings {
+  /** One NATS URL, or several comma-separated (a cluster): the client reconnects through them. */
   url: string;
   /** Credentials and TLS (`natsOptions(config)`). */
   auth?: NatsAuthOptions;
@@ -72,7 +82,7 @@ export class EventConsumer {
   private async connectOnce(): Promise<void> {
     const nc = await connect({
       ...this.s.auth,
-      servers: this.s.url,
+      servers: natsServers(this.s.url),
       name: `dispatcher-${this.s.consumer}`,
       maxReconnectAttempts: -1,
       reconnectTimeWait: 500,

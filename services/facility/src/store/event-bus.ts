@@ -1,8 +1,9 @@
-import type { NatsAuthOptions } from '@fcd/service-kit';
 import {
   contextFromColumn,
   injectTraceContext,
   type Logger,
+  type NatsAuthOptions,
+  natsServers,
   context as otelContext,
   SpanKind,
   SpanStatusCode,
@@ -22,6 +23,7 @@ import { connect, headers, type NatsConnection, nanos } from '@nats-io/transport
 import type { OutboxRow } from './outbox';
 
 export interface EventBusSettings {
+  /** One NATS URL, or several comma-separated (a cluster): the client reconnects through them. */
   url: string;
   /** Credentials and TLS (`natsOptions(config)`). */
   auth?: NatsAuthOptions;
@@ -78,7 +80,7 @@ export class EventBus {
       try {
         const nc = await connect({
           ...this.s.auth,
-          servers: this.s.url,
+          servers: natsServers(this.s.url),
           name: 'facility-relay',
           maxReconnectAttempts: -1,
           reconnectTimeWait: 500,
