@@ -15,6 +15,11 @@ export const ConfigSchema = Type.Object({
   /** Same names as the facility service, so tests isolate. */
   EVENTS_STREAM: Type.String({ pattern: '^[A-Za-z0-9_-]{1,64}$', default: 'EVENTS' }),
   EVENTS_SUBJECT_PREFIX: Type.String({ pattern: '^[A-Za-z0-9_-]+(\\.[A-Za-z0-9_-]+)*$', default: 'events' }),
+  /**
+   * Copies JetStream keeps of EVENTS when this service creates it (1 = one server; 3 on a
+   * cluster of 3+ servers, so a server lost keeps every event). An existing stream is not changed.
+   */
+  NATS_STREAM_REPLICAS: Env.int(1, 1, 5),
   /** Durable pull consumer name, shared by every replica. */
   DISPATCHER_CONSUMER: Type.String({ pattern: '^[A-Za-z0-9_-]{1,64}$', default: 'dispatcher' }),
   /** Where a newly created consumer starts: every stored event, or only new ones. */

@@ -31,6 +31,8 @@ export interface EventConsumerSettings {
   auth?: NatsAuthOptions;
   stream: string;
   subjectPrefix: string;
+  /** Replicas of the stream when this service creates it (default 1); the consumer inherits them. */
+  replicas?: number;
   consumer: string;
   deliverPolicy: 'all' | 'new';
   batch: number;
@@ -117,8 +119,9 @@ export class EventConsumer {
           // only needs to outlast a dispatcher outage; without a limit it grows until the disk fills.
           max_age: nanos(7 * 24 * 3600 * 1000),
           duplicate_window: nanos(MIN_DUPLICATE_WINDOW_MS),
+          num_replicas: this.s.replicas ?? 1,
         });
-        this.s.logger.info({ stream: this.s.stream }, 'stream created');
+        this.s.logger.info({ stream: this.s.stream, replicas: this.s.replicas ?? 1 }, 'stream created');
       } catch (err) {
         // Created meanwhile by the facility service or another replica: fine if it now exists.
         await jsm.streams.info(this.s.stream).catch(() => {
