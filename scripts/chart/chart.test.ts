@@ -831,6 +831,18 @@ describe('scale-out values', () => {
       expect(envOf(m, name)).toContainEqual({ name: 'WEBHOOK_ALLOWED_PORTS', value: '443,8443' });
   });
 
+  it('gives the facility service and the dispatcher the stream replicas of externalNats.streamReplicas (default 1, 1–5)', () => {
+    for (const name of ['facility', 'dispatcher']) {
+      expect(envOf(render(defaults), name)).toContainEqual({ name: 'NATS_STREAM_REPLICAS', value: '1' });
+      expect(envOf(render(defaults, ['--set', 'externalNats.streamReplicas=3']), name)).toContainEqual({
+        name: 'NATS_STREAM_REPLICAS',
+        value: '3',
+      });
+    }
+    expect(() => helmTemplate(defaults, ['--set', 'externalNats.streamReplicas=0'])).toThrow(/streamReplicas/);
+    expect(() => helmTemplate(defaults, ['--set', 'externalNats.streamReplicas=7'])).toThrow(/streamReplicas/);
+  });
+
   it('renders no default spread with spread.enabled false, and refuses bad spread, node and port values', () => {
     const m = render(defaults, ['--set', 'serviceDefaults.spread.enabled=false']);
     for (const d of m.filter((x) => x.kind === 'Deployment')) {

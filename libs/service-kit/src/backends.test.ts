@@ -3,7 +3,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Type } from '@sinclair/typebox';
 import { describe, expect, it } from 'vitest';
-import { backendSettingsProblems, NatsEnv, natsOptions, PostgresEnv, postgresOptions, RedisEnv, redisOptions } from './backends';
+import {
+  backendSettingsProblems,
+  NatsEnv,
+  natsOptions,
+  natsServers,
+  PostgresEnv,
+  postgresOptions,
+  RedisEnv,
+  redisOptions,
+} from './backends';
 import { ConfigError, parseConfig } from './config';
 
 const dir = mkdtempSync(join(tmpdir(), 'fcd-backends-'));
@@ -40,6 +49,12 @@ describe('redisOptions and natsOptions', () => {
     expect(natsOptions({}, 'nats://n:4222')).toEqual({});
     expect(natsOptions({ NATS_USER: 'facility', NATS_PASSWORD: 'pw' }, 'tls://n:4222')).toEqual({ user: 'facility', pass: 'pw', tls: {} });
     expect(natsOptions({ NATS_TLS_CA_FILE: ca }, 'nats://n:4222').tls?.ca).toContain('BEGIN CERTIFICATE');
+    expect(natsOptions({}, 'tls://a:4222, tls://b:4222')).toEqual({ tls: {} });
+  });
+
+  it('natsServers splits a comma-separated NATS_URL into the server list of a cluster', () => {
+    expect(natsServers('nats://n:4222')).toEqual(['nats://n:4222']);
+    expect(natsServers('nats://a:4222, nats://b:4223,nats://c:4224,')).toEqual(['nats://a:4222', 'nats://b:4223', 'nats://c:4224']);
   });
 });
 
@@ -62,6 +77,10 @@ describe('start-up checks', () => {
       'DATABASE_SSL_CA_FILE: only used with DATABASE_SSLMODE verify-ca or verify-full (is require)',
     ]);
     expect(backendSettingsProblems({ NATS_PASSWORD: 'secret-value' })).toEqual(['NATS_PASSWORD: needs NATS_USER']);
+    expect(backendSettingsProblems({ NATS_URL: 'nats://a:4222, nats://b:4222,tls://c:4222' })).toEqual([]);
+    expect(backendSettingsProblems({ NATS_URL: 'nats://a:4222,b:4222' })).toEqual([
+      'NATS_URL: each comma-separated entry must be a nats:// or tls:// URL (got "b:4222")',
+    ]);
     expect(backendSettingsProblems({ REDIS_CLUSTER_NODES: 'a:7000, rediss://b.example:7001,[::1]:7002' })).toEqual([]);
     expect(backendSettingsProblems({ REDIS_CLUSTER_NODES: 'a:7000,b', REDIS_URL: 'redis://c:6379' })).toEqual([
       'REDIS_CLUSTER_NODES: each entry must be host:port (got "b")',

@@ -65,6 +65,12 @@ export function backendSettingsProblems(s: Settings): string[] {
   if (text(s, 'NATS_CREDS_FILE') !== undefined && text(s, 'NATS_USER') !== undefined) {
     problems.push('NATS_CREDS_FILE: give either a creds file or NATS_USER/NATS_PASSWORD, not both');
   }
+  const natsUrl = text(s, 'NATS_URL');
+  if (natsUrl !== undefined) {
+    const bad = natsServers(natsUrl).filter((e) => !/^(?:nats|tls|ws|wss):\/\/[^\s,]+$/.test(e));
+    if (bad.length > 0)
+      problems.push(`NATS_URL: each comma-separated entry must be a nats:// or tls:// URL (got ${JSON.stringify(bad[0])})`);
+  }
   const clusterNodes = text(s, 'REDIS_CLUSTER_NODES');
   if (clusterNodes !== undefined) {
     const bad = clusterNodes
@@ -119,6 +125,17 @@ export interface NatsAuthOptions {
   tls?: { ca?: string };
 }
 
+/**
+ * The servers of NATS_URL: one URL, or several comma-separated (`nats://a:4222,nats://b:4222`), as
+ * for a cluster. The client connects to one of them, and reconnects to another when it is lost.
+ */
+export function natsServers(url: string): string[] {
+  return url
+    .split(',')
+    .map((u) => u.trim())
+    .filter((u) => u !== '');
+}
+
 export function natsOptions(s: Settings, url: string): NatsAuthOptions {
   const out: NatsAuthOptions = {};
   const user = text(s, 'NATS_USER');
@@ -128,6 +145,8 @@ export function natsOptions(s: Settings, url: string): NatsAuthOptions {
   const credsFile = text(s, 'NATS_CREDS_FILE');
   if (credsFile !== undefined) out.authenticator = credsAuthenticator(readFileSync(credsFile));
   const caFile = text(s, 'NATS_TLS_CA_FILE');
-  if (caFile !== undefined || url.startsWith('tls://')) out.tls = caFile === undefined ? {} : { ca: readFileSync(caFile, 'utf8') };
+  if (caFile !== undefined || natsServers(url).some((u) => u.startsWith('tls://'))) {
+    out.tls = caFile === undefined ? {} : { ca: readFileSync(caFile, 'utf8') };
+  }
   return out;
 }

@@ -10,10 +10,16 @@ export const ConfigSchema = Type.Object({
   HOST: Type.String({ default: '0.0.0.0' }),
   DATABASE_URL: Env.url(),
   PG_POOL_MAX: Env.int(20, 2, 200),
+  /** One NATS URL, or a cluster's servers comma-separated (`nats://a:4222,nats://b:4222`). */
   NATS_URL: Env.url('nats://127.0.0.1:4222'),
   /** Same names as the facility service, so tests isolate. */
   EVENTS_STREAM: Type.String({ pattern: '^[A-Za-z0-9_-]{1,64}$', default: 'EVENTS' }),
   EVENTS_SUBJECT_PREFIX: Type.String({ pattern: '^[A-Za-z0-9_-]+(\\.[A-Za-z0-9_-]+)*$', default: 'events' }),
+  /**
+   * Copies JetStream keeps of EVENTS when this service creates it (1 = one server; 3 on a
+   * cluster of 3+ servers, so a server lost keeps every event). An existing stream is not changed.
+   */
+  NATS_STREAM_REPLICAS: Env.int(1, 1, 5),
   /** Durable pull consumer name, shared by every replica. */
   DISPATCHER_CONSUMER: Type.String({ pattern: '^[A-Za-z0-9_-]{1,64}$', default: 'dispatcher' }),
   /** Where a newly created consumer starts: every stored event, or only new ones. */

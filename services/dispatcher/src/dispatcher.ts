@@ -117,6 +117,7 @@ export class Dispatcher {
       auth: natsOptions(config, config.NATS_URL),
       stream: config.EVENTS_STREAM,
       subjectPrefix: config.EVENTS_SUBJECT_PREFIX,
+      replicas: config.NATS_STREAM_REPLICAS,
       consumer: config.DISPATCHER_CONSUMER,
       deliverPolicy: config.DISPATCHER_DELIVER_POLICY,
       batch: config.DISPATCHER_FETCH_BATCH,

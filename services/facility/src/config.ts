@@ -8,6 +8,7 @@ export const FacilityConfigSchema = Type.Object({
   HOST: Type.String({ default: '0.0.0.0' }),
   DATABASE_URL: Env.url(),
   PG_POOL_MAX: Env.int(10, 1, 200),
+  /** One NATS URL, or a cluster's servers comma-separated (`nats://a:4222,nats://b:4222`). */
   NATS_URL: Env.url('nats://127.0.0.1:4222'),
   INTERNAL_AUTH_SECRET: Env.secret(),
   INGEST_TOKEN: Env.secret(),
@@ -15,6 +16,11 @@ export const FacilityConfigSchema = Type.Object({
   INGEST_MAX_BODY_BYTES: Env.int(16 * 1024 * 1024, 1024, 512 * 1024 * 1024),
   EVENTS_STREAM: Type.String({ pattern: '^[A-Za-z0-9_-]{1,64}$', default: 'EVENTS' }),
   EVENTS_SUBJECT_PREFIX: Type.String({ pattern: '^[A-Za-z0-9_-]+(\\.[A-Za-z0-9_-]+)*$', default: 'events' }),
+  /**
+   * Copies JetStream keeps of EVENTS when this service creates it (1 = one server; 3 on a
+   * cluster of 3+ servers, so a server lost keeps every event). An existing stream is not changed.
+   */
+  NATS_STREAM_REPLICAS: Env.int(1, 1, 5),
   /** Idle wait between outbox polls when the last batch was not full. */
   OUTBOX_POLL_MS: Env.int(200, 10, 60_000),
   OUTBOX_BATCH_SIZE: Env.int(500, 1, 5000),

@@ -55,6 +55,7 @@ const bus = new EventBus({
   auth: natsOptions(config, config.NATS_URL),
   stream: config.EVENTS_STREAM,
   subjectPrefix: config.EVENTS_SUBJECT_PREFIX,
+  replicas: config.NATS_STREAM_REPLICAS,
   logger,
 });
 bus.start();

@@ -204,6 +204,8 @@ app.kubernetes.io/managed-by: {{ .ctx.Release.Service }}
   value: {{ .Values.externalNats.eventsStream | quote }}
 - name: EVENTS_SUBJECT_PREFIX
   value: {{ .Values.externalNats.eventsSubjectPrefix | quote }}
+- name: NATS_STREAM_REPLICAS
+  value: {{ .Values.externalNats.streamReplicas | quote }}
 {{- end -}}
 
 {{/* NATS credentials and TLS of one service: (dict "ctx" $ "name" "facility") */}}

@@ -1,5 +1,14 @@
-import type { NatsAuthOptions } from '@fcd/service-kit';
-import { context, extractTraceContext, type Logger, SpanKind, SpanStatusCode, type TraceCarrier, trace } from '@fcd/service-kit';
+import {
+  context,
+  extractTraceContext,
+  type Logger,
+  type NatsAuthOptions,
+  natsServers,
+  SpanKind,
+  SpanStatusCode,
+  type TraceCarrier,
+  trace,
+} from '@fcd/service-kit';
 import {
   AckPolicy,
   DeliverPolicy,
@@ -16,11 +25,14 @@ import { connect, type NatsConnection, nanos } from '@nats-io/transport-node';
 export type Verdict = { ack: true } | { ack: false; retryInMs: number } | { term: string };
 
 export interface EventConsumerSettings {
+  /** One NATS URL, or several comma-separated (a cluster): the client reconnects through them. */
   url: string;
   /** Credentials and TLS (`natsOptions(config)`). */
   auth?: NatsAuthOptions;
   stream: string;
   subjectPrefix: string;
+  /** Replicas of the stream when this service creates it (default 1); the consumer inherits them. */
+  replicas?: number;
   consumer: string;
   deliverPolicy: 'all' | 'new';
   batch: number;
@@ -72,7 +84,7 @@ export class EventConsumer {
   private async connectOnce(): Promise<void> {
     const nc = await connect({
       ...this.s.auth,
-      servers: this.s.url,
+      servers: natsServers(this.s.url),
       name: `dispatcher-${this.s.consumer}`,
       maxReconnectAttempts: -1,
       reconnectTimeWait: 500,
@@ -107,8 +119,9 @@ export class EventConsumer {
           // only needs to outlast a dispatcher outage; without a limit it grows until the disk fills.
           max_age: nanos(7 * 24 * 3600 * 1000),
           duplicate_window: nanos(MIN_DUPLICATE_WINDOW_MS),
+          num_replicas: this.s.replicas ?? 1,
         });
-        this.s.logger.info({ stream: this.s.stream }, 'stream created');
+        this.s.logger.info({ stream: this.s.stream, replicas: this.s.replicas ?? 1 }, 'stream created');
       } catch (err) {
         // Created meanwhile by the facility service or another replica: fine if it now exists.
         await jsm.streams.info(this.s.stream).catch(() => {

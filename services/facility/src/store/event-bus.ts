@@ -1,8 +1,9 @@
-import type { NatsAuthOptions } from '@fcd/service-kit';
 import {
   contextFromColumn,
   injectTraceContext,
   type Logger,
+  type NatsAuthOptions,
+  natsServers,
   context as otelContext,
   SpanKind,
   SpanStatusCode,
@@ -22,11 +23,14 @@ import { connect, headers, type NatsConnection, nanos } from '@nats-io/transport
 import type { OutboxRow } from './outbox';
 
 export interface EventBusSettings {
+  /** One NATS URL, or several comma-separated (a cluster): the client reconnects through them. */
   url: string;
   /** Credentials and TLS (`natsOptions(config)`). */
   auth?: NatsAuthOptions;
   stream: string;
   subjectPrefix: string;
+  /** Replicas of the stream when this service creates it (default 1). */
+  replicas?: number;
   logger: Logger;
   /** Wait for each JetStream ack at most this long. */
   publishTimeoutMs?: number;
@@ -78,7 +82,7 @@ export class EventBus {
       try {
         const nc = await connect({
           ...this.s.auth,
-          servers: this.s.url,
+          servers: natsServers(this.s.url),
           name: 'facility-relay',
           maxReconnectAttempts: -1,
           reconnectTimeWait: 500,
@@ -130,6 +134,13 @@ export class EventBus {
       if (windowMs < MIN_DUPLICATE_WINDOW_MS) {
         this.s.logger.warn({ stream: this.s.stream, duplicate_window_ms: windowMs }, 'stream duplicate window is below 2 minutes');
       }
+      const replicas = this.s.replicas ?? 1;
+      if ((info.config.num_replicas ?? 1) !== replicas) {
+        this.s.logger.warn(
+          { stream: this.s.stream, num_replicas: info.config.num_replicas, configured: replicas },
+          'stream replicas differ from NATS_STREAM_REPLICAS (an existing stream is not changed)',
+        );
+      }
     } catch (err) {
       if (!(err instanceof JetStreamApiError) || err.code !== JetStreamApiCodes.StreamNotFound) throw err;
       await jsm.streams.add({
@@ -141,8 +152,12 @@ export class EventBus {
         // only needs to outlast a dispatcher outage; without a limit it grows until the disk fills.
         max_age: nanos(7 * 24 * 3600 * 1000),
         duplicate_window: nanos(Math.max(MIN_DUPLICATE_WINDOW_MS, this.s.duplicateWindowMs ?? MIN_DUPLICATE_WINDOW_MS)),
+        num_replicas: this.s.replicas ?? 1,
       });
-      this.s.logger.info({ stream: this.s.stream, subjects: `${this.s.subjectPrefix}.>` }, 'stream created');
+      this.s.logger.info(
+        { stream: this.s.stream, subjects: `${this.s.subjectPrefix}.>`, replicas: this.s.replicas ?? 1 },
+        'stream created',
+      );
     }
     this.streamReady = true;
   }
