@@ -174,24 +174,48 @@ export interface Migration {
 /**
  * Applies the service's own migrations to its own schema, each in a
  * transaction, under an advisory lock so concurrent replicas (or the Helm
- * migration Job) never apply one twice.
+ * migration Job) never apply one twice. The lock is transaction-scoped
+ * (pg_advisory_xact_lock), taken first in every transaction here, so it works
+ * through PgBouncer in transaction pooling mode (a session lock would be held
+ * by, and released on, whichever server connection the pooler picked): one
+ * migrator at a time creates the schema, and each migration is checked and
+ * applied by one migrator at a time, in id order.
  */
 export async function migrate(pool: pg.Pool, schema: string, migrations: Migration[], logger?: Logger): Promise<string[]> {
   if (!/^[a-z_][a-z0-9_]*$/.test(schema)) throw new Error(`bad schema name: ${schema}`);
   const held = await checkout(pool);
   const { client } = held;
   const applied: string[] = [];
+  const lockKey = `migrate:${schema}`;
+  const begin = async () => {
+    await client.query('BEGIN');
+    await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [lockKey]);
+  };
+  let failure: unknown;
   try {
-    await client.query('SELECT pg_advisory_lock(hashtext($1))', [`migrate:${schema}`]);
-    await client.query(`CREATE SCHEMA IF NOT EXISTS ${schema}`);
-    await client.query(
-      `CREATE TABLE IF NOT EXISTS ${schema}.schema_migrations (id text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`,
-    );
-    const done = new Set((await client.query<{ id: string }>(`SELECT id FROM ${schema}.schema_migrations`)).rows.map((r) => r.id));
+    await begin();
+    let done: Set<string>;
+    try {
+      await client.query(`CREATE SCHEMA IF NOT EXISTS ${schema}`);
+      await client.query(
+        `CREATE TABLE IF NOT EXISTS ${schema}.schema_migrations (id text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`,
+      );
+      done = new Set((await client.query<{ id: string }>(`SELECT id FROM ${schema}.schema_migrations`)).rows.map((r) => r.id));
+      await client.query('COMMIT');
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      throw err;
+    }
     for (const m of [...migrations].sort((a, b) => a.id.localeCompare(b.id))) {
       if (done.has(m.id)) continue;
-      await client.query('BEGIN');
+      await begin();
       try {
+        // Under the lock: another migrator may have applied it since this one started.
+        const again = await client.query(`SELECT 1 FROM ${schema}.schema_migrations WHERE id = $1`, [m.id]);
+        if (again.rowCount) {
+          await client.query('COMMIT');
+          continue;
+        }
         await client.query(`SET LOCAL search_path TO ${schema}`);
         await client.query(m.sql);
         await client.query(`INSERT INTO ${schema}.schema_migrations (id) VALUES ($1)`, [m.id]);
@@ -203,9 +227,11 @@ export async function migrate(pool: pg.Pool, schema: string, migrations: Migrati
       applied.push(m.id);
       logger?.info({ schema, migration: m.id }, 'migration applied');
     }
+  } catch (err) {
+    failure = err;
+    throw err;
   } finally {
-    await client.query('SELECT pg_advisory_unlock(hashtext($1))', [`migrate:${schema}`]).catch(() => undefined);
-    held.release();
+    held.release(failure);
   }
   return applied;
 }
