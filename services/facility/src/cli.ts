@@ -26,7 +26,7 @@ import { type EchoSource, openSource } from './echo/source';
 import { exitCodeOf, type SyncSummary, syncEcho } from './echo/sync';
 import { emptyReport, Ingestion, type IngestReport } from './ingestion';
 import { runSimulation } from './simulate';
-import { SCHEMA, schemaConnectionString } from './store/db';
+import { SCHEMA, schemaConnectionString, schemaPoolTarget } from './store/db';
 import { migrations } from './store/migrations';
 
 const USAGE = `usage: node dist/cli.js <command> [options]
@@ -100,12 +100,13 @@ function kindOf(value: string | undefined): RecordKind {
 function context(queryTimeoutMs?: number): { pool: Pool; logger: Logger; config: CliConfig } {
   const config = parseConfig(CliConfigSchema);
   const logger = createLogger({ service: 'facility-cli', level: config.LOG_LEVEL, destination: process.stderr });
+  const connection = postgresOptions(config);
   const pool = createPool({
-    connectionString: schemaConnectionString(config.DATABASE_URL),
+    ...schemaPoolTarget(config.DATABASE_URL, connection.poolMode),
     max: 4,
     applicationName: 'facility-cli',
     logger,
-    connection: postgresOptions(config),
+    connection,
     ...(queryTimeoutMs !== undefined ? { timeouts: { PG_QUERY_TIMEOUT_MS: queryTimeoutMs } } : {}),
   });
   return { pool, logger, config };
