@@ -1,5 +1,6 @@
 export * from './eventually';
 export * from './fault-proxy';
+export * from './pgbouncer';
 export * from './postgres-server';
 export * from './process';
 export * from './redis-cluster';
