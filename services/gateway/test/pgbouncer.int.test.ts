@@ -1,7 +1,7 @@
 import { execFile, execFileSync } from 'node:child_process';
 import { resolve } from 'node:path';
 import { promisify } from 'node:util';
-import { createLogger, createPool, migrate } from '@fcd/service-kit';
+import { createLogger, createPool, migrate, withTransaction } from '@fcd/service-kit';
 import {
   type ApiStack,
   createPooledTestDatabase,
@@ -37,7 +37,9 @@ import { migrations as usageMigrations } from '../../usage/src/store/migrations'
  * - migrations of usage, facility and webhook at start-up (and 4 concurrent migrators of one
  *   schema: each migration applied exactly once, under the transaction-scoped lock);
  * - CLIs: usage `accounts create` / `keys create`, facility `seed`, `simulate` and `sync-echo`
- *   (an ECHO download: COPY into temp tables, the sync lock held in an open transaction);
+ *   (an ECHO download: COPY into temp tables, the sync lock held in an open transaction; a second
+ *   sync refused while the lock is held);
+ * - statement_timeout and the facility search_path set in every transaction (SET LOCAL);
  * - metering: a Free key gets exactly 100 of 130 concurrent requests, all 100 stored in Postgres;
  *   the usage report (GET /v1/account/usage);
  * - facility reads (list, one facility, its violations, search by place: the extension functions
@@ -166,6 +168,27 @@ describe('the system through PgBouncer in transaction pooling mode', () => {
     } finally {
       await Promise.all(pools.map((p) => p.end()));
     }
+
+    // The settings a direct connection gets at start-up come with every transaction instead.
+    const facilityLike = createPool({
+      connectionString: database.url,
+      applicationName: 'settings-probe',
+      logger,
+      max: 2,
+      timeouts: { PG_QUERY_TIMEOUT_MS: 4321 },
+      searchPath: 'facility',
+      connection: { poolMode: 'transaction' },
+    });
+    try {
+      const settings = "SELECT current_setting('search_path') AS path, current_setting('statement_timeout') AS timeout";
+      expect((await facilityLike.query(settings)).rows).toEqual([{ path: 'facility', timeout: '4321ms' }]);
+      expect((await withTransaction(facilityLike, (c) => c.query(settings))).rows).toEqual([{ path: 'facility', timeout: '4321ms' }]);
+      expect((await facilityLike.query('SELECT count(*)::int AS n FROM schema_migrations')).rows).toEqual([
+        { n: facilityMigrations.length },
+      ]);
+    } finally {
+      await facilityLike.end();
+    }
   });
 
   it('runs the facility CLIs: sync-echo, seed, simulate', async () => {
@@ -178,6 +201,20 @@ describe('the system through PgBouncer in transaction pooling mode', () => {
     expect(await count('SELECT count(*)::int AS n FROM facility.facilities WHERE registry_id = $1', [F.plating])).toBe(1);
     expect(await count("SELECT count(*)::int AS n FROM facility.echo_sync_runs WHERE outcome = 'rows_rejected'")).toBe(1);
     const echoFacilities = await count('SELECT count(*)::int AS n FROM facility.facilities');
+
+    // A second sync while one holds the lock (here: a transaction through PgBouncer) changes nothing.
+    const holder = new pg.Client({ connectionString: database.url });
+    await holder.connect();
+    try {
+      await holder.query('BEGIN');
+      await holder.query("SELECT pg_advisory_xact_lock(hashtext('facility:echo-sync'))");
+      const busy = await facilityCommand(['sync-echo', '--from', await writeDownload(download1()), '--retry-for', '0']);
+      expect(busy.code).toBe(1);
+      expect(busy.stderr.trim()).toBe('facility: another ECHO sync is running (its lock is held); this one changed nothing');
+    } finally {
+      await holder.query('ROLLBACK').catch(() => undefined);
+      await holder.end();
+    }
 
     const seeded = await facilityCommand(['seed', '--facilities', '30', '--seed', 'pgbouncer', '--json']);
     expect(seeded.code, seeded.stderr).toBe(0);
@@ -297,7 +334,7 @@ describe('the system through PgBouncer in transaction pooling mode', () => {
     ).toBe(1);
   }, 60_000);
 
-  it('shared at most 3 server connections among every client, and leaked no session state', async () => {
+  it('shared at most 3 server connections among every client, and leaked no session state or lock', async () => {
     const pools = (await bouncer.admin<Record<string, string | number>>('SHOW POOLS')).filter((p) => p.database === database.name);
     expect(pools).toHaveLength(1);
     const p = pools[0] as Record<string, number>;
@@ -310,5 +347,12 @@ describe('the system through PgBouncer in transaction pooling mode', () => {
       "SELECT current_setting('search_path') AS search_path, current_setting('statement_timeout') AS statement_timeout",
     );
     expect(rows[0]).toEqual({ search_path: '"$user", public', statement_timeout: '0' });
+    // No advisory lock outlived its transaction (a session lock would stay on a pooled server connection).
+    expect(
+      await count(
+        `SELECT count(*)::int AS n FROM pg_locks
+          WHERE locktype = 'advisory' AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`,
+      ),
+    ).toBe(0);
   });
 });
