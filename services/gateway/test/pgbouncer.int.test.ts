@@ -36,7 +36,8 @@ import { migrations as usageMigrations } from '../../usage/src/store/migrations'
  * The subset of the suite it covers, every service's queries:
  * - migrations of usage, facility and webhook at start-up (and 4 concurrent migrators of one
  *   schema: each migration applied exactly once, under the transaction-scoped lock);
- * - CLIs: usage `accounts create` / `keys create`, facility `seed`, `simulate` and `sync-echo`
+ * - CLIs: `migrate` of usage, webhook and facility; usage `accounts create` / `keys create`;
+ *   webhook `deactivate-account`; facility `seed`, `simulate` and `sync-echo`
  *   (an ECHO download: COPY into temp tables, the sync lock held in an open transaction; a second
  *   sync refused while the lock is held);
  * - statement_timeout and the facility search_path set in every transaction (SET LOCAL);
@@ -51,6 +52,7 @@ import { migrations as usageMigrations } from '../../usage/src/store/migrations'
  */
 const run = promisify(execFile);
 const facilityCli = resolve(repoRoot, 'services/facility/dist/cli.js');
+const webhookCli = resolve(repoRoot, 'services/webhook/dist/cli.js');
 const stream = uniqueName('PGB').toUpperCase();
 let bouncer: PgBouncer;
 let database: TestDatabase;
@@ -110,13 +112,14 @@ afterAll(async () => {
   await database?.drop();
 });
 
-async function facilityCommand(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+async function command(cli: string, args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   const env = { PATH: process.env.PATH ?? '', DATABASE_URL: database.url, ...database.env };
-  return run(process.execPath, [facilityCli, ...args], { env }).then(
+  return run(process.execPath, [cli, ...args], { env }).then(
     (r) => ({ code: 0, stdout: r.stdout, stderr: r.stderr }),
     (err: { code: number; stdout: string; stderr: string }) => ({ code: err.code, stdout: err.stdout, stderr: err.stderr }),
   );
 }
+const facilityCommand = (args: string[]) => command(facilityCli, args);
 
 async function call(path: string, apiKey: string, init: { method?: string; body?: unknown } = {}) {
   const res = await fetch(`${stack.gateway}${path}`, {
@@ -134,7 +137,7 @@ async function count(sql: string, values: unknown[] = []): Promise<number> {
 }
 
 describe('the system through PgBouncer in transaction pooling mode', () => {
-  it('applied every service migration at start-up; 4 concurrent migrators apply each migration once', async () => {
+  it('applied every service migration at start-up, the CLIs find nothing to migrate; 4 concurrent migrators apply each once', async () => {
     const { rows } = await db.query<{ schema: string; n: number }>(
       `SELECT 'usage' AS schema, count(*)::int AS n FROM usage.schema_migrations
        UNION ALL SELECT 'facility', count(*)::int FROM facility.schema_migrations
@@ -145,6 +148,14 @@ describe('the system through PgBouncer in transaction pooling mode', () => {
       { schema: 'facility', n: facilityMigrations.length },
       { schema: 'webhook', n: webhookMigrations.length },
     ]);
+
+    // The migrate commands of the CLIs (the chart's migration Job): nothing left to apply.
+    expect(await stack.cli(['migrate'])).toEqual({ applied: [] });
+    const webhookMigrate = await command(webhookCli, ['migrate']);
+    expect(webhookMigrate.code, webhookMigrate.stderr).toBe(0);
+    expect(JSON.parse(webhookMigrate.stdout)).toEqual({ schema: 'webhook', applied: [] });
+    const facilityMigrate = await facilityCommand(['migrate']);
+    expect(facilityMigrate.code, facilityMigrate.stderr).toBe(0);
 
     const logger = createLogger({ service: 'pgbouncer-test', level: 'silent' });
     const probe = [
@@ -332,6 +343,12 @@ describe('the system through PgBouncer in transaction pooling mode', () => {
         (n) => n === 1,
       ),
     ).toBe(1);
+
+    // The webhook CLI's deactivate-account (a downgrade below Pro).
+    const deactivated = await command(webhookCli, ['deactivate-account', '--account', pro.accountId, '--json']);
+    expect(deactivated.code, deactivated.stderr).toBe(0);
+    expect(JSON.parse(deactivated.stdout)).toEqual({ account_id: pro.accountId, reason: 'tier_downgraded', deactivated: [sub.id] });
+    expect((await call(`/v1/webhooks/${sub.id}`, pro.apiKey)).body.data).toMatchObject({ is_active: false });
   }, 60_000);
 
   it('shared at most 3 server connections among every client, and leaked no session state or lock', async () => {
