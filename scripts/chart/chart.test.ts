@@ -790,6 +790,29 @@ describe('backend credentials and TLS (ci/backend-tls-values.yaml)', () => {
   it('refuses an unknown TLS mode', () => {
     expect(() => helmTemplate([join(CHART, 'ci/defaults-values.yaml')], ['--set', 'externalDatabase.sslMode=prefer'])).toThrow(/sslMode/);
   });
+
+  it('sets DATABASE_POOL_MODE for PgBouncer transaction pooling on every Postgres client, only when asked (ADR 0013)', () => {
+    const defaults = [join(CHART, 'ci/defaults-values.yaml')];
+    const poolMode = (m: Manifest[]) =>
+      m
+        .filter((x) => ['Deployment', 'Job', 'CronJob'].includes(x.kind))
+        .flatMap((x) => {
+          const spec = x.kind === 'CronJob' ? x.spec.jobTemplate.spec.template.spec : x.spec.template.spec;
+          return [...(spec.initContainers ?? []), ...spec.containers].map(
+            (c: { name: string; env?: Array<{ name: string; value?: string }> }) => [
+              `${x.kind}/${component(x)}/${c.name}`,
+              c.env?.find((e) => e.name === 'DATABASE_POOL_MODE')?.value,
+            ],
+          );
+        });
+    const on = poolMode(render(defaults, ['--set', 'externalDatabase.poolMode=transaction', '--set', 'echoSync.enabled=true']));
+    const withDatabase = on.filter(([name]) => !String(name).startsWith('Deployment/gateway/'));
+    expect(withDatabase.length).toBeGreaterThanOrEqual(6);
+    for (const [name, value] of withDatabase) expect(value, String(name)).toBe('transaction');
+    expect(on.filter(([name]) => String(name).startsWith('Deployment/gateway/')).every(([, value]) => value === undefined)).toBe(true);
+    expect(poolMode(render(defaults)).every(([, value]) => value === undefined)).toBe(true);
+    expect(() => helmTemplate(defaults, ['--set', 'externalDatabase.poolMode=statement'])).toThrow(/poolMode/);
+  });
 });
 
 describe('scale-out values', () => {

@@ -35,6 +35,12 @@ describe('postgresOptions', () => {
     expect(verifyCa).toMatchObject({ rejectUnauthorized: true });
     expect(verifyCa.checkServerIdentity()).toBeUndefined(); // verify-ca: the chain, not the host name
   });
+
+  it('passes DATABASE_POOL_MODE=transaction on to createPool (session is the default, left out)', () => {
+    expect(postgresOptions({ DATABASE_POOL_MODE: 'transaction' })).toEqual({ poolMode: 'transaction' });
+    expect(postgresOptions({ DATABASE_POOL_MODE: 'session' })).toEqual({});
+    expect(() => parseConfig(Schema, { DATABASE_POOL_MODE: 'statement' })).toThrow(ConfigError);
+  });
 });
 
 describe('redisOptions and natsOptions', () => {

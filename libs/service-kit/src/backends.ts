@@ -20,6 +20,11 @@ export const PostgresEnv = {
   DATABASE_SSLMODE: Type.Optional(Type.Union(['disable', 'require', 'verify-ca', 'verify-full'].map((m) => Type.Literal(m)))),
   /** PEM file of the CA that signed the server's certificate (verify-ca, verify-full). */
   DATABASE_SSL_CA_FILE: optionalText(),
+  /**
+   * session (the default: Postgres itself, or a pooler in session mode) | transaction (PgBouncer
+   * pool_mode=transaction: no connection keeps session state; ADR 0013, docs/operations.md).
+   */
+  DATABASE_POOL_MODE: Type.Optional(Type.Union([Type.Literal('session'), Type.Literal('transaction')])),
 };
 
 export const RedisEnv = {
@@ -89,9 +94,13 @@ export function backendSettingsProblems(s: Settings): string[] {
   return problems;
 }
 
-/** node-postgres pool options from PostgresEnv (spread over the pool config; undefined fields are left out). */
-export function postgresOptions(s: Settings): { password?: string; ssl?: boolean | ConnectionOptions } {
-  const out: { password?: string; ssl?: boolean | ConnectionOptions } = {};
+/**
+ * Pool options from PostgresEnv, for createPool's `connection` (undefined fields are left out):
+ * node-postgres's password and ssl, and poolMode 'transaction' (createPool's, not node-postgres's).
+ */
+export function postgresOptions(s: Settings): { password?: string; ssl?: boolean | ConnectionOptions; poolMode?: 'transaction' } {
+  const out: { password?: string; ssl?: boolean | ConnectionOptions; poolMode?: 'transaction' } = {};
+  if (text(s, 'DATABASE_POOL_MODE') === 'transaction') out.poolMode = 'transaction';
   const password = text(s, 'DATABASE_PASSWORD');
   if (password !== undefined) out.password = password;
   const mode = text(s, 'DATABASE_SSLMODE');

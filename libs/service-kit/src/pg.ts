@@ -6,6 +6,8 @@ import { Env } from './config';
 import { AppError, serviceUnavailable } from './errors';
 
 export type Pool = pg.Pool;
+
+const SCHEMA_NAME = /^[a-z_][a-z0-9_]*$/;
 export type PoolClient = pg.PoolClient;
 
 // Return BIGINT (int8) as JS numbers: our counts stay far below 2^53.
@@ -44,9 +46,30 @@ export interface PoolSettings {
   timeouts?: PoolTimeouts;
   /** Where fcd_postgres_errors_total is registered (the service's metrics registry). */
   registry?: Registry;
-  /** Password and TLS from PostgresEnv (`postgresOptions(config)`). */
-  connection?: { password?: string; ssl?: pg.PoolConfig['ssl'] };
+  /** Password, TLS and pool mode from PostgresEnv (`postgresOptions(config)`). */
+  connection?: { password?: string; ssl?: pg.PoolConfig['ssl']; poolMode?: PoolMode };
+  /**
+   * The schema the service's SQL names its tables in, unqualified. Only used with poolMode
+   * 'transaction' (each transaction sets it with SET LOCAL); a direct connection sets it in the
+   * connection string instead (facility's `schemaConnectionString`).
+   */
+  searchPath?: string;
 }
+
+/**
+ * How DATABASE_URL reaches Postgres (DATABASE_POOL_MODE): 'session' (directly, or a pooler in
+ * session mode; the default) or 'transaction' (PgBouncer pool_mode=transaction, ADR 0013): then no
+ * connection carries session state, so statement_timeout (and searchPath) are set with SET LOCAL
+ * at the start of every transaction instead of as startup parameters PgBouncer refuses.
+ */
+export type PoolMode = 'session' | 'transaction';
+
+interface TransactionSettings {
+  statementTimeoutMs: number;
+  searchPath?: string;
+}
+/** Pools in transaction pooling mode: what each of their transactions sets first. */
+const transactionPooled = new WeakMap<pg.Pool, TransactionSettings>();
 
 /** Kinds of fcd_postgres_errors_total: an idle pooled client, a checked-out client, or a failed query/connect. */
 export type PostgresErrorKind = 'idle_client' | 'checked_out_client' | 'unavailable';
@@ -64,6 +87,10 @@ export function instrumentPool(pool: pg.Pool, registry: Registry): void {
 export function createPool(settings: PoolSettings): pg.Pool {
   const t = settings.timeouts ?? {};
   const queryTimeout = t.PG_QUERY_TIMEOUT_MS ?? 10_000;
+  const { poolMode, ...connection } = settings.connection ?? {};
+  const transactionMode = poolMode === 'transaction';
+  if (settings.searchPath !== undefined && !SCHEMA_NAME.test(settings.searchPath))
+    throw new Error(`bad schema name: ${settings.searchPath}`);
   const pool = new pg.Pool({
     connectionString: settings.connectionString,
     max: settings.max ?? 10,
@@ -71,11 +98,18 @@ export function createPool(settings: PoolSettings): pg.Pool {
     idleTimeoutMillis: t.PG_IDLE_TIMEOUT_MS ?? 30_000,
     maxLifetimeSeconds: t.PG_MAX_LIFETIME_S ?? 1800,
     query_timeout: queryTimeout,
-    // The server gives up too, so a slow statement does not hold a backend after the client left.
-    statement_timeout: queryTimeout,
+    // The server gives up too, so a slow statement does not hold a backend after the client left
+    // (a startup parameter; under transaction pooling SET LOCAL in each transaction instead).
+    ...(transactionMode ? {} : { statement_timeout: queryTimeout }),
     application_name: settings.applicationName,
-    ...settings.connection,
+    ...connection,
   });
+  if (transactionMode) {
+    transactionPooled.set(pool, {
+      statementTimeoutMs: queryTimeout,
+      ...(settings.searchPath !== undefined ? { searchPath: settings.searchPath } : {}),
+    });
+  }
   const state: { counter?: Counter<'kind'> } = {};
   const count = (kind: PostgresErrorKind) => state.counter?.inc({ kind });
   errorCounters.set(pool, count);
@@ -83,7 +117,13 @@ export function createPool(settings: PoolSettings): pg.Pool {
   if (settings.registry) instrumentPool(pool, settings.registry);
   // Counts failed pool.query calls (promise form) too; the caller still gets the rejection.
   const query = pool.query.bind(pool) as (...args: unknown[]) => unknown;
+  // Under transaction pooling, SQL that relies on the search_path runs in a transaction that sets it
+  // (one statement outside a transaction could land on any server connection, with any search_path).
+  const inTransaction = transactionMode && settings.searchPath !== undefined;
   pool.query = ((...args: unknown[]) => {
+    if (inTransaction && typeof args[args.length - 1] !== 'function') {
+      return withTransaction(pool, (client) => (client.query as (...a: unknown[]) => Promise<unknown>)(...args));
+    }
     const result = query(...args);
     if (result instanceof Promise) result.catch((err: unknown) => countPostgresError(pool, err));
     return result;
@@ -151,7 +191,7 @@ export async function withTransaction<T>(pool: pg.Pool, fn: (client: pg.PoolClie
   const { client } = held;
   let failure: unknown;
   try {
-    await client.query('BEGIN');
+    await client.query(`BEGIN${transactionPrelude(pool)}`);
     const result = await fn(client);
     await client.query('COMMIT');
     return result;
@@ -165,6 +205,17 @@ export async function withTransaction<T>(pool: pg.Pool, fn: (client: pg.PoolClie
   }
 }
 
+/**
+ * What a transaction sets first on a transaction-pooled pool (after BEGIN, in the same round trip):
+ * the pool's statement_timeout and search_path, with SET LOCAL; '' on a direct pool.
+ */
+function transactionPrelude(pool: pg.Pool): string {
+  const t = transactionPooled.get(pool);
+  if (!t) return '';
+  const path = t.searchPath !== undefined ? `; SET LOCAL search_path TO ${t.searchPath}` : '';
+  return `; SET LOCAL statement_timeout = ${t.statementTimeoutMs}${path}`;
+}
+
 export interface Migration {
   /** Sortable, unique, never renamed: e.g. "0001_accounts". */
   id: string;
@@ -174,24 +225,48 @@ export interface Migration {
 /**
  * Applies the service's own migrations to its own schema, each in a
  * transaction, under an advisory lock so concurrent replicas (or the Helm
- * migration Job) never apply one twice.
+ * migration Job) never apply one twice. The lock is transaction-scoped
+ * (pg_advisory_xact_lock), taken first in every transaction here, so it works
+ * through PgBouncer in transaction pooling mode (a session lock would be held
+ * by, and released on, whichever server connection the pooler picked): one
+ * migrator at a time creates the schema, and each migration is checked and
+ * applied by one migrator at a time, in id order.
  */
 export async function migrate(pool: pg.Pool, schema: string, migrations: Migration[], logger?: Logger): Promise<string[]> {
-  if (!/^[a-z_][a-z0-9_]*$/.test(schema)) throw new Error(`bad schema name: ${schema}`);
+  if (!SCHEMA_NAME.test(schema)) throw new Error(`bad schema name: ${schema}`);
   const held = await checkout(pool);
   const { client } = held;
   const applied: string[] = [];
+  const lockKey = `migrate:${schema}`;
+  const begin = async () => {
+    await client.query(`BEGIN${transactionPrelude(pool)}`);
+    await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [lockKey]);
+  };
+  let failure: unknown;
   try {
-    await client.query('SELECT pg_advisory_lock(hashtext($1))', [`migrate:${schema}`]);
-    await client.query(`CREATE SCHEMA IF NOT EXISTS ${schema}`);
-    await client.query(
-      `CREATE TABLE IF NOT EXISTS ${schema}.schema_migrations (id text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`,
-    );
-    const done = new Set((await client.query<{ id: string }>(`SELECT id FROM ${schema}.schema_migrations`)).rows.map((r) => r.id));
+    await begin();
+    let done: Set<string>;
+    try {
+      await client.query(`CREATE SCHEMA IF NOT EXISTS ${schema}`);
+      await client.query(
+        `CREATE TABLE IF NOT EXISTS ${schema}.schema_migrations (id text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`,
+      );
+      done = new Set((await client.query<{ id: string }>(`SELECT id FROM ${schema}.schema_migrations`)).rows.map((r) => r.id));
+      await client.query('COMMIT');
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      throw err;
+    }
     for (const m of [...migrations].sort((a, b) => a.id.localeCompare(b.id))) {
       if (done.has(m.id)) continue;
-      await client.query('BEGIN');
+      await begin();
       try {
+        // Under the lock: another migrator may have applied it since this one started.
+        const again = await client.query(`SELECT 1 FROM ${schema}.schema_migrations WHERE id = $1`, [m.id]);
+        if (again.rowCount) {
+          await client.query('COMMIT');
+          continue;
+        }
         await client.query(`SET LOCAL search_path TO ${schema}`);
         await client.query(m.sql);
         await client.query(`INSERT INTO ${schema}.schema_migrations (id) VALUES ($1)`, [m.id]);
@@ -203,9 +278,11 @@ export async function migrate(pool: pg.Pool, schema: string, migrations: Migrati
       applied.push(m.id);
       logger?.info({ schema, migration: m.id }, 'migration applied');
     }
+  } catch (err) {
+    failure = err;
+    throw err;
   } finally {
-    await client.query('SELECT pg_advisory_unlock(hashtext($1))', [`migrate:${schema}`]).catch(() => undefined);
-    held.release();
+    held.release(failure);
   }
   return applied;
 }

@@ -1,6 +1,7 @@
 export * from './eventually';
 export * from './fault-proxy';
 export * from './nats-cluster';
+export * from './pgbouncer';
 export * from './postgres-server';
 export * from './process';
 export * from './redis-cluster';

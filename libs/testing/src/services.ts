@@ -31,6 +31,8 @@ export function uniqueName(label: string): string {
 export interface TestDatabase {
   url: string;
   name: string;
+  /** Environment every service and CLI on this database needs besides DATABASE_URL (e.g. DATABASE_POOL_MODE behind PgBouncer). */
+  env?: Record<string, string>;
   drop(): Promise<void>;
 }
 

@@ -76,6 +76,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
   const grpcPort = await freePort();
   const usageEnv: Record<string, string> = {
     DATABASE_URL: db.url,
+    ...db.env,
     ...(options.redisClusterNodes
       ? { REDIS_CLUSTER_NODES: options.redisClusterNodes.join(',') }
       : { REDIS_URL: options.redisUrl ?? testUrls.redis }),
@@ -116,7 +117,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
   }
   const cli = async (args: string[]) => {
     const { stdout } = await run(process.execPath, [resolve(repoRoot, 'services/usage/dist/cli.js'), ...args, '--json'], {
-      env: { PATH: process.env.PATH ?? '', DATABASE_URL: db.url },
+      env: { PATH: process.env.PATH ?? '', DATABASE_URL: db.url, ...db.env },
     });
     return JSON.parse(stdout) as unknown;
   };
@@ -211,7 +212,7 @@ export async function startApiStack(options: ApiStackOptions): Promise<ApiStack>
   const [facilityPort, webhookPort] = [await freePort(), await freePort()];
   const facilityUrl = `http://127.0.0.1:${facilityPort}`;
   const webhookUrl = `http://127.0.0.1:${webhookPort}`;
-  const common = { DATABASE_URL: db.url, METRICS_PORT: '0', HOST: '127.0.0.1', INTERNAL_AUTH_SECRET: TEST_INTERNAL_AUTH_SECRET };
+  const common = { DATABASE_URL: db.url, ...db.env, METRICS_PORT: '0', HOST: '127.0.0.1', INTERNAL_AUTH_SECRET: TEST_INTERNAL_AUTH_SECRET };
   const events: Record<string, string> = options.eventsStream
     ? { EVENTS_STREAM: options.eventsStream, EVENTS_SUBJECT_PREFIX: options.eventsStream.toLowerCase(), OUTBOX_POLL_MS: '50' }
     : { RELAY_ENABLED: 'false' };

@@ -26,7 +26,7 @@ import { type EchoSource, openSource } from './echo/source';
 import { exitCodeOf, type SyncSummary, syncEcho } from './echo/sync';
 import { emptyReport, Ingestion, type IngestReport } from './ingestion';
 import { runSimulation } from './simulate';
-import { SCHEMA, schemaConnectionString } from './store/db';
+import { SCHEMA, schemaPoolTarget } from './store/db';
 import { migrations } from './store/migrations';
 
 const USAGE = `usage: node dist/cli.js <command> [options]
@@ -100,12 +100,13 @@ function kindOf(value: string | undefined): RecordKind {
 function context(queryTimeoutMs?: number): { pool: Pool; logger: Logger; config: CliConfig } {
   const config = parseConfig(CliConfigSchema);
   const logger = createLogger({ service: 'facility-cli', level: config.LOG_LEVEL, destination: process.stderr });
+  const connection = postgresOptions(config);
   const pool = createPool({
-    connectionString: schemaConnectionString(config.DATABASE_URL),
+    ...schemaPoolTarget(config.DATABASE_URL, connection.poolMode),
     max: 4,
     applicationName: 'facility-cli',
     logger,
-    connection: postgresOptions(config),
+    connection,
     ...(queryTimeoutMs !== undefined ? { timeouts: { PG_QUERY_TIMEOUT_MS: queryTimeoutMs } } : {}),
   });
   return { pool, logger, config };
@@ -319,7 +320,12 @@ function printSyncSummary(s: SyncSummary, json: boolean): void {
   process.stdout.write(`${out.join('\n')}\n`);
 }
 
-/** The one-sync-at-a-time lock: a session advisory lock on a connection of its own, re-taken after it is lost. */
+/**
+ * The one-sync-at-a-time lock: a transaction-scoped advisory lock in a transaction kept open on a
+ * connection of its own (so it also holds through PgBouncer in transaction pooling mode, where a
+ * session lock would stay on whichever server connection the pooler picked), re-taken after it is
+ * lost. The transaction reads and writes nothing, so it holds back no vacuum.
+ */
 function syncLock(config: CliConfig, logger: Logger): { ensure(): Promise<void>; release(): Promise<void> } {
   let held: pg.Client | undefined;
   let lost = false;
@@ -328,11 +334,12 @@ function syncLock(config: CliConfig, logger: Logger): { ensure(): Promise<void>;
       if (held && !lost) return;
       held?.end().catch(() => undefined);
       held = undefined;
+      const { poolMode: _, ...connection } = postgresOptions(config);
       const client = new pg.Client({
-        connectionString: schemaConnectionString(config.DATABASE_URL),
+        connectionString: config.DATABASE_URL,
         application_name: 'facility-sync-echo-lock',
         connectionTimeoutMillis: 5000,
-        ...postgresOptions(config),
+        ...connection,
       });
       client.on('error', (err) => {
         lost = true;
@@ -342,7 +349,9 @@ function syncLock(config: CliConfig, logger: Logger): { ensure(): Promise<void>;
         lost = true;
       });
       await client.connect();
-      const { rows } = await client.query<{ ok: boolean }>('SELECT pg_try_advisory_lock(hashtext($1)) AS ok', [SYNC_LOCK_KEY]);
+      // Idle in this transaction for the whole sync: a server-wide idle_in_transaction_session_timeout must not end it.
+      await client.query('BEGIN; SET LOCAL idle_in_transaction_session_timeout = 0');
+      const { rows } = await client.query<{ ok: boolean }>('SELECT pg_try_advisory_xact_lock(hashtext($1)) AS ok', [SYNC_LOCK_KEY]);
       if (!rows[0]?.ok) {
         await client.end().catch(() => undefined);
         throw new SyncBusyError('another ECHO sync is running (its lock is held); this one changed nothing');
@@ -351,6 +360,7 @@ function syncLock(config: CliConfig, logger: Logger): { ensure(): Promise<void>;
       lost = false;
     },
     async release() {
+      await held?.query('ROLLBACK').catch(() => undefined);
       await held?.end().catch(() => undefined);
       held = undefined;
     },

@@ -18,7 +18,7 @@ import { FacilityConfigSchema } from './config';
 import { Ingestion } from './ingestion';
 import { createFacilityMetrics } from './metrics';
 import { OutboxRelay } from './relay';
-import { guardedDb, SCHEMA, schemaConnectionString } from './store/db';
+import { guardedDb, SCHEMA, schemaPoolTarget } from './store/db';
 import { EventBus } from './store/event-bus';
 import { migrations } from './store/migrations';
 import { echoSyncStats, outboxStats } from './store/outbox';
@@ -28,13 +28,14 @@ const config = loadConfigOrExit('facility', FacilityConfigSchema);
 const logger = createLogger({ service: 'facility', level: config.LOG_LEVEL });
 installProcessGuard(logger);
 const clock = systemClock;
+const connection = postgresOptions(config);
 const pool = createPool({
-  connectionString: schemaConnectionString(config.DATABASE_URL),
+  ...schemaPoolTarget(config.DATABASE_URL, connection.poolMode),
   max: config.PG_POOL_MAX,
   applicationName: 'facility',
   logger,
   timeouts: config,
-  connection: postgresOptions(config),
+  connection,
 });
 
 try {

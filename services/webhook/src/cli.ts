@@ -51,7 +51,14 @@ if (command === 'deactivate-account') {
 
 const config = loadConfigOrExit(
   'webhook-cli',
-  Type.Pick(ConfigSchema, ['DATABASE_URL', 'LOG_LEVEL', 'DATABASE_PASSWORD', 'DATABASE_SSLMODE', 'DATABASE_SSL_CA_FILE']),
+  Type.Pick(ConfigSchema, [
+    'DATABASE_URL',
+    'LOG_LEVEL',
+    'DATABASE_PASSWORD',
+    'DATABASE_SSLMODE',
+    'DATABASE_SSL_CA_FILE',
+    'DATABASE_POOL_MODE',
+  ]),
 );
 const logger = createLogger({ service: 'webhook-cli', level: config.LOG_LEVEL, destination: process.stderr });
 const pool = createPool({

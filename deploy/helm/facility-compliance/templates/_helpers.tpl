@@ -165,6 +165,10 @@ app.kubernetes.io/managed-by: {{ .ctx.Release.Service }}
 {{- if .password.existingSecret }}
 {{ include "fcd.secretEnv" (dict "env" "DATABASE_PASSWORD" "ref" (printf "%s/%s" .password.existingSecret .password.existingSecretKey)) }}
 {{- end }}
+{{- if .poolMode }}
+- name: DATABASE_POOL_MODE
+  value: {{ .poolMode | quote }}
+{{- end }}
 {{- if .sslMode }}
 - name: DATABASE_SSLMODE
   value: {{ .sslMode | quote }}

@@ -22,6 +22,15 @@ export function guardedDb(pool: Pool): Queryable {
 
 export const SCHEMA = 'facility';
 
+/**
+ * Where the facility pool finds its schema: in the connection string (search_path startup option)
+ * when it talks to Postgres directly, or with SET LOCAL search_path in every transaction under
+ * PgBouncer transaction pooling, which refuses startup options (createPool's searchPath; ADR 0013).
+ */
+export function schemaPoolTarget(url: string, poolMode?: 'session' | 'transaction'): { connectionString: string; searchPath?: string } {
+  return poolMode === 'transaction' ? { connectionString: url, searchPath: SCHEMA } : { connectionString: schemaConnectionString(url) };
+}
+
 /** The connection string with search_path set to the service's schema, so SQL names its tables unqualified. */
 export function schemaConnectionString(url: string, schema = SCHEMA): string {
   const u = new URL(url);
