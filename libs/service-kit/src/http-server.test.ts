@@ -1,4 +1,4 @@
-import type { Server } from 'node:http';
+import { Agent, get, type Server } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import { Type } from '@sinclair/typebox';
 import Fastify, { type FastifyInstance } from 'fastify';
@@ -6,7 +6,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, parseConfig } from './config';
 import { AppError } from './errors';
 import { baseFastifyOptions, installHttpConventions } from './http';
-import { DESCRIPTOR_RESERVE, descriptorLimit, HttpServerEnv, type HttpServerSettings, maxConnections } from './http-server';
+import {
+  DESCRIPTOR_RESERVE,
+  descriptorLimit,
+  drainConnections,
+  HttpServerEnv,
+  type HttpServerSettings,
+  maxConnections,
+} from './http-server';
 import { createLogger } from './logger';
 import { createMetrics, Registry, startMetricsServer } from './metrics';
 
@@ -205,6 +212,7 @@ describe('configuration', () => {
       HTTP_REQUEST_TIMEOUT_MS: 30_000,
       HTTP_HEADERS_TIMEOUT_MS: 10_000,
       HTTP_KEEP_ALIVE_TIMEOUT_MS: 72_000,
+      HTTP_DRAIN_MS: 1000,
     });
     expect(
       parseConfig(schema, { HTTP_MAX_CONNECTIONS: '500', HTTP_REQUEST_TIMEOUT_MS: '5000', HTTP_HEADERS_TIMEOUT_MS: '5000' }),
@@ -219,5 +227,54 @@ describe('configuration', () => {
       new ConfigError(['HTTP_HEADERS_TIMEOUT_MS: must not exceed HTTP_REQUEST_TIMEOUT_MS']),
     );
     expect(() => parseConfig(schema, { HTTP_REQUEST_TIMEOUT_MS: 'soon' })).toThrow(ConfigError);
+  });
+});
+
+/** A GET through a keep-alive agent: the status and the Connection header of the answer. */
+function keepAliveGet(agent: Agent, url: string): Promise<{ status: number; connection: string | undefined }> {
+  return new Promise((resolve, reject) => {
+    get(url, { agent }, (res) => {
+      res.resume();
+      res.once('end', () => resolve({ status: res.statusCode ?? 0, connection: res.headers.connection }));
+    }).once('error', reject);
+  });
+}
+
+describe('drainConnections', () => {
+  it('answers requests on open keep-alive connections with Connection: close, and resolves once they are closed', async () => {
+    const drained = Fastify(baseFastifyOptions(createLogger({ service: 'drain-test', level: 'silent' }), settings));
+    drained.get('/ok', async () => ({ data: { ok: true } }));
+    await drained.listen({ port: 0, host: '127.0.0.1' });
+    const origin = `http://127.0.0.1:${(drained.server.address() as { port: number }).port}`;
+    const client = new Agent({ keepAlive: true, maxSockets: 1 });
+    try {
+      expect(await keepAliveGet(client, `${origin}/ok`)).toEqual({ status: 200, connection: 'keep-alive' });
+      const t0 = Date.now();
+      const draining = drainConnections(drained.server, 5000);
+      // The client still sends on its open connection (the replica already left the Service): answered, then closed.
+      expect(await keepAliveGet(client, `${origin}/ok`)).toEqual({ status: 200, connection: 'close' });
+      await draining;
+      expect(Date.now() - t0).toBeLessThan(2000);
+    } finally {
+      client.destroy();
+      await drained.close();
+    }
+  });
+
+  it('gives up after its bound when a client keeps an idle connection open', async () => {
+    const drained = Fastify(baseFastifyOptions(createLogger({ service: 'drain-test', level: 'silent' }), settings));
+    drained.get('/ok', async () => ({ data: { ok: true } }));
+    await drained.listen({ port: 0, host: '127.0.0.1' });
+    const socket = connect((drained.server.address() as { port: number }).port, '127.0.0.1');
+    await new Promise((r) => socket.once('connect', r));
+    try {
+      const t0 = Date.now();
+      await drainConnections(drained.server, 300);
+      expect(Date.now() - t0).toBeGreaterThanOrEqual(290);
+      expect(Date.now() - t0).toBeLessThan(1500);
+    } finally {
+      socket.destroy();
+      await drained.close();
+    }
   });
 });

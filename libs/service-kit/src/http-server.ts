@@ -21,6 +21,8 @@ export interface HttpServerSettings {
   HTTP_KEEP_ALIVE_TIMEOUT_MS: number;
   /** Open connections kept at most; unset: the process's file-descriptor limit less a reserve. */
   HTTP_MAX_CONNECTIONS?: number;
+  /** At shutdown, how long keep-alive connections are drained before the server closes (see `drainConnections`). */
+  HTTP_DRAIN_MS?: number;
 }
 
 /** Config schema fragment: spread into each service's schema. */
@@ -29,6 +31,7 @@ export const HttpServerEnv = {
   HTTP_HEADERS_TIMEOUT_MS: Type.Integer({ default: 10_000, minimum: 100, maximum: 600_000 }),
   HTTP_KEEP_ALIVE_TIMEOUT_MS: Type.Integer({ default: 72_000, minimum: 100, maximum: 600_000 }),
   HTTP_MAX_CONNECTIONS: Type.Optional(Type.Integer({ minimum: 1, maximum: 10_000_000 })),
+  HTTP_DRAIN_MS: Type.Integer({ default: 1000, minimum: 0, maximum: 20_000 }),
 };
 
 export const DEFAULT_HTTP_SERVER_SETTINGS: HttpServerSettings = {
@@ -197,4 +200,25 @@ export function createHttpServer(settings: HttpServerSettings, handler: RequestL
   if (options.clientErrors !== false) server.on('clientError', answerClientError);
   capConnections(server, options.maxConnections ?? maxConnections(settings), options.onShed);
   return server;
+}
+
+/**
+ * Drains keep-alive connections before a server closes (shutdown, after the pod left the
+ * Service's endpoints): from now on every answer carries `Connection: close` and Node closes the
+ * socket once it is written, so a client still sending on a connection it opened to this replica
+ * gets its answer, then connects again (through the Service, to another replica). Resolves when no
+ * connection is open, or after `maxMs`; then the caller closes the server, which closes the
+ * connections still idle. Closing idle keep-alive sockets at once instead races with requests
+ * the clients are writing on them: those are reset unanswered.
+ */
+export async function drainConnections(server: Server, maxMs: number): Promise<void> {
+  if (!server.listening || maxMs <= 0) return;
+  server.prependListener('request', (_req: IncomingMessage, res: ServerResponse) => {
+    res.shouldKeepAlive = false;
+  });
+  const open = () => new Promise<number>((resolve) => server.getConnections((err, n) => resolve(err ? 0 : n)));
+  const end = Date.now() + maxMs;
+  while (Date.now() < end && (await open()) > 0) {
+    await new Promise((resolve) => setTimeout(resolve, Math.min(50, Math.max(1, end - Date.now()))));
+  }
 }

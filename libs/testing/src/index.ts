@@ -1,3 +1,4 @@
+export * from './balancer';
 export * from './eventually';
 export * from './fault-proxy';
 export * from './nats-cluster';

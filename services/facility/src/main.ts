@@ -1,6 +1,7 @@
 import {
   createLogger,
   createPool,
+  drainConnections,
   InternalAuth,
   installProcessGuard,
   installShutdown,
@@ -105,6 +106,7 @@ logger.info({ port, metricsPort, relay: config.RELAY_ENABLED }, 'ready');
 
 installShutdown(logger, [
   { name: 'not ready', run: () => (shuttingDown = true) },
+  { name: 'drain keep-alive connections', run: () => drainConnections(app.server, config.HTTP_DRAIN_MS) },
   { name: 'stop accepting and drain requests', run: () => app.close() },
   { name: 'stop relay after its current batch', run: () => relay.stop() },
   { name: 'close metrics server', run: () => new Promise((r) => metricsServer.close(() => r(undefined))) },

@@ -6,6 +6,7 @@ import {
   clusterFromSettings,
   createLogger,
   createMetrics,
+  drainConnections,
   Histogram,
   InternalAuth,
   type Logger,
@@ -107,6 +108,7 @@ export async function startGateway(config: GatewayConfig, options: { logger?: Lo
     metricsPort,
     async stop() {
       shuttingDown = true; // readiness fails first, so the load balancer stops sending
+      await drainConnections(app.server, config.HTTP_DRAIN_MS); // keep-alive clients get Connection: close
       await app.close(); // stop accepting, drain in-flight requests
       await batcher.close();
       await Promise.all([upstreams.facility.close(), upstreams.webhook.close()]);

@@ -2,6 +2,7 @@ import {
   createLogger,
   createMetrics,
   createPool,
+  drainConnections,
   InternalAuth,
   installProcessGuard,
   installShutdown,
@@ -65,6 +66,7 @@ logger.info({ port, metricsPort, secretKeyId: secretBox.keyId }, 'ready');
 
 installShutdown(logger, [
   { name: 'not ready', run: () => (shuttingDown = true) },
+  { name: 'drain keep-alive connections', run: () => drainConnections(app.server, config.HTTP_DRAIN_MS) },
   { name: 'stop accepting and drain', run: () => app.close() },
   { name: 'close facility pool', run: () => facilities.close() },
   { name: 'close postgres pool', run: () => pool.end() },
