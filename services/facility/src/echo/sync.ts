@@ -649,6 +649,29 @@ async function dryRunAll(
   for (const [i, { entries }] of planned.entries()) collect(entries, results[i] as UnitResult | FileError);
 }
 
+/** The client with each statement's duration logged (debug level: where a sync spends its time). */
+function timedClient(client: PoolClient, log: Logger, unit: UnitName): PoolClient {
+  const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+  return new Proxy(client, {
+    get(target, prop, receiver) {
+      if (prop !== 'query') return Reflect.get(target, prop, receiver);
+      return (...args: unknown[]) => {
+        const started = performance.now();
+        const result = query(...args);
+        if (result instanceof Promise) {
+          const first = args[0] as string | { text?: string };
+          const sql = (typeof first === 'string' ? first : (first?.text ?? '')).replace(/\s+/g, ' ').slice(0, 120);
+          result.then(
+            () => log.debug({ unit, ms: Math.round(performance.now() - started), sql }, 'echo sync: statement'),
+            () => undefined,
+          );
+        }
+        return result;
+      };
+    },
+  });
+}
+
 /** One unit on a client in a transaction: stage its files, diff, write the outbox rows of its events. */
 async function applyUnit(
   client: PoolClient,
@@ -659,8 +682,14 @@ async function applyUnit(
 ): Promise<UnitResult> {
   // Serialises with the ingestion API and the import/simulate CLIs (they take the same lock).
   await lockIngestion(client);
-  const run = new UnitRun(client, opts, isoTimestamp(opts.clock.now()), emit);
-  for (const entry of entries) await run.stage(entry, SPEC_BY_FILE.get(entry.file) as FileSpec);
+  const log = opts.logger;
+  const debug = log.isLevelEnabled('debug');
+  const run = new UnitRun(debug ? timedClient(client, log, unit) : client, opts, isoTimestamp(opts.clock.now()), emit);
+  for (const entry of entries) {
+    const started = performance.now();
+    await run.stage(entry, SPEC_BY_FILE.get(entry.file) as FileSpec);
+    if (debug) log.debug({ unit, file: entry.file, ms: Math.round(performance.now() - started) }, 'echo sync: file staged');
+  }
   await client.query("SET LOCAL work_mem = '64MB'");
   if (unit === 'links') for (const e of entries) await run.applyLinks(e.file);
   else if (unit === 'facilities') await run.applyFacilities((entries[0] as SourceEntry).file);
