@@ -8,7 +8,8 @@
 // Both measured with autocannon in the same run (50 connections by default), in alternating
 // rounds (BENCH_ROUNDS, default 3, of BENCH_DURATION s); prints requests/s, p50/p99 latency and
 // the median round's ratio, the mean authorization batch size, and writes bench-results/usage-<date>.json.
-// Then runs scripts/bench/delivery.mjs and scripts/bench/import.mjs (BENCH_ONLY=usage,delivery,import chooses).
+// Then runs scripts/bench/delivery.mjs, scripts/bench/import.mjs, scripts/bench/geo.mjs and
+// scripts/bench/echo.mjs (BENCH_ONLY=usage,delivery,import,geo,echo chooses).
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
@@ -185,9 +186,9 @@ async function main() {
   }
 }
 
-/** BENCH_ONLY: a comma-separated choice of usage, delivery, import, geo (default: all four). */
+/** BENCH_ONLY: a comma-separated choice of usage, delivery, import, geo, echo (default: all five). */
 async function all() {
-  const only = new Set((process.env.BENCH_ONLY ?? 'usage,delivery,import,geo').split(','));
+  const only = new Set((process.env.BENCH_ONLY ?? 'usage,delivery,import,geo,echo').split(','));
   execFileSync('bash', [resolve(root, 'scripts/services.sh')], { stdio: 'inherit' });
   execFileSync('npm', ['run', 'build', '--silent'], { cwd: root, stdio: 'inherit' });
   if (only.has('usage')) await main();
@@ -197,6 +198,9 @@ async function all() {
   if (only.has('import')) execFileSync(process.execPath, [resolve(root, 'scripts/bench/import.mjs')], { stdio: 'inherit' });
   // The geo-query benchmark (search by place beside the plain state list, facility service).
   if (only.has('geo')) execFileSync(process.execPath, [resolve(root, 'scripts/bench/geo.mjs')], { stdio: 'inherit' });
+  // The ECHO sync benchmark (sync-echo of 1,000,000 facilities and 2,000,000 violations, a no-change
+  // re-sync, beside psql \copy of the same files; BENCH_ECHO_FACILITIES changes the size).
+  if (only.has('echo')) execFileSync(process.execPath, [resolve(root, 'scripts/bench/echo.mjs')], { stdio: 'inherit' });
 }
 
 all().catch((err) => {

@@ -131,6 +131,8 @@ class UnitRun {
     private readonly opts: SyncOptions,
     private readonly now: string,
     private readonly emit: boolean,
+    /** A first load: the served tables' secondary indexes are rebuilt after the insert (rebuildingIndexes). */
+    private readonly firstLoad = false,
   ) {}
 
   problem(origin: string, line: number, reason: string): void {
@@ -229,7 +231,10 @@ class UnitRun {
     const distinct = await this.count(`SELECT count(*)::int AS n FROM (SELECT DISTINCT system, pgm_sys_id, registry_id FROM ${t}) d`);
     s.inserted = await this.count(
       `WITH ins AS (INSERT INTO echo_program_links (system, pgm_sys_id, registry_id)
-         SELECT DISTINCT system, pgm_sys_id, registry_id FROM ${t} ON CONFLICT DO NOTHING RETURNING 1)
+         SELECT DISTINCT system, pgm_sys_id, registry_id FROM ${t} s
+          WHERE NOT EXISTS (SELECT 1 FROM echo_program_links l
+                             WHERE l.system = s.system AND l.pgm_sys_id = s.pgm_sys_id AND l.registry_id = s.registry_id)
+         ON CONFLICT DO NOTHING RETURNING 1)
        SELECT count(*)::int AS n FROM ins`,
     );
     s.unchanged = distinct - s.inserted;
@@ -254,10 +259,15 @@ class UnitRun {
                FROM echo_program_links l WHERE l.registry_id = s.registry_id) x WHERE p IS NOT NULL), '')`,
       );
     } else {
+      // Known links are filtered out with an anti-join first: a re-sync then inserts nothing
+      // instead of attempting (and conflicting on) every link again.
       await this.client.query(
         `INSERT INTO echo_program_links (system, pgm_sys_id, registry_id)
-         SELECT DISTINCT split_part(x, '|', 1), substr(x, strpos(x, '|') + 1), s.registry_id
-           FROM ${t} s, unnest(string_to_array(s.links, ' ')) AS x
+         SELECT DISTINCT n.system, n.pgm_sys_id, n.registry_id FROM (
+           SELECT split_part(x, '|', 1) AS system, substr(x, strpos(x, '|') + 1) AS pgm_sys_id, s.registry_id
+             FROM ${t} s, unnest(string_to_array(s.links, ' ')) AS x) n
+          WHERE NOT EXISTS (SELECT 1 FROM echo_program_links l
+                             WHERE l.system = n.system AND l.pgm_sys_id = n.pgm_sys_id AND l.registry_id = n.registry_id)
          ON CONFLICT DO NOTHING`,
       );
     }
@@ -289,6 +299,7 @@ class UnitRun {
          FROM ${t} s WHERE NOT EXISTS (SELECT 1 FROM facilities f WHERE f.registry_id = s.registry_id)
        RETURNING id`,
       false,
+      'facilities',
     );
     s.inserted = newIds.count;
     const changed = this.tmp('changed');
@@ -345,6 +356,7 @@ class UnitRun {
         ORDER BY r.line
        RETURNING id`,
       this.emit,
+      'violations',
     );
     s.inserted = newIds.count;
     s.changed = await this.update(
@@ -447,13 +459,48 @@ class UnitRun {
     return name;
   }
 
-  /** Runs an INSERT ... RETURNING id; with `keep`, the new ids (in order) go to a temp table for the events. */
-  private async insertNew(sql: string, keep: boolean): Promise<{ count: number; table?: string }> {
-    if (!keep) return { count: await this.count(`WITH ins AS (${sql}) SELECT count(*)::int AS n FROM ins`, [this.now]) };
-    const table = this.tmp('new');
-    await this.client.query(`CREATE TEMP TABLE ${table} (seq bigint GENERATED ALWAYS AS IDENTITY, id uuid) ON COMMIT DROP`);
-    const { rowCount } = await this.client.query(`WITH ins AS (${sql}) INSERT INTO ${table} (id) SELECT id FROM ins`, [this.now]);
-    return { count: rowCount ?? 0, table };
+  /**
+   * Runs an INSERT ... RETURNING id; with `keep`, the new ids (in order) go to a temp table for the events.
+   * `into` names the served table it fills: on a first load its secondary indexes are rebuilt around it.
+   */
+  private async insertNew(sql: string, keep: boolean, into?: string): Promise<{ count: number; table?: string }> {
+    return this.rebuildingIndexes(into, async () => {
+      if (!keep) return { count: await this.count(`WITH ins AS (${sql}) SELECT count(*)::int AS n FROM ins`, [this.now]) };
+      const table = this.tmp('new');
+      await this.client.query(`CREATE TEMP TABLE ${table} (seq bigint GENERATED ALWAYS AS IDENTITY, id uuid) ON COMMIT DROP`);
+      const { rowCount } = await this.client.query(`WITH ins AS (${sql}) INSERT INTO ${table} (id) SELECT id FROM ins`, [this.now]);
+      return { count: rowCount ?? 0, table };
+    });
+  }
+
+  /**
+   * On a first load, runs `fn` (the bulk insert into `table`) with the table's secondary B-tree
+   * and GIN indexes dropped, and creates them again from their definitions before the unit goes
+   * on: one sorted build per index is several times cheaper than maintaining each index row by
+   * row for millions of rows (the GIN trigram index above all). The primary key and unique indexes
+   * stay (they enforce the keys and serve the diff), and so do GiST indexes: a GiST build inserts
+   * every row anyway, so rebuilding saves nothing (measured: slower). DDL is transactional: a unit
+   * that fails or is killed rolls back to the original indexes. Readers of the table wait for the
+   * unit's commit (the unit holds the table exclusively meanwhile); on a first load there is
+   * nothing to read yet. Later syncs insert few rows and keep the indexes.
+   */
+  private async rebuildingIndexes<T>(table: string | undefined, fn: () => Promise<T>): Promise<T> {
+    if (!this.firstLoad || table === undefined) return fn();
+    const { rows } = await this.client.query<{ name: string; def: string }>(
+      `SELECT i.indexrelid::regclass::text AS name, pg_get_indexdef(i.indexrelid) AS def
+         FROM pg_index i
+        WHERE i.indrelid = $1::regclass AND NOT i.indisunique AND NOT i.indisprimary AND NOT i.indisexclusion
+          AND (SELECT am.amname FROM pg_class c JOIN pg_am am ON am.oid = c.relam WHERE c.oid = i.indexrelid) IN ('btree', 'gin')
+          AND NOT EXISTS (SELECT 1 FROM pg_constraint c WHERE c.conindid = i.indexrelid)
+        ORDER BY 1`,
+      [table],
+    );
+    if (rows.length > 0) await this.client.query(`DROP INDEX ${rows.map((r) => r.name).join(', ')}`);
+    const result = await fn();
+    await this.client.query("SET LOCAL maintenance_work_mem = '256MB'");
+    for (const r of rows) await this.client.query(r.def);
+    await this.client.query('SET LOCAL maintenance_work_mem TO DEFAULT');
+    return result;
   }
 
   private async update(sql: string): Promise<number> {
@@ -575,7 +622,7 @@ export async function syncEcho(opts: SyncOptions): Promise<SyncSummary> {
       try {
         result = await opts.retry(async () => {
           await opts.ensureLock();
-          return withTransaction(opts.pool, (client) => applyUnit(client, unit, entries, opts, emit));
+          return withTransaction(opts.pool, (client) => applyUnit(client, unit, entries, opts, emit, summary.initial_load));
         });
       } catch (err) {
         if (!(err instanceof FileError)) throw err;
@@ -584,7 +631,7 @@ export async function syncEcho(opts: SyncOptions): Promise<SyncSummary> {
       collect(entries, result);
       opts.onUnitApplied?.(unit);
     }
-    if (dryRun) await dryRunAll(planned, opts, emit, collect);
+    if (dryRun) await dryRunAll(planned, opts, emit, summary.initial_load, collect);
   } catch (err) {
     if (runId !== undefined) {
       const id = runId;
@@ -621,6 +668,7 @@ async function dryRunAll(
   planned: Array<{ unit: UnitName; entries: SourceEntry[] }>,
   opts: SyncOptions,
   emit: boolean,
+  firstLoad: boolean,
   collect: (entries: SourceEntry[], result: UnitResult | FileError) => void,
 ): Promise<void> {
   const results = await opts
@@ -631,7 +679,7 @@ async function dryRunAll(
         for (const { unit, entries } of planned) {
           await client.query('SAVEPOINT echo_unit');
           try {
-            out.push(await applyUnit(client, unit, entries, opts, emit));
+            out.push(await applyUnit(client, unit, entries, opts, emit, firstLoad));
             await client.query('RELEASE SAVEPOINT echo_unit');
           } catch (err) {
             if (!(err instanceof FileError)) throw err;
@@ -649,6 +697,29 @@ async function dryRunAll(
   for (const [i, { entries }] of planned.entries()) collect(entries, results[i] as UnitResult | FileError);
 }
 
+/** The client with each statement's duration logged (debug level: where a sync spends its time). */
+function timedClient(client: PoolClient, log: Logger, unit: UnitName): PoolClient {
+  const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+  return new Proxy(client, {
+    get(target, prop, receiver) {
+      if (prop !== 'query') return Reflect.get(target, prop, receiver);
+      return (...args: unknown[]) => {
+        const started = performance.now();
+        const result = query(...args);
+        if (result instanceof Promise) {
+          const first = args[0] as string | { text?: string };
+          const sql = (typeof first === 'string' ? first : (first?.text ?? '')).replace(/\s+/g, ' ').slice(0, 120);
+          result.then(
+            () => log.debug({ unit, ms: Math.round(performance.now() - started), sql }, 'echo sync: statement'),
+            () => undefined,
+          );
+        }
+        return result;
+      };
+    },
+  });
+}
+
 /** One unit on a client in a transaction: stage its files, diff, write the outbox rows of its events. */
 async function applyUnit(
   client: PoolClient,
@@ -656,11 +727,18 @@ async function applyUnit(
   entries: SourceEntry[],
   opts: SyncOptions,
   emit: boolean,
+  firstLoad: boolean,
 ): Promise<UnitResult> {
   // Serialises with the ingestion API and the import/simulate CLIs (they take the same lock).
   await lockIngestion(client);
-  const run = new UnitRun(client, opts, isoTimestamp(opts.clock.now()), emit);
-  for (const entry of entries) await run.stage(entry, SPEC_BY_FILE.get(entry.file) as FileSpec);
+  const log = opts.logger;
+  const debug = log.isLevelEnabled('debug');
+  const run = new UnitRun(debug ? timedClient(client, log, unit) : client, opts, isoTimestamp(opts.clock.now()), emit, firstLoad);
+  for (const entry of entries) {
+    const started = performance.now();
+    await run.stage(entry, SPEC_BY_FILE.get(entry.file) as FileSpec);
+    if (debug) log.debug({ unit, file: entry.file, ms: Math.round(performance.now() - started) }, 'echo sync: file staged');
+  }
   await client.query("SET LOCAL work_mem = '64MB'");
   if (unit === 'links') for (const e of entries) await run.applyLinks(e.file);
   else if (unit === 'facilities') await run.applyFacilities((entries[0] as SourceEntry).file);
