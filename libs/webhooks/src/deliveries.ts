@@ -1,4 +1,5 @@
 import { type Pool, withTransaction } from '@fcd/service-kit';
+import { nextStartAt, rateAllowance } from './limits';
 import type { SecretBox } from './secrets';
 
 /**
@@ -274,6 +275,17 @@ export interface DeliveryStoreHooks {
   onSecretUnreadable?(subscriptionId: string, deliveryIds: readonly string[]): void;
 }
 
+export interface DeliveryStoreOptions {
+  /** The rate limit of subscriptions whose rate_limit_per_second is null (WEBHOOK_DEFAULT_RATE_LIMIT_PER_SECOND); null: none. */
+  defaultRatePerSecond?: number | null;
+}
+
+/** What a claim took, and when a subscription it held back by its rate limit may send again (null: none held so). */
+export interface ClaimResult {
+  claimed: ClaimedDelivery[];
+  wakeAt: number | null;
+}
+
 export class DeliveryStore {
   /** (subscription id, ciphertext) → the clear secret; a rotation writes a new ciphertext, so a new key. */
   private readonly secretCache = new Map<string, { secret: string; until: number }>();
@@ -282,6 +294,7 @@ export class DeliveryStore {
     private readonly pool: Pool,
     private readonly secrets?: SecretBox,
     private readonly hooks: DeliveryStoreHooks = {},
+    private readonly options: DeliveryStoreOptions = {},
   ) {}
 
   // -------------------------------------------------------------------------
@@ -347,14 +360,29 @@ export class DeliveryStore {
   }
 
   /**
-   * Claims up to `limit` due deliveries of active subscriptions (FOR UPDATE
-   * SKIP LOCKED: replicas claim disjoint sets) and leases them until
-   * `leaseUntil` by moving next_attempt_at: a dispatcher that dies mid-send
-   * releases them when the lease ends. The attempt number is taken now.
+   * Claims up to `limit` due deliveries (see `claim`); the deliveries only.
    */
   async claimDue(now: number, limit: number, leaseUntil: number): Promise<ClaimedDelivery[]> {
+    return (await this.claim(now, limit, leaseUntil)).claimed;
+  }
+
+  /**
+   * Claims up to `limit` due deliveries of active subscriptions and leases them until
+   * `leaseUntil` by moving next_attempt_at (a dispatcher that dies mid-send releases them when
+   * the lease ends); the attempt number is taken now. Each subscription's limits hold across
+   * every replica (docs/adr/0014-per-subscription-delivery-limits.md): one transaction locks the
+   * subscriptions with due work (FOR NO KEY UPDATE, in id order, so claims of several replicas
+   * take turns per subscription and never deadlock), then — with a snapshot taken after those
+   * locks, so every earlier claim is visible — takes from each at most
+   * `max_in_flight` − its deliveries still leased, and, under a rate limit, what its pacing state
+   * allows now (`rateAllowance`, on the database clock), advancing that state in the same
+   * statement. Deliveries are locked FOR UPDATE SKIP LOCKED. A delivery held back stays pending
+   * and due: no attempt is used. `wakeAt` (the caller's clock) is when a rate-limited
+   * subscription may start its next attempt.
+   */
+  async claim(now: number, limit: number, leaseUntil: number): Promise<ClaimResult> {
     if (!this.secrets) throw new Error('DeliveryStore needs a SecretBox to claim deliveries');
-    const { rows } = await this.pool.query<{
+    type Row = {
       id: string;
       subscription_id: string;
       event_id: string;
@@ -372,26 +400,87 @@ export class DeliveryStore {
       secret_ciphertext: string;
       previous_secret_ciphertext: string | null;
       trace_context: string | null;
-    }>(
-      `WITH due AS (
-         SELECT d.id, d.first_attempt_at AS prev_first, d.last_attempt_at AS prev_last
-           FROM webhook.deliveries d JOIN webhook.subscriptions s ON s.id = d.subscription_id
-          WHERE d.status = 'pending' AND d.next_attempt_at <= $1 AND s.is_active
-          ORDER BY d.next_attempt_at
-          LIMIT $2
-          FOR UPDATE OF d SKIP LOCKED)
-       UPDATE webhook.deliveries d
-          SET attempt_count = d.attempt_count + 1, next_attempt_at = $3, updated_at = $1,
-              first_attempt_at = COALESCE(d.first_attempt_at, $1), last_attempt_at = $1
-         FROM due, webhook.subscriptions s
-        WHERE d.id = due.id AND s.id = d.subscription_id
-       RETURNING d.id, d.subscription_id, d.event_id, d.event_type, d.body, d.payload::text AS payload_text, d.attempt_count,
-                 d.manual, d.first_attempt_at, due.prev_first AS prev_first_attempt_at, due.prev_last AS prev_last_attempt_at,
-                 d.created_at, s.url, s.account_id, s.secret_ciphertext,
-                 CASE WHEN s.secret_rotation_ends_at > $1 THEN s.previous_secret_ciphertext END AS previous_secret_ciphertext,
-                 d.trace_context`,
-      [new Date(now), limit, new Date(leaseUntil)],
-    );
+    };
+    const defaultRate = this.options.defaultRatePerSecond ?? null;
+    const { rows, wakeAt } = await withTransaction(this.pool, async (client) => {
+      const locked = await client.query<{ id: string; rate: number | null; tat: number | null; db_now: number }>(
+        `WITH s AS (
+           SELECT s.id, s.rate_limit_per_second, s.rate_tat FROM webhook.subscriptions s
+            WHERE s.is_active
+              AND s.id IN (SELECT d.subscription_id FROM webhook.deliveries d WHERE d.status = 'pending' AND d.next_attempt_at <= $1)
+            ORDER BY s.id
+            FOR NO KEY UPDATE OF s)
+         SELECT id, rate_limit_per_second AS rate, extract(epoch FROM rate_tat) * 1000 AS tat,
+                extract(epoch FROM clock_timestamp()) * 1000 AS db_now
+           FROM s`,
+        [new Date(now)],
+      );
+      if (locked.rows.length === 0) return { rows: [] as Row[], wakeAt: null };
+      // The database clock after the last lock: the one clock every replica shares.
+      const dbNow = Math.max(...locked.rows.map((r) => Number(r.db_now)));
+      const plan = locked.rows.map((r) => {
+        const rate = r.rate ?? defaultRate;
+        if (rate === null) return { id: r.id, rate, allowed: limit, base: 0, step: 0, allowance: null };
+        const allowance = rateAllowance(rate, r.tat === null ? null : Number(r.tat), dbNow);
+        return { id: r.id, rate, allowed: allowance.allowed, base: allowance.base, step: allowance.intervalMs, allowance };
+      });
+      const claimedRows = await client.query<Row>(
+        `WITH lim AS (
+           SELECT v.id, v.allowed, v.base, v.step,
+                  s.max_in_flight - (SELECT count(*) FROM webhook.deliveries l
+                                      WHERE l.subscription_id = v.id AND l.status = 'pending' AND l.leased_until > $1)::int AS room
+             FROM unnest($4::text[], $5::int[], $6::float8[], $7::float8[]) AS v(id, allowed, base, step)
+             JOIN webhook.subscriptions s ON s.id = v.id AND s.is_active),
+         due AS (
+           SELECT c.id, c.prev_first, c.prev_last
+             FROM lim CROSS JOIN LATERAL (
+                    SELECT d.id, d.first_attempt_at AS prev_first, d.last_attempt_at AS prev_last, d.next_attempt_at
+                      FROM webhook.deliveries d
+                     WHERE d.subscription_id = lim.id AND d.status = 'pending' AND d.next_attempt_at <= $1
+                     ORDER BY d.next_attempt_at
+                     LIMIT GREATEST(0, LEAST(lim.allowed, lim.room, $2))
+                       FOR UPDATE OF d SKIP LOCKED) c
+            ORDER BY c.next_attempt_at
+            LIMIT $2),
+         claimed AS (
+           UPDATE webhook.deliveries d
+              SET attempt_count = d.attempt_count + 1, next_attempt_at = $3, leased_until = $3, updated_at = $1,
+                  first_attempt_at = COALESCE(d.first_attempt_at, $1), last_attempt_at = $1
+             FROM due
+            WHERE d.id = due.id
+           RETURNING d.id, d.subscription_id, d.event_id, d.event_type, d.body, d.payload, d.attempt_count, d.manual,
+                     d.first_attempt_at, due.prev_first, due.prev_last, d.created_at, d.trace_context),
+         paced AS (
+           UPDATE webhook.subscriptions s SET rate_tat = to_timestamp((lim.base + n.k * lim.step) / 1000.0)
+             FROM lim JOIN (SELECT subscription_id, count(*)::int AS k FROM claimed GROUP BY subscription_id) n ON n.subscription_id = lim.id
+            WHERE s.id = lim.id AND lim.step > 0)
+         SELECT c.id, c.subscription_id, c.event_id, c.event_type, c.body, c.payload::text AS payload_text, c.attempt_count,
+                c.manual, c.first_attempt_at, c.prev_first AS prev_first_attempt_at, c.prev_last AS prev_last_attempt_at,
+                c.created_at, s.url, s.account_id, s.secret_ciphertext,
+                CASE WHEN s.secret_rotation_ends_at > $1 THEN s.previous_secret_ciphertext END AS previous_secret_ciphertext,
+                c.trace_context
+           FROM claimed c JOIN webhook.subscriptions s ON s.id = c.subscription_id`,
+        [
+          new Date(now),
+          limit,
+          new Date(leaseUntil),
+          plan.map((p) => p.id),
+          plan.map((p) => p.allowed),
+          plan.map((p) => p.base),
+          plan.map((p) => p.step),
+        ],
+      );
+      // When the earliest rate-limited subscription may start again, on the caller's clock.
+      const taken = new Map<string, number>();
+      for (const r of claimedRows.rows) taken.set(r.subscription_id, (taken.get(r.subscription_id) ?? 0) + 1);
+      let wake: number | null = null;
+      for (const p of plan) {
+        if (p.allowance === null || p.rate === null) continue;
+        const at = now + Math.max(0, nextStartAt(p.rate, p.allowance, taken.get(p.id) ?? 0) - dbNow);
+        wake = wake === null ? at : Math.min(wake, at);
+      }
+      return { rows: claimedRows.rows, wakeAt: wake };
+    });
     const secrets = this.secrets;
     const claimed: ClaimedDelivery[] = [];
     const unreadable = new Map<string, ClaimRef[]>();
@@ -430,7 +519,7 @@ export class DeliveryStore {
       });
     }
     if (unreadable.size > 0) await this.deferUnreadable(now, unreadable);
-    return claimed;
+    return { claimed, wakeAt };
   }
 
   /**
@@ -460,7 +549,7 @@ export class DeliveryStore {
     if (claims.length === 0) return 0;
     const { rowCount } = await this.pool.query(
       `UPDATE webhook.deliveries d
-          SET attempt_count = d.attempt_count - 1, next_attempt_at = $2, updated_at = $1,
+          SET attempt_count = d.attempt_count - 1, next_attempt_at = $2, leased_until = NULL, updated_at = $1,
               first_attempt_at = v.prev_first, last_attempt_at = v.prev_last
          FROM unnest($3::text[], $4::int[], $5::timestamptz[], $6::timestamptz[]) AS v(id, attempt, prev_first, prev_last)
         WHERE d.id = v.id AND d.status = 'pending' AND d.attempt_count = v.attempt`,
@@ -662,7 +751,7 @@ export class DeliveryStore {
                   AS a(id, attempt, started_at, duration_ms, response_status, error, outcome, debug)
            ON CONFLICT (delivery_id, attempt) DO NOTHING),
          deliveries AS (
-           UPDATE webhook.deliveries d SET status = u.status, next_attempt_at = u.next_at, manual = false, updated_at = u.at
+           UPDATE webhook.deliveries d SET status = u.status, next_attempt_at = u.next_at, leased_until = NULL, manual = false, updated_at = u.at
              FROM unnest($8::text[], $9::text[], $10::timestamptz[], $11::timestamptz[]) AS u(id, status, next_at, at)
             WHERE d.id = u.id)
          UPDATE webhook.subscriptions s

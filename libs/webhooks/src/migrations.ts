@@ -158,4 +158,23 @@ export const webhookMigrations: Migration[] = [
         ADD COLUMN connection_reused          boolean;
     `,
   },
+  {
+    id: '0008_delivery_limits',
+    sql: `
+      -- Per-subscription limits (docs/adr/0014-per-subscription-delivery-limits.md), enforced by the
+      -- dispatcher's claim across every replica. rate_limit_per_second NULL = the dispatcher's default
+      -- (WEBHOOK_DEFAULT_RATE_LIMIT_PER_SECOND, none unless set); rate_tat is the pacing state (GCRA's
+      -- theoretical arrival time, database clock), written only by the claim.
+      ALTER TABLE subscriptions
+        ADD COLUMN rate_limit_per_second integer CHECK (rate_limit_per_second BETWEEN 1 AND 1000),
+        ADD COLUMN max_in_flight         integer NOT NULL DEFAULT 16 CHECK (max_in_flight BETWEEN 1 AND 64),
+        ADD COLUMN rate_tat              timestamptz;
+      -- The end of the lease of a claimed delivery whose attempt is not recorded yet (NULL otherwise):
+      -- a subscription's in-flight count is its pending deliveries with a lease still running.
+      ALTER TABLE deliveries ADD COLUMN leased_until timestamptz;
+      CREATE INDEX deliveries_leased ON deliveries (subscription_id) WHERE status = 'pending' AND leased_until IS NOT NULL;
+      -- The claim takes each subscription's own earliest due deliveries.
+      CREATE INDEX deliveries_due_subscription ON deliveries (subscription_id, next_attempt_at) WHERE status = 'pending';
+    `,
+  },
 ];

@@ -43,6 +43,11 @@ export const ConfigSchema = Type.Object({
    * WEBHOOK_ALLOW_PRIVATE_URLS.
    */
   WEBHOOK_ALLOWED_PORTS: Type.String({ default: '443', pattern: '^\\s*\\d{1,5}\\s*(,\\s*\\d{1,5}\\s*)*$' }),
+  /**
+   * The rate limit (attempts started per second, over every replica) of subscriptions whose
+   * rate_limit_per_second is null; 0 = none (only their max_in_flight applies).
+   */
+  WEBHOOK_DEFAULT_RATE_LIMIT_PER_SECOND: Env.int(0, 0, 1000),
   /** Sends in flight per replica. */
   DISPATCHER_CONCURRENCY: Env.int(64, 1, 1000),
   /** Idle wait between polls for due deliveries (a new event wakes the worker at once). */

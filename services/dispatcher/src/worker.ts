@@ -131,7 +131,10 @@ export class DeliveryWorker {
           const cancelled = await this.o.store.cancelInactiveDue(now);
           if (cancelled > 0) this.o.logger.info({ cancelled }, 'pending deliveries of inactive subscriptions cancelled');
         }
-        due = await this.o.store.claimDue(now, free, now + this.o.leaseMs);
+        const result = await this.o.store.claim(now, free, now + this.o.leaseMs);
+        due = result.claimed;
+        // A subscription held back by its rate limit: claim again when it may start its next attempt.
+        if (result.wakeAt !== null) this.wakeAt(result.wakeAt);
         // If admitting fails, nothing of the claim is sent: the leases end and the next claim retries.
         claimed = this.o.admit && due.length > 0 ? await this.o.admit(due, now) : due;
       } catch (err) {
