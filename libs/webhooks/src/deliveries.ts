@@ -1,5 +1,14 @@
 import { type Pool, withTransaction } from '@fcd/service-kit';
-import { nextStartAt, rateAllowance } from './limits';
+import {
+  DEFAULT_BREAKER_COOLDOWN_MS,
+  DEFAULT_BREAKER_THRESHOLD,
+  nextStartAt,
+  type PauseOptions,
+  type PauseReason,
+  type PauseState,
+  pauseAfterAttempt,
+  rateAllowance,
+} from './limits';
 import type { SecretBox } from './secrets';
 
 /**
@@ -69,6 +78,8 @@ export interface AttemptResult {
   retryAfterMs?: number | null;
   /** The destination is refused for good (the URL or its resolved address fails the safety rules). */
   permanent?: boolean;
+  /** No HTTP response: a timeout, a connection, TLS or DNS failure (counts towards pausing the subscription). */
+  connectionFailure?: boolean;
   /** What the delivery log shows to debug the receiver (absent: not recorded). */
   debug?: AttemptDebug;
 }
@@ -117,6 +128,8 @@ export interface AttemptRecord {
 
 export interface RecordOutcome {
   decision: AttemptDecision;
+  /** The pause of the subscription this attempt started, if any. */
+  paused?: { until: number; reason: PauseReason } | null;
   /** False when the delivery was taken over meanwhile (lease expired) or is gone: nothing but the attempt row was written. */
   applied: boolean;
   deactivated: boolean;
@@ -145,6 +158,8 @@ export interface AttemptView {
     first_byte_ms: number | null;
     connection_reused: boolean | null;
   };
+  /** The pause of the whole subscription this attempt started (a 429/503 Retry-After, or the receiver unreachable); null: none. */
+  subscription_paused: { until: string; reason: PauseReason } | null;
 }
 
 export interface DeliveryView {
@@ -196,6 +211,8 @@ interface AttemptRow {
   tls_ms: number | null;
   first_byte_ms: number | null;
   connection_reused: boolean | null;
+  paused_until: Date | null;
+  pause_reason: PauseReason | null;
 }
 
 const DELIVERY_COLUMNS = 'id, event_id, event_type, status, attempt_count, next_attempt_at, created_at, updated_at';
@@ -229,6 +246,7 @@ function toView(row: DeliveryRow, attempts: AttemptRow[]): DeliveryView {
         first_byte_ms: a.first_byte_ms,
         connection_reused: a.connection_reused,
       },
+      subscription_paused: a.paused_until && a.pause_reason ? { until: a.paused_until.toISOString(), reason: a.pause_reason } : null,
     })),
   };
 }
@@ -278,6 +296,10 @@ export interface DeliveryStoreHooks {
 export interface DeliveryStoreOptions {
   /** The rate limit of subscriptions whose rate_limit_per_second is null (WEBHOOK_DEFAULT_RATE_LIMIT_PER_SECOND); null: none. */
   defaultRatePerSecond?: number | null;
+  /** Connection failures in a row that pause a subscription (default DEFAULT_BREAKER_THRESHOLD). */
+  breakerThreshold?: number;
+  /** How long each of them pauses it (default DEFAULT_BREAKER_COOLDOWN_MS). */
+  breakerCooldownMs?: number;
 }
 
 /** What a claim took, and when a subscription it held back by its rate limit may send again (null: none held so). */
@@ -290,12 +312,19 @@ export class DeliveryStore {
   /** (subscription id, ciphertext) → the clear secret; a rotation writes a new ciphertext, so a new key. */
   private readonly secretCache = new Map<string, { secret: string; until: number }>();
 
+  private readonly pauseOptions: PauseOptions;
+
   constructor(
     private readonly pool: Pool,
     private readonly secrets?: SecretBox,
     private readonly hooks: DeliveryStoreHooks = {},
     private readonly options: DeliveryStoreOptions = {},
-  ) {}
+  ) {
+    this.pauseOptions = {
+      threshold: options.breakerThreshold ?? DEFAULT_BREAKER_THRESHOLD,
+      cooldownMs: options.breakerCooldownMs ?? DEFAULT_BREAKER_COOLDOWN_MS,
+    };
+  }
 
   // -------------------------------------------------------------------------
   // Dispatcher
@@ -406,7 +435,7 @@ export class DeliveryStore {
       const locked = await client.query<{ id: string; rate: number | null; tat: number | null; db_now: number }>(
         `WITH s AS (
            SELECT s.id, s.rate_limit_per_second, s.rate_tat FROM webhook.subscriptions s
-            WHERE s.is_active
+            WHERE s.is_active AND (s.paused_until IS NULL OR s.paused_until <= $1)
               AND s.id IN (SELECT d.subscription_id FROM webhook.deliveries d WHERE d.status = 'pending' AND d.next_attempt_at <= $1)
             ORDER BY s.id
             FOR NO KEY UPDATE OF s)
@@ -427,10 +456,12 @@ export class DeliveryStore {
       const claimedRows = await client.query<Row>(
         `WITH lim AS (
            SELECT v.id, v.allowed, v.base, v.step,
-                  s.max_in_flight - (SELECT count(*) FROM webhook.deliveries l
+                  -- Half-open (connection failures at the threshold): one delivery at a time.
+                  CASE WHEN s.connection_failures >= $8 THEN 1 ELSE s.max_in_flight END
+                    - (SELECT count(*) FROM webhook.deliveries l
                                       WHERE l.subscription_id = v.id AND l.status = 'pending' AND l.leased_until > $1)::int AS room
              FROM unnest($4::text[], $5::int[], $6::float8[], $7::float8[]) AS v(id, allowed, base, step)
-             JOIN webhook.subscriptions s ON s.id = v.id AND s.is_active),
+             JOIN webhook.subscriptions s ON s.id = v.id AND s.is_active AND (s.paused_until IS NULL OR s.paused_until <= $1)),
          due AS (
            SELECT c.id, c.prev_first, c.prev_last
              FROM lim CROSS JOIN LATERAL (
@@ -468,6 +499,7 @@ export class DeliveryStore {
           plan.map((p) => p.allowed),
           plan.map((p) => p.base),
           plan.map((p) => p.step),
+          this.pauseOptions.threshold,
         ],
       );
       // When the earliest rate-limited subscription may start again, on the caller's clock.
@@ -643,12 +675,17 @@ export class DeliveryStore {
         is_active: boolean | null;
         status: string | null;
         attempt_count: number | null;
+        paused_until: Date | null;
+        pause_reason: PauseReason | null;
+        connection_failures: number | null;
       }>(
-        `WITH s AS (SELECT id, last_success_at, is_active FROM webhook.subscriptions WHERE id = ANY($1::text[]) ORDER BY id FOR NO KEY UPDATE),
+        `WITH s AS (SELECT id, last_success_at, is_active, paused_until, pause_reason, connection_failures
+                      FROM webhook.subscriptions WHERE id = ANY($1::text[]) ORDER BY id FOR NO KEY UPDATE),
               d AS (SELECT id, subscription_id, status, attempt_count FROM webhook.deliveries WHERE id = ANY($2::text[]) ORDER BY id FOR NO KEY UPDATE)
-         SELECT 's' AS kind, id, NULL::text AS subscription_id, last_success_at, is_active, NULL::text AS status, NULL::int AS attempt_count FROM s
+         SELECT 's' AS kind, id, NULL::text AS subscription_id, last_success_at, is_active, NULL::text AS status, NULL::int AS attempt_count,
+                paused_until, pause_reason, connection_failures FROM s
          UNION ALL
-         SELECT 'd', id, subscription_id, NULL, NULL, status, attempt_count FROM d`,
+         SELECT 'd', id, subscription_id, NULL, NULL, status, attempt_count, NULL, NULL, NULL FROM d`,
         [subIds, deliveryIds],
       );
       const subRows = { rows: locked.rows.filter((r) => r.kind === 's') };
@@ -673,6 +710,11 @@ export class DeliveryStore {
             failures: 0,
             successAt: null as number | null,
             failureAt: null as number | null,
+            pause: {
+              connectionFailures: r.connection_failures ?? 0,
+              pausedUntil: r.paused_until?.getTime() ?? null,
+              pauseReason: r.pause_reason,
+            } as PauseState,
           },
         ]),
       );
@@ -685,6 +727,8 @@ export class DeliveryStore {
       const outcomes: RecordOutcome[] = [];
       const updates: { id: string; status: string; next: string | null; at: string }[] = [];
       const deactivations: { subscriptionId: string; at: Date; outcome: RecordOutcome }[] = [];
+      /** The pause each attempt started (by delivery id), recorded with its attempt row. */
+      const pauses = new Map<string, { until: number; reason: PauseReason }>();
       for (const { claimed, result } of items) {
         const sub = subs.get(claimed.subscriptionId);
         const row = deliveries.get(claimed.id);
@@ -720,7 +764,20 @@ export class DeliveryStore {
           sub.failures += 1;
           sub.failureAt = result.finishedAt;
         }
-        const outcome: RecordOutcome = { decision, applied: true, deactivated: false, cancelled: 0 };
+        const backoff = pauseAfterAttempt(
+          sub.pause,
+          {
+            finishedAt: result.finishedAt,
+            success: result.success,
+            responseStatus: result.responseStatus,
+            retryAfterMs: result.retryAfterMs ?? null,
+            connectionFailure: result.connectionFailure ?? false,
+          },
+          this.pauseOptions,
+        );
+        sub.pause = backoff.state;
+        if (backoff.pause) pauses.set(claimed.id, backoff.pause);
+        const outcome: RecordOutcome = { decision, applied: true, deactivated: false, cancelled: 0, paused: backoff.pause };
         outcomes.push(outcome);
         if (decision.status === 'failed' && decision.deactivate && sub.isActive) {
           sub.isActive = false;
@@ -740,15 +797,17 @@ export class DeliveryStore {
         `WITH attempts AS (
            INSERT INTO webhook.delivery_attempts (delivery_id, attempt, started_at, duration_ms, response_status, error, outcome,
                                                   request_headers, response_headers, response_headers_truncated, response_body,
-                                                  response_body_truncated, dns_ms, connect_ms, tls_ms, first_byte_ms, connection_reused)
+                                                  response_body_truncated, dns_ms, connect_ms, tls_ms, first_byte_ms, connection_reused,
+                                                  paused_until, pause_reason)
            SELECT a.id, a.attempt, a.started_at, a.duration_ms, a.response_status, a.error, a.outcome,
                   a.debug->'request_headers', NULLIF(a.debug->'response_headers', 'null'::jsonb),
                   COALESCE((a.debug->>'response_headers_truncated')::boolean, false), a.debug->>'response_body',
                   COALESCE((a.debug->>'response_body_truncated')::boolean, false), (a.debug->>'dns_ms')::float8,
                   (a.debug->>'connect_ms')::float8, (a.debug->>'tls_ms')::float8, (a.debug->>'first_byte_ms')::float8,
-                  (a.debug->>'connection_reused')::boolean
-             FROM unnest($1::text[], $2::int[], $3::timestamptz[], $4::int[], $5::int[], $6::text[], $7::text[], $17::jsonb[])
-                  AS a(id, attempt, started_at, duration_ms, response_status, error, outcome, debug)
+                  (a.debug->>'connection_reused')::boolean, a.paused_until, a.pause_reason
+             FROM unnest($1::text[], $2::int[], $3::timestamptz[], $4::int[], $5::int[], $6::text[], $7::text[], $17::jsonb[],
+                         $18::timestamptz[], $19::text[])
+                  AS a(id, attempt, started_at, duration_ms, response_status, error, outcome, debug, paused_until, pause_reason)
            ON CONFLICT (delivery_id, attempt) DO NOTHING),
          deliveries AS (
            UPDATE webhook.deliveries d SET status = u.status, next_attempt_at = u.next_at, leased_until = NULL, manual = false, updated_at = u.at
@@ -757,8 +816,10 @@ export class DeliveryStore {
          UPDATE webhook.subscriptions s
             SET consecutive_failures = CASE WHEN u.reset THEN u.failures ELSE s.consecutive_failures + u.failures END,
                 last_success_at = GREATEST(s.last_success_at, u.success_at),
-                last_failure_at = COALESCE(u.failure_at, s.last_failure_at)
-           FROM unnest($12::text[], $13::bool[], $14::int[], $15::timestamptz[], $16::timestamptz[]) AS u(id, reset, failures, success_at, failure_at)
+                last_failure_at = COALESCE(u.failure_at, s.last_failure_at),
+                paused_until = u.paused_until, pause_reason = u.pause_reason, connection_failures = u.connection_failures
+           FROM unnest($12::text[], $13::bool[], $14::int[], $15::timestamptz[], $16::timestamptz[], $20::timestamptz[], $21::text[], $22::int[])
+                AS u(id, reset, failures, success_at, failure_at, paused_until, pause_reason, connection_failures)
           WHERE s.id = u.id`,
         [
           attempts.map((i) => i.claimed.id),
@@ -778,6 +839,11 @@ export class DeliveryStore {
           touched.map(([, s]) => isoAt(s.successAt)),
           touched.map(([, s]) => isoAt(s.failureAt)),
           attempts.map((i) => debugColumns(i.result.debug)),
+          attempts.map((i) => isoAt(pauses.get(i.claimed.id)?.until ?? null)),
+          attempts.map((i) => pauses.get(i.claimed.id)?.reason ?? null),
+          touched.map(([, s]) => isoAt(s.pause.pausedUntil)),
+          touched.map(([, s]) => s.pause.pauseReason),
+          touched.map(([, s]) => s.pause.connectionFailures),
         ],
       );
       for (const d of deactivations) {
@@ -860,7 +926,7 @@ export class DeliveryStore {
     const { rows } = await this.pool.query<AttemptRow>(
       `SELECT delivery_id, attempt, started_at, duration_ms, response_status, error, outcome, request_headers, response_headers,
               response_headers_truncated, response_body, response_body_truncated, dns_ms, connect_ms, tls_ms, first_byte_ms,
-              connection_reused
+              connection_reused, paused_until, pause_reason
          FROM webhook.delivery_attempts WHERE delivery_id = ANY($1::text[]) ORDER BY delivery_id, attempt`,
       [ids],
     );

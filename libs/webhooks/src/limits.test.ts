@@ -1,5 +1,14 @@
 import { describe, expect, it } from 'vitest';
-import { nextStartAt, RATE_LIMIT_RANGE, rateAllowance, rateBurst, rateIntervalMs } from './limits';
+import {
+  MAX_PAUSE_MS,
+  nextStartAt,
+  type PauseState,
+  pauseAfterAttempt,
+  RATE_LIMIT_RANGE,
+  rateAllowance,
+  rateBurst,
+  rateIntervalMs,
+} from './limits';
 
 /** Simulates a sender that starts as many attempts as allowed whenever the injected clock ticks. */
 function simulate(rate: number, stepMs: number, durationMs: number): number[] {
@@ -56,5 +65,62 @@ describe('rateAllowance (GCRA with an injected clock)', () => {
 
   it('has the documented range', () => {
     expect(RATE_LIMIT_RANGE).toEqual({ min: 1, max: 1000 });
+  });
+});
+
+describe('pauseAfterAttempt (injected times)', () => {
+  const o = { threshold: 3, cooldownMs: 1000 };
+  const fresh = { connectionFailures: 0, pausedUntil: null, pauseReason: null };
+  const attempt = (over: Partial<Parameters<typeof pauseAfterAttempt>[1]>) => ({
+    finishedAt: 10_000,
+    success: false,
+    responseStatus: null,
+    retryAfterMs: null,
+    connectionFailure: false,
+    ...over,
+  });
+
+  it('a 429 or 503 with Retry-After pauses until then, clamped to an hour; without it, nothing', () => {
+    expect(pauseAfterAttempt(fresh, attempt({ responseStatus: 429, retryAfterMs: 3000 }), o)).toEqual({
+      state: { connectionFailures: 0, pausedUntil: 13_000, pauseReason: 'retry_after' },
+      pause: { until: 13_000, reason: 'retry_after' },
+    });
+    expect(pauseAfterAttempt(fresh, attempt({ responseStatus: 503, retryAfterMs: 10 * MAX_PAUSE_MS }), o).pause).toEqual({
+      until: 10_000 + MAX_PAUSE_MS,
+      reason: 'retry_after',
+    });
+    expect(pauseAfterAttempt(fresh, attempt({ responseStatus: 429 }), o).pause).toBeNull();
+    expect(pauseAfterAttempt(fresh, attempt({ responseStatus: 500, retryAfterMs: 3000 }), o).pause).toBeNull();
+  });
+
+  it('opens after `threshold` connection failures in a row, and an HTTP response closes it', () => {
+    let state: PauseState = fresh;
+    const fail = attempt({ connectionFailure: true });
+    for (let i = 1; i < 3; i++) {
+      const r = pauseAfterAttempt(state, fail, o);
+      expect(r.pause).toBeNull();
+      state = r.state;
+    }
+    const tripped = pauseAfterAttempt(state, fail, o);
+    expect(tripped).toEqual({
+      state: { connectionFailures: 3, pausedUntil: 11_000, pauseReason: 'unreachable' },
+      pause: { until: 11_000, reason: 'unreachable' },
+    });
+    // A failing probe pauses it again.
+    expect(pauseAfterAttempt(tripped.state, { ...fail, finishedAt: 12_000 }, o).pause).toEqual({ until: 13_000, reason: 'unreachable' });
+    // A 500 is an answer: the circuit closes (the retry schedule handles the delivery).
+    expect(pauseAfterAttempt(tripped.state, attempt({ responseStatus: 500, finishedAt: 12_000 }), o).state.connectionFailures).toBe(0);
+    expect(pauseAfterAttempt(tripped.state, attempt({ success: true, responseStatus: 204 }), o).state).toEqual({
+      connectionFailures: 0,
+      pausedUntil: 11_000,
+      pauseReason: 'unreachable',
+    });
+  });
+
+  it('never shortens a longer pause already set', () => {
+    const long = { connectionFailures: 0, pausedUntil: 50_000, pauseReason: 'retry_after' as const };
+    const r = pauseAfterAttempt(long, attempt({ responseStatus: 429, retryAfterMs: 1000 }), o);
+    expect(r.state).toEqual(long);
+    expect(r.pause).toEqual({ until: 11_000, reason: 'retry_after' });
   });
 });

@@ -56,3 +56,65 @@ export function rateAllowance(rate: number, tat: number | null, now: number): Ra
 export function nextStartAt(rate: number, allowance: RateAllowance, taken: number): number {
   return allowance.base + taken * allowance.intervalMs - (rateBurst(rate) - 1) * allowance.intervalMs;
 }
+
+/** The longest a receiver's Retry-After pauses its subscription: one hour. */
+export const MAX_PAUSE_MS = 3_600_000;
+/** Consecutive connection failures or timeouts after which a subscription is paused, then probed one delivery at a time. */
+export const DEFAULT_BREAKER_THRESHOLD = 5;
+/** How long such a subscription is paused after each failure (before the next probe). */
+export const DEFAULT_BREAKER_COOLDOWN_MS = 30_000;
+
+export type PauseReason = 'retry_after' | 'unreachable';
+
+export interface PauseState {
+  /** Connection failures and timeouts in a row (any HTTP response resets it). */
+  connectionFailures: number;
+  pausedUntil: number | null;
+  pauseReason: PauseReason | null;
+}
+
+export interface PauseInput {
+  finishedAt: number;
+  success: boolean;
+  responseStatus: number | null;
+  /** A 429 or 503's Retry-After, in ms; null when absent. */
+  retryAfterMs: number | null;
+  /** No HTTP response: a timeout, a connection, TLS or DNS failure. */
+  connectionFailure: boolean;
+}
+
+export interface PauseOptions {
+  threshold: number;
+  cooldownMs: number;
+}
+
+/**
+ * The subscription's back-off after one attempt (pure; times from the caller). A 429 or 503 with
+ * Retry-After pauses the whole subscription until then (at most MAX_PAUSE_MS); `threshold`
+ * connection failures in a row pause it for `cooldownMs`, and every further one while it is
+ * still failing pauses it again (the claim sends one delivery at a time meanwhile: half-open);
+ * any HTTP response closes the circuit. `pause` is the pause this attempt started (null: none).
+ */
+export function pauseAfterAttempt(
+  state: PauseState,
+  input: PauseInput,
+  o: PauseOptions,
+): { state: PauseState; pause: { until: number; reason: PauseReason } | null } {
+  let pause: { until: number; reason: PauseReason } | null = null;
+  let connectionFailures = 0;
+  if (input.connectionFailure) {
+    connectionFailures = state.connectionFailures + 1;
+    if (connectionFailures >= o.threshold) pause = { until: input.finishedAt + o.cooldownMs, reason: 'unreachable' };
+  } else if (!input.success && (input.responseStatus === 429 || input.responseStatus === 503) && input.retryAfterMs !== null) {
+    pause = { until: input.finishedAt + Math.min(Math.max(0, input.retryAfterMs), MAX_PAUSE_MS), reason: 'retry_after' };
+  }
+  const extends_ = pause !== null && (state.pausedUntil === null || pause.until > state.pausedUntil);
+  return {
+    state: {
+      connectionFailures,
+      pausedUntil: extends_ && pause ? pause.until : state.pausedUntil,
+      pauseReason: extends_ && pause ? pause.reason : state.pauseReason,
+    },
+    pause,
+  };
+}

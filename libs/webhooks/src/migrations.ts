@@ -177,4 +177,21 @@ export const webhookMigrations: Migration[] = [
       CREATE INDEX deliveries_due_subscription ON deliveries (subscription_id, next_attempt_at) WHERE status = 'pending';
     `,
   },
+  {
+    id: '0009_endpoint_backoff',
+    sql: `
+      -- Endpoint back-off (docs/webhooks.md, "Limits, as a receiver sees them"): the claim skips a
+      -- subscription until paused_until (a 429/503 Retry-After, or the circuit opened after
+      -- connection failures in a row), and sends one delivery at a time while
+      -- connection_failures is at the threshold (half-open). Written by the recording.
+      ALTER TABLE subscriptions
+        ADD COLUMN paused_until        timestamptz,
+        ADD COLUMN pause_reason        text CHECK (pause_reason IN ('retry_after', 'unreachable')),
+        ADD COLUMN connection_failures integer NOT NULL DEFAULT 0 CHECK (connection_failures >= 0);
+      -- The pause an attempt started, shown with it in the delivery log (NULL: none).
+      ALTER TABLE delivery_attempts
+        ADD COLUMN paused_until timestamptz,
+        ADD COLUMN pause_reason text CHECK (pause_reason IN ('retry_after', 'unreachable'));
+    `,
+  },
 ];

@@ -222,6 +222,9 @@ export class SubscriptionStore {
         'deactivation_reason = NULL',
         'consecutive_failures = 0',
         'last_failure_at = NULL',
+        'connection_failures = 0',
+        'paused_until = NULL',
+        'pause_reason = NULL',
       );
     } else if (patch.is_active === false) {
       sets.push(

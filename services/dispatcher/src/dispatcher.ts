@@ -76,7 +76,11 @@ export class Dispatcher {
           );
         },
       },
-      { defaultRatePerSecond: config.WEBHOOK_DEFAULT_RATE_LIMIT_PER_SECOND || null },
+      {
+        defaultRatePerSecond: config.WEBHOOK_DEFAULT_RATE_LIMIT_PER_SECOND || null,
+        breakerThreshold: config.WEBHOOK_BREAKER_THRESHOLD,
+        breakerCooldownMs: config.WEBHOOK_BREAKER_COOLDOWN_MS,
+      },
     );
     this.eventLog = new EventLog(deps.pool);
     this.fanOuts = new Batcher({

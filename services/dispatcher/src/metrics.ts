@@ -9,6 +9,7 @@ export interface DispatcherMetrics extends ServiceMetrics {
   attemptDuration: Histogram<'result'>;
   retriesScheduled: Counter;
   deactivations: Counter;
+  subscriptionPauses: Counter<'reason'>;
   consumerPending: Gauge;
   eventToFirstAttempt: Histogram;
   secretUnreadable: Counter;
@@ -60,6 +61,12 @@ export function createDispatcherMetrics(): DispatcherMetrics {
     deactivations: new Counter({
       name: 'fcd_dispatcher_deactivations_total',
       help: 'Subscriptions deactivated after their last retry failed.',
+      registers,
+    }),
+    subscriptionPauses: new Counter({
+      name: 'fcd_dispatcher_subscription_pauses_total',
+      help: 'Subscriptions paused by their receiver: a 429/503 Retry-After (retry_after) or connection failures in a row (unreachable).',
+      labelNames: ['reason'],
       registers,
     }),
     consumerPending: new Gauge({

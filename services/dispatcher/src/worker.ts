@@ -29,6 +29,9 @@ export interface WorkerOptions {
   admit?: (claimed: ClaimedDelivery[], now: number) => Promise<ClaimedDelivery[]>;
 }
 
+/** Failures without an HTTP response: they count towards pausing the subscription (the receiver is unreachable). */
+const CONNECTION_FAILURES = new Set(['timeout', 'connect_timeout', 'connection', 'tls', 'dns']);
+
 /** When the worker is full, how long it lets slots free up before claiming (one claim fills them all). */
 const CLAIM_GATHER_MS = 2;
 
@@ -251,6 +254,7 @@ export class DeliveryWorker {
         success: result.success,
         retryAfterMs: result.retryAfterMs,
         permanent: result.permanent,
+        connectionFailure: result.kind !== null && CONNECTION_FAILURES.has(result.kind),
         // For the owner's delivery log only: the log lines above carry none of it (signatures stay out of logs).
         debug: {
           requestHeaders: result.requestHeaders,
@@ -274,6 +278,13 @@ export class DeliveryWorker {
         return;
       }
       const decision = outcome.decision;
+      if (outcome.paused) {
+        metrics?.subscriptionPauses.inc({ reason: outcome.paused.reason });
+        logger.warn(
+          { subscription_id: d.subscriptionId, reason: outcome.paused.reason, paused_until: new Date(outcome.paused.until).toISOString() },
+          'subscription paused',
+        );
+      }
       if (decision.status === 'pending') {
         metrics?.retriesScheduled.inc();
         this.wakeAt(decision.nextAttemptAt);

@@ -2770,6 +2770,16 @@ export interface operations {
                 response_status: number | null;
                 /** Format: date-time */
                 started_at: string;
+                /** @description The pause of the whole subscription this attempt started; null when it started none. */
+                subscription_paused: {
+                  /** @description `retry_after`: the receiver answered 429 or 503 with Retry-After (at most one hour); `unreachable`: connection failures or timeouts in a row (deliveries are then sent one at a time until one gets an answer). */
+                  reason: 'retry_after' | 'unreachable';
+                  /**
+                   * Format: date-time
+                   * @description Nothing is sent to the subscription before then.
+                   */
+                  until: string;
+                } | null;
                 /** @description Phase durations in ms (null: the phase did not happen or did not finish). */
                 timings: {
                   /** @description The TCP connection. */
@@ -2888,6 +2898,16 @@ export interface operations {
                 response_status: number | null;
                 /** Format: date-time */
                 started_at: string;
+                /** @description The pause of the whole subscription this attempt started; null when it started none. */
+                subscription_paused: {
+                  /** @description `retry_after`: the receiver answered 429 or 503 with Retry-After (at most one hour); `unreachable`: connection failures or timeouts in a row (deliveries are then sent one at a time until one gets an answer). */
+                  reason: 'retry_after' | 'unreachable';
+                  /**
+                   * Format: date-time
+                   * @description Nothing is sent to the subscription before then.
+                   */
+                  until: string;
+                } | null;
                 /** @description Phase durations in ms (null: the phase did not happen or did not finish). */
                 timings: {
                   /** @description The TCP connection. */
@@ -3133,6 +3153,16 @@ export interface operations {
                 response_status: number | null;
                 /** Format: date-time */
                 started_at: string;
+                /** @description The pause of the whole subscription this attempt started; null when it started none. */
+                subscription_paused: {
+                  /** @description `retry_after`: the receiver answered 429 or 503 with Retry-After (at most one hour); `unreachable`: connection failures or timeouts in a row (deliveries are then sent one at a time until one gets an answer). */
+                  reason: 'retry_after' | 'unreachable';
+                  /**
+                   * Format: date-time
+                   * @description Nothing is sent to the subscription before then.
+                   */
+                  until: string;
+                } | null;
                 /** @description Phase durations in ms (null: the phase did not happen or did not finish). */
                 timings: {
                   /** @description The TCP connection. */

@@ -229,6 +229,22 @@ export const AttemptSchema = Type.Object({
     },
     { description: 'Phase durations in ms (null: the phase did not happen or did not finish).' },
   ),
+  subscription_paused: Type.Union(
+    [
+      Type.Object(
+        {
+          until: Timestamp('Nothing is sent to the subscription before then.'),
+          reason: Type.Union([Type.Literal('retry_after'), Type.Literal('unreachable')], {
+            description:
+              '`retry_after`: the receiver answered 429 or 503 with Retry-After (at most one hour); `unreachable`: connection failures or timeouts in a row (deliveries are then sent one at a time until one gets an answer).',
+          }),
+        },
+        { additionalProperties: false },
+      ),
+      Type.Null(),
+    ],
+    { description: 'The pause of the whole subscription this attempt started; null when it started none.' },
+  ),
 });
 
 export const DeliverySchema = Type.Object({
