@@ -463,6 +463,8 @@ export class DeliveryStore {
              FROM unnest($4::text[], $5::int[], $6::float8[], $7::float8[]) AS v(id, allowed, base, step)
              JOIN webhook.subscriptions s ON s.id = v.id AND s.is_active AND (s.paused_until IS NULL OR s.paused_until <= $1)),
          due AS (
+           -- Round-robin across subscriptions: every subscription's earliest due delivery, then every one's
+           -- second, and so on; a subscription with a deep backlog does not take every free slot.
            SELECT c.id, c.prev_first, c.prev_last
              FROM lim CROSS JOIN LATERAL (
                     SELECT d.id, d.first_attempt_at AS prev_first, d.last_attempt_at AS prev_last, d.next_attempt_at
@@ -471,7 +473,7 @@ export class DeliveryStore {
                      ORDER BY d.next_attempt_at
                      LIMIT GREATEST(0, LEAST(lim.allowed, lim.room, $2))
                        FOR UPDATE OF d SKIP LOCKED) c
-            ORDER BY c.next_attempt_at
+            ORDER BY row_number() OVER (PARTITION BY lim.id ORDER BY c.next_attempt_at), c.next_attempt_at
             LIMIT $2),
          claimed AS (
            UPDATE webhook.deliveries d

@@ -399,3 +399,39 @@ describe('per-subscription limits in the claim', () => {
     ]);
   });
 });
+
+describe('fairness of the claim', () => {
+  it('takes due deliveries round-robin across subscriptions, not the deepest backlog first', async () => {
+    // Nothing else due: park every other pending delivery of this database.
+    await pool.query("UPDATE webhook.deliveries SET next_attempt_at = '2100-01-01' WHERE status = 'pending'");
+    const make = async (n: number, at: number) => {
+      const type = `case.new.${randomUUID()}`;
+      const sub = await subs.create(
+        {
+          id: `wh_${randomUUID()}`,
+          account_id: `acct_${randomUUID()}`,
+          url: 'https://hooks.example.com/fcd',
+          events: [type],
+          facility_ids: null,
+          secret: generateSecret(),
+          now: T0,
+          max_in_flight: 64,
+        },
+        25,
+      );
+      await deliveries.fanOutMany(
+        Array.from({ length: n }, () => event(type, [])),
+        at,
+      );
+      return sub;
+    };
+    // A deep, older backlog and two small, newer ones.
+    const deep = await make(20, T0);
+    const small = await make(3, T0 + 10_000);
+    const smaller = await make(2, T0 + 20_000);
+    const now = Date.now();
+    const claimed = await deliveries.claimDue(now, 9, now + 60_000);
+    const per = (sub: { id: string }) => claimed.filter((c) => c.subscriptionId === sub.id).length;
+    expect([per(deep), per(small), per(smaller)]).toEqual([4, 3, 2]);
+  });
+});
