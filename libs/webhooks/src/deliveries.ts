@@ -306,6 +306,8 @@ export interface DeliveryStoreOptions {
 export interface ClaimResult {
   claimed: ClaimedDelivery[];
   wakeAt: number | null;
+  /** Subscriptions with due work this claim held back, by the limit that held them. */
+  held: { rate: number; inFlight: number };
 }
 
 export class DeliveryStore {
@@ -431,7 +433,7 @@ export class DeliveryStore {
       trace_context: string | null;
     };
     const defaultRate = this.options.defaultRatePerSecond ?? null;
-    const { rows, wakeAt } = await withTransaction(this.pool, async (client) => {
+    const { rows, wakeAt, held } = await withTransaction(this.pool, async (client) => {
       const locked = await client.query<{ id: string; rate: number | null; tat: number | null; db_now: number }>(
         `WITH s AS (
            SELECT s.id, s.rate_limit_per_second, s.rate_tat FROM webhook.subscriptions s
@@ -444,7 +446,7 @@ export class DeliveryStore {
            FROM s`,
         [new Date(now)],
       );
-      if (locked.rows.length === 0) return { rows: [] as Row[], wakeAt: null };
+      if (locked.rows.length === 0) return { rows: [] as Row[], wakeAt: null, held: { rate: 0, inFlight: 0 } };
       // The database clock after the last lock: the one clock every replica shares.
       const dbNow = Math.max(...locked.rows.map((r) => Number(r.db_now)));
       const plan = locked.rows.map((r) => {
@@ -453,7 +455,7 @@ export class DeliveryStore {
         const allowance = rateAllowance(rate, r.tat === null ? null : Number(r.tat), dbNow);
         return { id: r.id, rate, allowed: allowance.allowed, base: allowance.base, step: allowance.intervalMs, allowance };
       });
-      const claimedRows = await client.query<Row>(
+      const result = await client.query<Row & { kind: 'd' | 'h' }>(
         `WITH lim AS (
            SELECT v.id, v.allowed, v.base, v.step,
                   -- Half-open (connection failures at the threshold): one delivery at a time.
@@ -487,12 +489,16 @@ export class DeliveryStore {
            UPDATE webhook.subscriptions s SET rate_tat = to_timestamp((lim.base + n.k * lim.step) / 1000.0)
              FROM lim JOIN (SELECT subscription_id, count(*)::int AS k FROM claimed GROUP BY subscription_id) n ON n.subscription_id = lim.id
             WHERE s.id = lim.id AND lim.step > 0)
-         SELECT c.id, c.subscription_id, c.event_id, c.event_type, c.body, c.payload::text AS payload_text, c.attempt_count,
+         SELECT 'd'::text AS kind, c.id, c.subscription_id, c.event_id, c.event_type, c.body, c.payload::text AS payload_text, c.attempt_count,
                 c.manual, c.first_attempt_at, c.prev_first AS prev_first_attempt_at, c.prev_last AS prev_last_attempt_at,
                 c.created_at, s.url, s.account_id, s.secret_ciphertext,
                 CASE WHEN s.secret_rotation_ends_at > $1 THEN s.previous_secret_ciphertext END AS previous_secret_ciphertext,
                 c.trace_context
-           FROM claimed c JOIN webhook.subscriptions s ON s.id = c.subscription_id`,
+           FROM claimed c JOIN webhook.subscriptions s ON s.id = c.subscription_id
+         UNION ALL
+         -- The subscriptions held back by max_in_flight (for the metrics; no per-subscription label).
+         SELECT 'h', NULL, lim.id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+           FROM lim WHERE lim.room <= 0`,
         [
           new Date(now),
           limit,
@@ -504,6 +510,11 @@ export class DeliveryStore {
           this.pauseOptions.threshold,
         ],
       );
+      const claimedRows = { rows: result.rows.filter((r) => r.kind === 'd') };
+      const held = {
+        rate: plan.filter((p) => p.allowance !== null && p.allowed === 0).length,
+        inFlight: result.rows.length - claimedRows.rows.length,
+      };
       // When the earliest rate-limited subscription may start again, on the caller's clock.
       const taken = new Map<string, number>();
       for (const r of claimedRows.rows) taken.set(r.subscription_id, (taken.get(r.subscription_id) ?? 0) + 1);
@@ -513,7 +524,7 @@ export class DeliveryStore {
         const at = now + Math.max(0, nextStartAt(p.rate, p.allowance, taken.get(p.id) ?? 0) - dbNow);
         wake = wake === null ? at : Math.min(wake, at);
       }
-      return { rows: claimedRows.rows, wakeAt: wake };
+      return { rows: claimedRows.rows, wakeAt: wake, held };
     });
     const secrets = this.secrets;
     const claimed: ClaimedDelivery[] = [];
@@ -553,7 +564,7 @@ export class DeliveryStore {
       });
     }
     if (unreadable.size > 0) await this.deferUnreadable(now, unreadable);
-    return { claimed, wakeAt };
+    return { claimed, wakeAt, held };
   }
 
   /**

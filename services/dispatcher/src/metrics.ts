@@ -10,6 +10,7 @@ export interface DispatcherMetrics extends ServiceMetrics {
   retriesScheduled: Counter;
   deactivations: Counter;
   subscriptionPauses: Counter<'reason'>;
+  subscriptionsHeld: Gauge<'limit'>;
   consumerPending: Gauge;
   eventToFirstAttempt: Histogram;
   secretUnreadable: Counter;
@@ -61,6 +62,12 @@ export function createDispatcherMetrics(): DispatcherMetrics {
     deactivations: new Counter({
       name: 'fcd_dispatcher_deactivations_total',
       help: 'Subscriptions deactivated after their last retry failed.',
+      registers,
+    }),
+    subscriptionsHeld: new Gauge({
+      name: 'fcd_dispatcher_subscriptions_held',
+      help: "Subscriptions with due deliveries that this replica's last claim held back, by limit (rate, in_flight).",
+      labelNames: ['limit'],
       registers,
     }),
     subscriptionPauses: new Counter({

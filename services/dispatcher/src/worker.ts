@@ -136,6 +136,8 @@ export class DeliveryWorker {
         }
         const result = await this.o.store.claim(now, free, now + this.o.leaseMs);
         due = result.claimed;
+        this.o.metrics?.subscriptionsHeld.set({ limit: 'rate' }, result.held.rate);
+        this.o.metrics?.subscriptionsHeld.set({ limit: 'in_flight' }, result.held.inFlight);
         // A subscription held back by its rate limit: claim again when it may start its next attempt.
         if (result.wakeAt !== null) this.wakeAt(result.wakeAt);
         // If admitting fails, nothing of the claim is sent: the leases end and the next claim retries.
