@@ -1,4 +1,14 @@
 import { type Pool, withTransaction } from '@fcd/service-kit';
+import {
+  DEFAULT_BREAKER_COOLDOWN_MS,
+  DEFAULT_BREAKER_THRESHOLD,
+  nextStartAt,
+  type PauseOptions,
+  type PauseReason,
+  type PauseState,
+  pauseAfterAttempt,
+  rateAllowance,
+} from './limits';
 import type { SecretBox } from './secrets';
 
 /**
@@ -68,6 +78,8 @@ export interface AttemptResult {
   retryAfterMs?: number | null;
   /** The destination is refused for good (the URL or its resolved address fails the safety rules). */
   permanent?: boolean;
+  /** No HTTP response: a timeout, a connection, TLS or DNS failure (counts towards pausing the subscription). */
+  connectionFailure?: boolean;
   /** What the delivery log shows to debug the receiver (absent: not recorded). */
   debug?: AttemptDebug;
 }
@@ -116,6 +128,8 @@ export interface AttemptRecord {
 
 export interface RecordOutcome {
   decision: AttemptDecision;
+  /** The pause of the subscription this attempt started, if any. */
+  paused?: { until: number; reason: PauseReason } | null;
   /** False when the delivery was taken over meanwhile (lease expired) or is gone: nothing but the attempt row was written. */
   applied: boolean;
   deactivated: boolean;
@@ -144,6 +158,8 @@ export interface AttemptView {
     first_byte_ms: number | null;
     connection_reused: boolean | null;
   };
+  /** The pause of the whole subscription this attempt started (a 429/503 Retry-After, or the receiver unreachable); null: none. */
+  subscription_paused: { until: string; reason: PauseReason } | null;
 }
 
 export interface DeliveryView {
@@ -195,6 +211,8 @@ interface AttemptRow {
   tls_ms: number | null;
   first_byte_ms: number | null;
   connection_reused: boolean | null;
+  paused_until: Date | null;
+  pause_reason: PauseReason | null;
 }
 
 const DELIVERY_COLUMNS = 'id, event_id, event_type, status, attempt_count, next_attempt_at, created_at, updated_at';
@@ -228,6 +246,7 @@ function toView(row: DeliveryRow, attempts: AttemptRow[]): DeliveryView {
         first_byte_ms: a.first_byte_ms,
         connection_reused: a.connection_reused,
       },
+      subscription_paused: a.paused_until && a.pause_reason ? { until: a.paused_until.toISOString(), reason: a.pause_reason } : null,
     })),
   };
 }
@@ -274,15 +293,40 @@ export interface DeliveryStoreHooks {
   onSecretUnreadable?(subscriptionId: string, deliveryIds: readonly string[]): void;
 }
 
+export interface DeliveryStoreOptions {
+  /** The rate limit of subscriptions whose rate_limit_per_second is null (WEBHOOK_DEFAULT_RATE_LIMIT_PER_SECOND); null: none. */
+  defaultRatePerSecond?: number | null;
+  /** Connection failures in a row that pause a subscription (default DEFAULT_BREAKER_THRESHOLD). */
+  breakerThreshold?: number;
+  /** How long each of them pauses it (default DEFAULT_BREAKER_COOLDOWN_MS). */
+  breakerCooldownMs?: number;
+}
+
+/** What a claim took, and when a subscription it held back by its rate limit may send again (null: none held so). */
+export interface ClaimResult {
+  claimed: ClaimedDelivery[];
+  wakeAt: number | null;
+  /** Subscriptions with due work this claim held back, by the limit that held them. */
+  held: { rate: number; inFlight: number };
+}
+
 export class DeliveryStore {
   /** (subscription id, ciphertext) → the clear secret; a rotation writes a new ciphertext, so a new key. */
   private readonly secretCache = new Map<string, { secret: string; until: number }>();
+
+  private readonly pauseOptions: PauseOptions;
 
   constructor(
     private readonly pool: Pool,
     private readonly secrets?: SecretBox,
     private readonly hooks: DeliveryStoreHooks = {},
-  ) {}
+    private readonly options: DeliveryStoreOptions = {},
+  ) {
+    this.pauseOptions = {
+      threshold: options.breakerThreshold ?? DEFAULT_BREAKER_THRESHOLD,
+      cooldownMs: options.breakerCooldownMs ?? DEFAULT_BREAKER_COOLDOWN_MS,
+    };
+  }
 
   // -------------------------------------------------------------------------
   // Dispatcher
@@ -347,14 +391,29 @@ export class DeliveryStore {
   }
 
   /**
-   * Claims up to `limit` due deliveries of active subscriptions (FOR UPDATE
-   * SKIP LOCKED: replicas claim disjoint sets) and leases them until
-   * `leaseUntil` by moving next_attempt_at: a dispatcher that dies mid-send
-   * releases them when the lease ends. The attempt number is taken now.
+   * Claims up to `limit` due deliveries (see `claim`); the deliveries only.
    */
   async claimDue(now: number, limit: number, leaseUntil: number): Promise<ClaimedDelivery[]> {
+    return (await this.claim(now, limit, leaseUntil)).claimed;
+  }
+
+  /**
+   * Claims up to `limit` due deliveries of active subscriptions and leases them until
+   * `leaseUntil` by moving next_attempt_at (a dispatcher that dies mid-send releases them when
+   * the lease ends); the attempt number is taken now. Each subscription's limits hold across
+   * every replica (docs/adr/0014-per-subscription-delivery-limits.md): one transaction locks the
+   * subscriptions with due work (FOR NO KEY UPDATE, in id order, so claims of several replicas
+   * take turns per subscription and never deadlock), then — with a snapshot taken after those
+   * locks, so every earlier claim is visible — takes from each at most
+   * `max_in_flight` − its deliveries still leased, and, under a rate limit, what its pacing state
+   * allows now (`rateAllowance`, on the database clock), advancing that state in the same
+   * statement. Deliveries are locked FOR UPDATE SKIP LOCKED. A delivery held back stays pending
+   * and due: no attempt is used. `wakeAt` (the caller's clock) is when a rate-limited
+   * subscription may start its next attempt.
+   */
+  async claim(now: number, limit: number, leaseUntil: number): Promise<ClaimResult> {
     if (!this.secrets) throw new Error('DeliveryStore needs a SecretBox to claim deliveries');
-    const { rows } = await this.pool.query<{
+    type Row = {
       id: string;
       subscription_id: string;
       event_id: string;
@@ -372,26 +431,101 @@ export class DeliveryStore {
       secret_ciphertext: string;
       previous_secret_ciphertext: string | null;
       trace_context: string | null;
-    }>(
-      `WITH due AS (
-         SELECT d.id, d.first_attempt_at AS prev_first, d.last_attempt_at AS prev_last
-           FROM webhook.deliveries d JOIN webhook.subscriptions s ON s.id = d.subscription_id
-          WHERE d.status = 'pending' AND d.next_attempt_at <= $1 AND s.is_active
-          ORDER BY d.next_attempt_at
-          LIMIT $2
-          FOR UPDATE OF d SKIP LOCKED)
-       UPDATE webhook.deliveries d
-          SET attempt_count = d.attempt_count + 1, next_attempt_at = $3, updated_at = $1,
-              first_attempt_at = COALESCE(d.first_attempt_at, $1), last_attempt_at = $1
-         FROM due, webhook.subscriptions s
-        WHERE d.id = due.id AND s.id = d.subscription_id
-       RETURNING d.id, d.subscription_id, d.event_id, d.event_type, d.body, d.payload::text AS payload_text, d.attempt_count,
-                 d.manual, d.first_attempt_at, due.prev_first AS prev_first_attempt_at, due.prev_last AS prev_last_attempt_at,
-                 d.created_at, s.url, s.account_id, s.secret_ciphertext,
-                 CASE WHEN s.secret_rotation_ends_at > $1 THEN s.previous_secret_ciphertext END AS previous_secret_ciphertext,
-                 d.trace_context`,
-      [new Date(now), limit, new Date(leaseUntil)],
-    );
+    };
+    const defaultRate = this.options.defaultRatePerSecond ?? null;
+    const { rows, wakeAt, held } = await withTransaction(this.pool, async (client) => {
+      const locked = await client.query<{ id: string; rate: number | null; tat: number | null; db_now: number }>(
+        `WITH s AS (
+           SELECT s.id, s.rate_limit_per_second, s.rate_tat FROM webhook.subscriptions s
+            WHERE s.is_active AND (s.paused_until IS NULL OR s.paused_until <= $1)
+              AND s.id IN (SELECT d.subscription_id FROM webhook.deliveries d WHERE d.status = 'pending' AND d.next_attempt_at <= $1)
+            ORDER BY s.id
+            FOR NO KEY UPDATE OF s)
+         SELECT id, rate_limit_per_second AS rate, extract(epoch FROM rate_tat) * 1000 AS tat,
+                extract(epoch FROM clock_timestamp()) * 1000 AS db_now
+           FROM s`,
+        [new Date(now)],
+      );
+      if (locked.rows.length === 0) return { rows: [] as Row[], wakeAt: null, held: { rate: 0, inFlight: 0 } };
+      // The database clock after the last lock: the one clock every replica shares.
+      const dbNow = Math.max(...locked.rows.map((r) => Number(r.db_now)));
+      const plan = locked.rows.map((r) => {
+        const rate = r.rate ?? defaultRate;
+        if (rate === null) return { id: r.id, rate, allowed: limit, base: 0, step: 0, allowance: null };
+        const allowance = rateAllowance(rate, r.tat === null ? null : Number(r.tat), dbNow);
+        return { id: r.id, rate, allowed: allowance.allowed, base: allowance.base, step: allowance.intervalMs, allowance };
+      });
+      const result = await client.query<Row & { kind: 'd' | 'h' }>(
+        `WITH lim AS (
+           SELECT v.id, v.allowed, v.base, v.step,
+                  -- Half-open (connection failures at the threshold): one delivery at a time.
+                  CASE WHEN s.connection_failures >= $8 THEN 1 ELSE s.max_in_flight END
+                    - (SELECT count(*) FROM webhook.deliveries l
+                                      WHERE l.subscription_id = v.id AND l.status = 'pending' AND l.leased_until > $1)::int AS room
+             FROM unnest($4::text[], $5::int[], $6::float8[], $7::float8[]) AS v(id, allowed, base, step)
+             JOIN webhook.subscriptions s ON s.id = v.id AND s.is_active AND (s.paused_until IS NULL OR s.paused_until <= $1)),
+         due AS (
+           -- Round-robin across subscriptions: every subscription's earliest due delivery, then every one's
+           -- second, and so on; a subscription with a deep backlog does not take every free slot.
+           SELECT c.id, c.prev_first, c.prev_last
+             FROM lim CROSS JOIN LATERAL (
+                    SELECT d.id, d.first_attempt_at AS prev_first, d.last_attempt_at AS prev_last, d.next_attempt_at
+                      FROM webhook.deliveries d
+                     WHERE d.subscription_id = lim.id AND d.status = 'pending' AND d.next_attempt_at <= $1
+                     ORDER BY d.next_attempt_at
+                     LIMIT GREATEST(0, LEAST(lim.allowed, lim.room, $2))
+                       FOR UPDATE OF d SKIP LOCKED) c
+            ORDER BY row_number() OVER (PARTITION BY lim.id ORDER BY c.next_attempt_at), c.next_attempt_at
+            LIMIT $2),
+         claimed AS (
+           UPDATE webhook.deliveries d
+              SET attempt_count = d.attempt_count + 1, next_attempt_at = $3, leased_until = $3, updated_at = $1,
+                  first_attempt_at = COALESCE(d.first_attempt_at, $1), last_attempt_at = $1
+             FROM due
+            WHERE d.id = due.id
+           RETURNING d.id, d.subscription_id, d.event_id, d.event_type, d.body, d.payload, d.attempt_count, d.manual,
+                     d.first_attempt_at, due.prev_first, due.prev_last, d.created_at, d.trace_context),
+         paced AS (
+           UPDATE webhook.subscriptions s SET rate_tat = to_timestamp((lim.base + n.k * lim.step) / 1000.0)
+             FROM lim JOIN (SELECT subscription_id, count(*)::int AS k FROM claimed GROUP BY subscription_id) n ON n.subscription_id = lim.id
+            WHERE s.id = lim.id AND lim.step > 0)
+         SELECT 'd'::text AS kind, c.id, c.subscription_id, c.event_id, c.event_type, c.body, c.payload::text AS payload_text, c.attempt_count,
+                c.manual, c.first_attempt_at, c.prev_first AS prev_first_attempt_at, c.prev_last AS prev_last_attempt_at,
+                c.created_at, s.url, s.account_id, s.secret_ciphertext,
+                CASE WHEN s.secret_rotation_ends_at > $1 THEN s.previous_secret_ciphertext END AS previous_secret_ciphertext,
+                c.trace_context
+           FROM claimed c JOIN webhook.subscriptions s ON s.id = c.subscription_id
+         UNION ALL
+         -- The subscriptions held back by max_in_flight (for the metrics; no per-subscription label).
+         SELECT 'h', NULL, lim.id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+           FROM lim WHERE lim.room <= 0`,
+        [
+          new Date(now),
+          limit,
+          new Date(leaseUntil),
+          plan.map((p) => p.id),
+          plan.map((p) => p.allowed),
+          plan.map((p) => p.base),
+          plan.map((p) => p.step),
+          this.pauseOptions.threshold,
+        ],
+      );
+      const claimedRows = { rows: result.rows.filter((r) => r.kind === 'd') };
+      const held = {
+        rate: plan.filter((p) => p.allowance !== null && p.allowed === 0).length,
+        inFlight: result.rows.length - claimedRows.rows.length,
+      };
+      // When the earliest rate-limited subscription may start again, on the caller's clock.
+      const taken = new Map<string, number>();
+      for (const r of claimedRows.rows) taken.set(r.subscription_id, (taken.get(r.subscription_id) ?? 0) + 1);
+      let wake: number | null = null;
+      for (const p of plan) {
+        if (p.allowance === null || p.rate === null) continue;
+        const at = now + Math.max(0, nextStartAt(p.rate, p.allowance, taken.get(p.id) ?? 0) - dbNow);
+        wake = wake === null ? at : Math.min(wake, at);
+      }
+      return { rows: claimedRows.rows, wakeAt: wake, held };
+    });
     const secrets = this.secrets;
     const claimed: ClaimedDelivery[] = [];
     const unreadable = new Map<string, ClaimRef[]>();
@@ -430,7 +564,7 @@ export class DeliveryStore {
       });
     }
     if (unreadable.size > 0) await this.deferUnreadable(now, unreadable);
-    return claimed;
+    return { claimed, wakeAt, held };
   }
 
   /**
@@ -460,7 +594,7 @@ export class DeliveryStore {
     if (claims.length === 0) return 0;
     const { rowCount } = await this.pool.query(
       `UPDATE webhook.deliveries d
-          SET attempt_count = d.attempt_count - 1, next_attempt_at = $2, updated_at = $1,
+          SET attempt_count = d.attempt_count - 1, next_attempt_at = $2, leased_until = NULL, updated_at = $1,
               first_attempt_at = v.prev_first, last_attempt_at = v.prev_last
          FROM unnest($3::text[], $4::int[], $5::timestamptz[], $6::timestamptz[]) AS v(id, attempt, prev_first, prev_last)
         WHERE d.id = v.id AND d.status = 'pending' AND d.attempt_count = v.attempt`,
@@ -554,12 +688,17 @@ export class DeliveryStore {
         is_active: boolean | null;
         status: string | null;
         attempt_count: number | null;
+        paused_until: Date | null;
+        pause_reason: PauseReason | null;
+        connection_failures: number | null;
       }>(
-        `WITH s AS (SELECT id, last_success_at, is_active FROM webhook.subscriptions WHERE id = ANY($1::text[]) ORDER BY id FOR NO KEY UPDATE),
+        `WITH s AS (SELECT id, last_success_at, is_active, paused_until, pause_reason, connection_failures
+                      FROM webhook.subscriptions WHERE id = ANY($1::text[]) ORDER BY id FOR NO KEY UPDATE),
               d AS (SELECT id, subscription_id, status, attempt_count FROM webhook.deliveries WHERE id = ANY($2::text[]) ORDER BY id FOR NO KEY UPDATE)
-         SELECT 's' AS kind, id, NULL::text AS subscription_id, last_success_at, is_active, NULL::text AS status, NULL::int AS attempt_count FROM s
+         SELECT 's' AS kind, id, NULL::text AS subscription_id, last_success_at, is_active, NULL::text AS status, NULL::int AS attempt_count,
+                paused_until, pause_reason, connection_failures FROM s
          UNION ALL
-         SELECT 'd', id, subscription_id, NULL, NULL, status, attempt_count FROM d`,
+         SELECT 'd', id, subscription_id, NULL, NULL, status, attempt_count, NULL, NULL, NULL FROM d`,
         [subIds, deliveryIds],
       );
       const subRows = { rows: locked.rows.filter((r) => r.kind === 's') };
@@ -584,6 +723,11 @@ export class DeliveryStore {
             failures: 0,
             successAt: null as number | null,
             failureAt: null as number | null,
+            pause: {
+              connectionFailures: r.connection_failures ?? 0,
+              pausedUntil: r.paused_until?.getTime() ?? null,
+              pauseReason: r.pause_reason,
+            } as PauseState,
           },
         ]),
       );
@@ -596,6 +740,8 @@ export class DeliveryStore {
       const outcomes: RecordOutcome[] = [];
       const updates: { id: string; status: string; next: string | null; at: string }[] = [];
       const deactivations: { subscriptionId: string; at: Date; outcome: RecordOutcome }[] = [];
+      /** The pause each attempt started (by delivery id), recorded with its attempt row. */
+      const pauses = new Map<string, { until: number; reason: PauseReason }>();
       for (const { claimed, result } of items) {
         const sub = subs.get(claimed.subscriptionId);
         const row = deliveries.get(claimed.id);
@@ -631,7 +777,20 @@ export class DeliveryStore {
           sub.failures += 1;
           sub.failureAt = result.finishedAt;
         }
-        const outcome: RecordOutcome = { decision, applied: true, deactivated: false, cancelled: 0 };
+        const backoff = pauseAfterAttempt(
+          sub.pause,
+          {
+            finishedAt: result.finishedAt,
+            success: result.success,
+            responseStatus: result.responseStatus,
+            retryAfterMs: result.retryAfterMs ?? null,
+            connectionFailure: result.connectionFailure ?? false,
+          },
+          this.pauseOptions,
+        );
+        sub.pause = backoff.state;
+        if (backoff.pause) pauses.set(claimed.id, backoff.pause);
+        const outcome: RecordOutcome = { decision, applied: true, deactivated: false, cancelled: 0, paused: backoff.pause };
         outcomes.push(outcome);
         if (decision.status === 'failed' && decision.deactivate && sub.isActive) {
           sub.isActive = false;
@@ -651,25 +810,29 @@ export class DeliveryStore {
         `WITH attempts AS (
            INSERT INTO webhook.delivery_attempts (delivery_id, attempt, started_at, duration_ms, response_status, error, outcome,
                                                   request_headers, response_headers, response_headers_truncated, response_body,
-                                                  response_body_truncated, dns_ms, connect_ms, tls_ms, first_byte_ms, connection_reused)
+                                                  response_body_truncated, dns_ms, connect_ms, tls_ms, first_byte_ms, connection_reused,
+                                                  paused_until, pause_reason)
            SELECT a.id, a.attempt, a.started_at, a.duration_ms, a.response_status, a.error, a.outcome,
                   a.debug->'request_headers', NULLIF(a.debug->'response_headers', 'null'::jsonb),
                   COALESCE((a.debug->>'response_headers_truncated')::boolean, false), a.debug->>'response_body',
                   COALESCE((a.debug->>'response_body_truncated')::boolean, false), (a.debug->>'dns_ms')::float8,
                   (a.debug->>'connect_ms')::float8, (a.debug->>'tls_ms')::float8, (a.debug->>'first_byte_ms')::float8,
-                  (a.debug->>'connection_reused')::boolean
-             FROM unnest($1::text[], $2::int[], $3::timestamptz[], $4::int[], $5::int[], $6::text[], $7::text[], $17::jsonb[])
-                  AS a(id, attempt, started_at, duration_ms, response_status, error, outcome, debug)
+                  (a.debug->>'connection_reused')::boolean, a.paused_until, a.pause_reason
+             FROM unnest($1::text[], $2::int[], $3::timestamptz[], $4::int[], $5::int[], $6::text[], $7::text[], $17::jsonb[],
+                         $18::timestamptz[], $19::text[])
+                  AS a(id, attempt, started_at, duration_ms, response_status, error, outcome, debug, paused_until, pause_reason)
            ON CONFLICT (delivery_id, attempt) DO NOTHING),
          deliveries AS (
-           UPDATE webhook.deliveries d SET status = u.status, next_attempt_at = u.next_at, manual = false, updated_at = u.at
+           UPDATE webhook.deliveries d SET status = u.status, next_attempt_at = u.next_at, leased_until = NULL, manual = false, updated_at = u.at
              FROM unnest($8::text[], $9::text[], $10::timestamptz[], $11::timestamptz[]) AS u(id, status, next_at, at)
             WHERE d.id = u.id)
          UPDATE webhook.subscriptions s
             SET consecutive_failures = CASE WHEN u.reset THEN u.failures ELSE s.consecutive_failures + u.failures END,
                 last_success_at = GREATEST(s.last_success_at, u.success_at),
-                last_failure_at = COALESCE(u.failure_at, s.last_failure_at)
-           FROM unnest($12::text[], $13::bool[], $14::int[], $15::timestamptz[], $16::timestamptz[]) AS u(id, reset, failures, success_at, failure_at)
+                last_failure_at = COALESCE(u.failure_at, s.last_failure_at),
+                paused_until = u.paused_until, pause_reason = u.pause_reason, connection_failures = u.connection_failures
+           FROM unnest($12::text[], $13::bool[], $14::int[], $15::timestamptz[], $16::timestamptz[], $20::timestamptz[], $21::text[], $22::int[])
+                AS u(id, reset, failures, success_at, failure_at, paused_until, pause_reason, connection_failures)
           WHERE s.id = u.id`,
         [
           attempts.map((i) => i.claimed.id),
@@ -689,6 +852,11 @@ export class DeliveryStore {
           touched.map(([, s]) => isoAt(s.successAt)),
           touched.map(([, s]) => isoAt(s.failureAt)),
           attempts.map((i) => debugColumns(i.result.debug)),
+          attempts.map((i) => isoAt(pauses.get(i.claimed.id)?.until ?? null)),
+          attempts.map((i) => pauses.get(i.claimed.id)?.reason ?? null),
+          touched.map(([, s]) => isoAt(s.pause.pausedUntil)),
+          touched.map(([, s]) => s.pause.pauseReason),
+          touched.map(([, s]) => s.pause.connectionFailures),
         ],
       );
       for (const d of deactivations) {
@@ -771,7 +939,7 @@ export class DeliveryStore {
     const { rows } = await this.pool.query<AttemptRow>(
       `SELECT delivery_id, attempt, started_at, duration_ms, response_status, error, outcome, request_headers, response_headers,
               response_headers_truncated, response_body, response_body_truncated, dns_ms, connect_ms, tls_ms, first_byte_ms,
-              connection_reused
+              connection_reused, paused_until, pause_reason
          FROM webhook.delivery_attempts WHERE delivery_id = ANY($1::text[]) ORDER BY delivery_id, attempt`,
       [ids],
     );

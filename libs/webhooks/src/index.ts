@@ -3,6 +3,7 @@ export * from '@fcd/webhook-verify';
 export * from './deliveries';
 export * from './event-log';
 export * from './events';
+export * from './limits';
 export * from './matching';
 export * from './migrations';
 export * from './secrets';

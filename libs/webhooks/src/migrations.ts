@@ -158,4 +158,40 @@ export const webhookMigrations: Migration[] = [
         ADD COLUMN connection_reused          boolean;
     `,
   },
+  {
+    id: '0008_delivery_limits',
+    sql: `
+      -- Per-subscription limits (docs/adr/0014-per-subscription-delivery-limits.md), enforced by the
+      -- dispatcher's claim across every replica. rate_limit_per_second NULL = the dispatcher's default
+      -- (WEBHOOK_DEFAULT_RATE_LIMIT_PER_SECOND, none unless set); rate_tat is the pacing state (GCRA's
+      -- theoretical arrival time, database clock), written only by the claim.
+      ALTER TABLE subscriptions
+        ADD COLUMN rate_limit_per_second integer CHECK (rate_limit_per_second BETWEEN 1 AND 1000),
+        ADD COLUMN max_in_flight         integer NOT NULL DEFAULT 16 CHECK (max_in_flight BETWEEN 1 AND 64),
+        ADD COLUMN rate_tat              timestamptz;
+      -- The end of the lease of a claimed delivery whose attempt is not recorded yet (NULL otherwise):
+      -- a subscription's in-flight count is its pending deliveries with a lease still running.
+      ALTER TABLE deliveries ADD COLUMN leased_until timestamptz;
+      CREATE INDEX deliveries_leased ON deliveries (subscription_id) WHERE status = 'pending' AND leased_until IS NOT NULL;
+      -- The claim takes each subscription's own earliest due deliveries.
+      CREATE INDEX deliveries_due_subscription ON deliveries (subscription_id, next_attempt_at) WHERE status = 'pending';
+    `,
+  },
+  {
+    id: '0009_endpoint_backoff',
+    sql: `
+      -- Endpoint back-off (docs/webhooks.md, "Limits, as a receiver sees them"): the claim skips a
+      -- subscription until paused_until (a 429/503 Retry-After, or the circuit opened after
+      -- connection failures in a row), and sends one delivery at a time while
+      -- connection_failures is at the threshold (half-open). Written by the recording.
+      ALTER TABLE subscriptions
+        ADD COLUMN paused_until        timestamptz,
+        ADD COLUMN pause_reason        text CHECK (pause_reason IN ('retry_after', 'unreachable')),
+        ADD COLUMN connection_failures integer NOT NULL DEFAULT 0 CHECK (connection_failures >= 0);
+      -- The pause an attempt started, shown with it in the delivery log (NULL: none).
+      ALTER TABLE delivery_attempts
+        ADD COLUMN paused_until timestamptz,
+        ADD COLUMN pause_reason text CHECK (pause_reason IN ('retry_after', 'unreachable'));
+    `,
+  },
 ];

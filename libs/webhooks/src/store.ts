@@ -1,4 +1,5 @@
 import { AppError, type Pool, withTransaction } from '@fcd/service-kit';
+import { DEFAULT_MAX_IN_FLIGHT } from './limits';
 import { redactSecret, type SecretBox, secretLast4 } from './secrets';
 
 /**
@@ -26,6 +27,10 @@ export interface Subscription {
   consecutive_failures: number;
   last_failure_at: string | null;
   last_success_at: string | null;
+  /** Attempts started per second at most, over every replica; null = the dispatcher's default. */
+  rate_limit_per_second: number | null;
+  /** Attempts in flight at once at most, over every replica. */
+  max_in_flight: number;
 }
 
 export interface NewSubscription {
@@ -38,6 +43,10 @@ export interface NewSubscription {
   secret: string;
   /** Epoch ms (from the injected clock). */
   now: number;
+  /** Default null (the dispatcher's default). */
+  rate_limit_per_second?: number | null;
+  /** Default DEFAULT_MAX_IN_FLIGHT. */
+  max_in_flight?: number;
 }
 
 export interface SubscriptionPatch {
@@ -45,6 +54,8 @@ export interface SubscriptionPatch {
   events?: string[];
   facility_ids?: string[] | null;
   is_active?: boolean;
+  rate_limit_per_second?: number | null;
+  max_in_flight?: number;
 }
 
 /** Keyset position: the last row of the previous page. */
@@ -76,10 +87,12 @@ interface Row {
   consecutive_failures: number;
   last_failure_at: Date | null;
   last_success_at: Date | null;
+  rate_limit_per_second: number | null;
+  max_in_flight: number;
 }
 
 const COLUMNS = `id, account_id, url, events, facility_ids::text[] AS facility_ids, secret_last4, secret_rotation_ends_at, is_active, created_at, updated_at,
-  deactivated_at, deactivation_reason, consecutive_failures, last_failure_at, last_success_at`;
+  deactivated_at, deactivation_reason, consecutive_failures, last_failure_at, last_success_at, rate_limit_per_second, max_in_flight`;
 
 const iso = (d: Date | null) => (d === null ? null : d.toISOString());
 
@@ -100,6 +113,8 @@ function toSubscription(row: Row): Subscription {
     consecutive_failures: row.consecutive_failures,
     last_failure_at: iso(row.last_failure_at),
     last_success_at: iso(row.last_success_at),
+    rate_limit_per_second: row.rate_limit_per_second,
+    max_in_flight: row.max_in_flight,
   };
 }
 
@@ -131,8 +146,9 @@ export class SubscriptionStore {
       }
       const now = new Date(input.now);
       const inserted = await client.query<Row>(
-        `INSERT INTO webhook.subscriptions (id, account_id, url, events, facility_ids, secret_ciphertext, secret_last4, is_active, created_at, updated_at)
-         VALUES ($1, $2, $3, $4, $5::uuid[], $6, $7, true, $8, $8)
+        `INSERT INTO webhook.subscriptions (id, account_id, url, events, facility_ids, secret_ciphertext, secret_last4, is_active, created_at, updated_at,
+                                            rate_limit_per_second, max_in_flight)
+         VALUES ($1, $2, $3, $4, $5::uuid[], $6, $7, true, $8, $8, $9, $10)
          RETURNING ${COLUMNS}`,
         [
           input.id,
@@ -143,6 +159,8 @@ export class SubscriptionStore {
           this.secrets.encrypt(input.secret, input.id),
           secretLast4(input.secret),
           now,
+          input.rate_limit_per_second ?? null,
+          input.max_in_flight ?? DEFAULT_MAX_IN_FLIGHT,
         ],
       );
       return toSubscription(inserted.rows[0] as Row);
@@ -180,7 +198,7 @@ export class SubscriptionStore {
   }
 
   /**
-   * Applies any subset of url, events, facility_ids and is_active.
+   * Applies any subset of url, events, facility_ids, is_active, rate_limit_per_second and max_in_flight.
    * `is_active: true` reactivates and resets the failure bookkeeping;
    * `is_active: false` deactivates with reason "manual" (an already inactive
    * subscription keeps its original time and reason).
@@ -195,6 +213,8 @@ export class SubscriptionStore {
     if (patch.url !== undefined) sets.push(`url = ${param(patch.url)}`);
     if (patch.events !== undefined) sets.push(`events = ${param(patch.events)}`);
     if (patch.facility_ids !== undefined) sets.push(`facility_ids = ${param(patch.facility_ids)}::uuid[]`);
+    if (patch.rate_limit_per_second !== undefined) sets.push(`rate_limit_per_second = ${param(patch.rate_limit_per_second)}::int`);
+    if (patch.max_in_flight !== undefined) sets.push(`max_in_flight = ${param(patch.max_in_flight)}::int`);
     if (patch.is_active === true) {
       sets.push(
         'is_active = true',
@@ -202,6 +222,9 @@ export class SubscriptionStore {
         'deactivation_reason = NULL',
         'consecutive_failures = 0',
         'last_failure_at = NULL',
+        'connection_failures = 0',
+        'paused_until = NULL',
+        'pause_reason = NULL',
       );
     } else if (patch.is_active === false) {
       sets.push(

@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   type AttemptDecision,
   type AttemptRecord,
+  type ClaimedDelivery,
   type ClaimRef,
   type DecisionInput,
   DeliveryStore,
@@ -327,5 +328,114 @@ describe('DeliveryStore.recordAttempts', () => {
         next_attempt_at: new Date(T0 + 9000),
       },
     ]);
+  });
+});
+
+describe('per-subscription limits in the claim', () => {
+  async function limited(n: number, limits: { rate_limit_per_second?: number | null; max_in_flight?: number }) {
+    const type = `case.new.${randomUUID()}`;
+    const sub = await subs.create(
+      {
+        id: `wh_${randomUUID()}`,
+        account_id: `acct_${randomUUID()}`,
+        url: 'https://hooks.example.com/fcd',
+        events: [type],
+        facility_ids: null,
+        secret: generateSecret(),
+        now: T0,
+        ...limits,
+      },
+      25,
+    );
+    await deliveries.fanOutMany(
+      Array.from({ length: n }, () => event(type, [])),
+      T0,
+    );
+    return sub;
+  }
+  const mine = (sub: { id: string }, claimed: ClaimedDelivery[]) => claimed.filter((c) => c.subscriptionId === sub.id);
+  const counts = async (sub: { id: string }) =>
+    (
+      await pool.query<{ attempt_count: number; n: number }>(
+        'SELECT attempt_count, count(*)::int AS n FROM webhook.deliveries WHERE subscription_id = $1 GROUP BY 1 ORDER BY 1',
+        [sub.id],
+      )
+    ).rows;
+
+  it('max_in_flight: claims only what is not leased yet; a recorded attempt frees its place; held ones use no attempt', async () => {
+    const sub = await limited(5, { max_in_flight: 2 });
+    const now = Date.now();
+    const first = mine(sub, await deliveries.claimDue(now, 100, now + 60_000));
+    expect(first).toHaveLength(2);
+    const again = await deliveries.claim(now + 1, 100, now + 60_000);
+    expect(mine(sub, again.claimed)).toHaveLength(0);
+    expect(again.held.inFlight).toBeGreaterThanOrEqual(1);
+    expect(await counts(sub)).toEqual([
+      { attempt_count: 0, n: 3 },
+      { attempt_count: 1, n: 2 },
+    ]);
+    await deliveries.recordAttempt(
+      first[0] as ClaimedDelivery,
+      { startedAt: now, finishedAt: now + 5, durationMs: 5, responseStatus: 204, error: null, success: true },
+      () => ({ status: 'succeeded' }),
+    );
+    expect(mine(sub, await deliveries.claimDue(now + 10, 100, now + 60_000))).toHaveLength(1);
+    // An expired lease (a replica died mid-send) no longer counts as in flight.
+    expect(mine(sub, await deliveries.claimDue(now + 61_000, 100, now + 120_000))).toHaveLength(2);
+  });
+
+  it('rate_limit_per_second: one start per 220 ms at 5/s, and the claim says when to come back', async () => {
+    const sub = await limited(5, { rate_limit_per_second: 5, max_in_flight: 64 });
+    const now = Date.now();
+    const first = await deliveries.claim(now, 100, now + 60_000);
+    expect(mine(sub, first.claimed)).toHaveLength(1);
+    expect(first.wakeAt).not.toBeNull();
+    expect((first.wakeAt as number) - now).toBeGreaterThan(150);
+    expect((first.wakeAt as number) - now).toBeLessThanOrEqual(225);
+    const again = await deliveries.claim(now, 100, now + 60_000);
+    expect(mine(sub, again.claimed)).toHaveLength(0);
+    expect(again.held.rate).toBeGreaterThanOrEqual(1);
+    await new Promise((r) => setTimeout(r, (first.wakeAt as number) - now + 5));
+    expect(mine(sub, (await deliveries.claim(Date.now(), 100, Date.now() + 60_000)).claimed)).toHaveLength(1);
+    expect(await counts(sub)).toEqual([
+      { attempt_count: 0, n: 3 },
+      { attempt_count: 1, n: 2 },
+    ]);
+  });
+});
+
+describe('fairness of the claim', () => {
+  it('takes due deliveries round-robin across subscriptions, not the deepest backlog first', async () => {
+    // Nothing else due: park every other pending delivery of this database.
+    await pool.query("UPDATE webhook.deliveries SET next_attempt_at = '2100-01-01' WHERE status = 'pending'");
+    const make = async (n: number, at: number) => {
+      const type = `case.new.${randomUUID()}`;
+      const sub = await subs.create(
+        {
+          id: `wh_${randomUUID()}`,
+          account_id: `acct_${randomUUID()}`,
+          url: 'https://hooks.example.com/fcd',
+          events: [type],
+          facility_ids: null,
+          secret: generateSecret(),
+          now: T0,
+          max_in_flight: 64,
+        },
+        25,
+      );
+      await deliveries.fanOutMany(
+        Array.from({ length: n }, () => event(type, [])),
+        at,
+      );
+      return sub;
+    };
+    // A deep, older backlog and two small, newer ones.
+    const deep = await make(20, T0);
+    const small = await make(3, T0 + 10_000);
+    const smaller = await make(2, T0 + 20_000);
+    const now = Date.now();
+    const claimed = await deliveries.claimDue(now, 9, now + 60_000);
+    const per = (sub: { id: string }) => claimed.filter((c) => c.subscriptionId === sub.id).length;
+    expect([per(deep), per(small), per(smaller)]).toEqual([4, 3, 2]);
   });
 });

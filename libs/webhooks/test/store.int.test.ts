@@ -71,6 +71,8 @@ describe('SubscriptionStore', () => {
       consecutive_failures: 0,
       last_failure_at: null,
       last_success_at: null,
+      rate_limit_per_second: null,
+      max_in_flight: 16,
     });
     const raw = await pool.query<{ secret_ciphertext: string }>('SELECT secret_ciphertext FROM webhook.subscriptions WHERE id = $1', [
       input.id,

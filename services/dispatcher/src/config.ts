@@ -43,6 +43,15 @@ export const ConfigSchema = Type.Object({
    * WEBHOOK_ALLOW_PRIVATE_URLS.
    */
   WEBHOOK_ALLOWED_PORTS: Type.String({ default: '443', pattern: '^\\s*\\d{1,5}\\s*(,\\s*\\d{1,5}\\s*)*$' }),
+  /**
+   * The rate limit (attempts started per second, over every replica) of subscriptions whose
+   * rate_limit_per_second is null; 0 = none (only their max_in_flight applies).
+   */
+  WEBHOOK_DEFAULT_RATE_LIMIT_PER_SECOND: Env.int(0, 0, 1000),
+  /** Connection failures or timeouts in a row that pause a subscription, then probed one delivery at a time. */
+  WEBHOOK_BREAKER_THRESHOLD: Env.int(5, 1, 1000),
+  /** How long each of them pauses it. */
+  WEBHOOK_BREAKER_COOLDOWN_MS: Env.int(30_000, 10, 3_600_000),
   /** Sends in flight per replica. */
   DISPATCHER_CONCURRENCY: Env.int(64, 1, 1000),
   /** Idle wait between polls for due deliveries (a new event wakes the worker at once). */

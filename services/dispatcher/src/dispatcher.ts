@@ -64,15 +64,24 @@ export class Dispatcher {
   constructor(private readonly deps: DispatcherDeps) {
     const { config, logger, metrics } = deps;
     this.clock = deps.clock ?? systemClock;
-    this.deliveries = new DeliveryStore(deps.pool, deps.secretBox, {
-      onSecretUnreadable: (subscriptionId, deliveryIds) => {
-        metrics?.secretUnreadable.inc(deliveryIds.length);
-        logger.error(
-          { subscription_id: subscriptionId, deliveries: deliveryIds.length },
-          'signing secret does not decrypt (check WEBHOOK_SECRET_KEY and WEBHOOK_SECRET_KEY_PREVIOUS); deliveries put back for 5 minutes',
-        );
+    this.deliveries = new DeliveryStore(
+      deps.pool,
+      deps.secretBox,
+      {
+        onSecretUnreadable: (subscriptionId, deliveryIds) => {
+          metrics?.secretUnreadable.inc(deliveryIds.length);
+          logger.error(
+            { subscription_id: subscriptionId, deliveries: deliveryIds.length },
+            'signing secret does not decrypt (check WEBHOOK_SECRET_KEY and WEBHOOK_SECRET_KEY_PREVIOUS); deliveries put back for 5 minutes',
+          );
+        },
       },
-    });
+      {
+        defaultRatePerSecond: config.WEBHOOK_DEFAULT_RATE_LIMIT_PER_SECOND || null,
+        breakerThreshold: config.WEBHOOK_BREAKER_THRESHOLD,
+        breakerCooldownMs: config.WEBHOOK_BREAKER_COOLDOWN_MS,
+      },
+    );
     this.eventLog = new EventLog(deps.pool);
     this.fanOuts = new Batcher({
       run: (events) => this.record(events),

@@ -9,6 +9,8 @@ export interface DispatcherMetrics extends ServiceMetrics {
   attemptDuration: Histogram<'result'>;
   retriesScheduled: Counter;
   deactivations: Counter;
+  subscriptionPauses: Counter<'reason'>;
+  subscriptionsHeld: Gauge<'limit'>;
   consumerPending: Gauge;
   eventToFirstAttempt: Histogram;
   secretUnreadable: Counter;
@@ -60,6 +62,18 @@ export function createDispatcherMetrics(): DispatcherMetrics {
     deactivations: new Counter({
       name: 'fcd_dispatcher_deactivations_total',
       help: 'Subscriptions deactivated after their last retry failed.',
+      registers,
+    }),
+    subscriptionsHeld: new Gauge({
+      name: 'fcd_dispatcher_subscriptions_held',
+      help: "Subscriptions with due deliveries that this replica's last claim held back, by limit (rate, in_flight).",
+      labelNames: ['limit'],
+      registers,
+    }),
+    subscriptionPauses: new Counter({
+      name: 'fcd_dispatcher_subscription_pauses_total',
+      help: 'Subscriptions paused by their receiver: a 429/503 Retry-After (retry_after) or connection failures in a row (unreachable).',
+      labelNames: ['reason'],
       registers,
     }),
     consumerPending: new Gauge({

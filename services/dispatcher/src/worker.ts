@@ -29,6 +29,9 @@ export interface WorkerOptions {
   admit?: (claimed: ClaimedDelivery[], now: number) => Promise<ClaimedDelivery[]>;
 }
 
+/** Failures without an HTTP response: they count towards pausing the subscription (the receiver is unreachable). */
+const CONNECTION_FAILURES = new Set(['timeout', 'connect_timeout', 'connection', 'tls', 'dns']);
+
 /** When the worker is full, how long it lets slots free up before claiming (one claim fills them all). */
 const CLAIM_GATHER_MS = 2;
 
@@ -131,7 +134,12 @@ export class DeliveryWorker {
           const cancelled = await this.o.store.cancelInactiveDue(now);
           if (cancelled > 0) this.o.logger.info({ cancelled }, 'pending deliveries of inactive subscriptions cancelled');
         }
-        due = await this.o.store.claimDue(now, free, now + this.o.leaseMs);
+        const result = await this.o.store.claim(now, free, now + this.o.leaseMs);
+        due = result.claimed;
+        this.o.metrics?.subscriptionsHeld.set({ limit: 'rate' }, result.held.rate);
+        this.o.metrics?.subscriptionsHeld.set({ limit: 'in_flight' }, result.held.inFlight);
+        // A subscription held back by its rate limit: claim again when it may start its next attempt.
+        if (result.wakeAt !== null) this.wakeAt(result.wakeAt);
         // If admitting fails, nothing of the claim is sent: the leases end and the next claim retries.
         claimed = this.o.admit && due.length > 0 ? await this.o.admit(due, now) : due;
       } catch (err) {
@@ -248,6 +256,7 @@ export class DeliveryWorker {
         success: result.success,
         retryAfterMs: result.retryAfterMs,
         permanent: result.permanent,
+        connectionFailure: result.kind !== null && CONNECTION_FAILURES.has(result.kind),
         // For the owner's delivery log only: the log lines above carry none of it (signatures stay out of logs).
         debug: {
           requestHeaders: result.requestHeaders,
@@ -271,6 +280,13 @@ export class DeliveryWorker {
         return;
       }
       const decision = outcome.decision;
+      if (outcome.paused) {
+        metrics?.subscriptionPauses.inc({ reason: outcome.paused.reason });
+        logger.warn(
+          { subscription_id: d.subscriptionId, reason: outcome.paused.reason, paused_until: new Date(outcome.paused.until).toISOString() },
+          'subscription paused',
+        );
+      }
       if (decision.status === 'pending') {
         metrics?.retriesScheduled.inc();
         this.wakeAt(decision.nextAttemptAt);

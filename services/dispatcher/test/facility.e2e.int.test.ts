@@ -233,6 +233,7 @@ it('through the gateway with a Pro key: subscriptions (one facility, all facilit
           first_byte_ms: a.first_byte_ms,
           connection_reused: a.connection_reused,
         },
+        subscription_paused: null,
       };
     });
   const attempts1 = await recorded();
@@ -262,6 +263,7 @@ it('through the gateway with a Pro key: subscriptions (one facility, all facilit
             first_byte_ms: expect.any(Number),
             connection_reused: false,
           },
+      subscription_paused: null,
     },
   ]);
   // Both subscriptions point at the receiver's one origin: whichever delivery went first opened the

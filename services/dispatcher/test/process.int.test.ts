@@ -256,9 +256,13 @@ describe('the dispatcher process', () => {
       'fcd_dispatcher_deactivations_total',
       'fcd_dispatcher_consumer_pending',
       'fcd_dispatcher_event_to_first_attempt_seconds_bucket',
+      'fcd_dispatcher_subscriptions_held',
     ]) {
       expect(text).toContain(name);
     }
+    // Set by every claim, per limit (never per subscription).
+    expect(text).toMatch(/fcd_dispatcher_subscriptions_held\{[^}]*limit="rate"[^}]*\} 0\n/);
+    expect(text).toMatch(/fcd_dispatcher_subscriptions_held\{[^}]*limit="in_flight"[^}]*\} 0\n/);
     // Secrets and signatures never reach the logs.
     const all = svc.output.join('\n');
     expect(all).not.toContain(sub.secret);

@@ -157,6 +157,8 @@ describe('acceptance 1–2: create, read, list, update; the secret once; facilit
       updated_at: sub.created_at,
       deactivated_at: null,
       deactivation_reason: null,
+      rate_limit_per_second: null,
+      max_in_flight: 16,
     });
     expect(sub.created_at).toMatch(ISO_MS);
     expect(Date.parse(sub.created_at)).toBeGreaterThanOrEqual(before - 1000);
@@ -309,7 +311,11 @@ describe('acceptance 3: validation, nothing written', () => {
   });
 
   const patchCases: Array<[string, () => Record<string, unknown>, () => Array<[string, string | RegExp]>]> = [
-    ['an empty body', () => ({}), () => [['body', 'must contain at least one of url, events, facility_ids, is_active']]],
+    [
+      'an empty body',
+      () => ({}),
+      () => [['body', 'must contain at least one of url, events, facility_ids, is_active, rate_limit_per_second, max_in_flight']],
+    ],
     [
       'a URL whose host resolves to loopback',
       () => ({ url: 'https://rebind.example.test/hook' }),

@@ -113,6 +113,7 @@ describe('GET /v1/webhooks/{id}/deliveries', () => {
       response_body: null,
       response_body_truncated: false,
       timings: { dns_ms: null, connect_ms: null, tls_ms: null, first_byte_ms: null, connection_reused: null },
+      subscription_paused: null,
     };
     expect(dOk.attempts).toEqual([
       {

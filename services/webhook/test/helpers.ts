@@ -20,6 +20,8 @@ export const SUBSCRIPTION_KEYS = [
   'facility_ids',
   'id',
   'is_active',
+  'max_in_flight',
+  'rate_limit_per_second',
   'secret',
   'secret_rotation_ends_at',
   'updated_at',

@@ -372,6 +372,47 @@ describe('GET, PATCH and DELETE /v1/webhooks/{id}', () => {
     });
   });
 
+  it('rate_limit_per_second and max_in_flight: set on create, shown, changed and cleared by PATCH', async () => {
+    const account = newAccount();
+    const plain = (await create(account, { url: url(), events: ['case.new'] })).json().data;
+    expect(plain).toMatchObject({ rate_limit_per_second: null, max_in_flight: 16 });
+    const res = await create(account, { url: url(), events: ['case.new'], rate_limit_per_second: 5, max_in_flight: 2 });
+    expect(res.statusCode, res.body).toBe(201);
+    const { data } = res.json();
+    expect(data).toMatchObject({ rate_limit_per_second: 5, max_in_flight: 2 });
+    expect((await get(account, data.id)).json().data).toMatchObject({ rate_limit_per_second: 5, max_in_flight: 2 });
+    expect((await patch(account, data.id, { rate_limit_per_second: 1000, max_in_flight: 64 })).json().data).toMatchObject({
+      rate_limit_per_second: 1000,
+      max_in_flight: 64,
+      events: ['case.new'],
+    });
+    expect((await patch(account, data.id, { rate_limit_per_second: null })).json().data).toMatchObject({
+      rate_limit_per_second: null,
+      max_in_flight: 64,
+    });
+    const { rows } = await ctx.pool.query('SELECT rate_limit_per_second, max_in_flight FROM webhook.subscriptions WHERE id = $1', [
+      data.id,
+    ]);
+    expect(rows).toEqual([{ rate_limit_per_second: null, max_in_flight: 64 }]);
+  });
+
+  it.each([
+    ['rate_limit_per_second', 0, /must be >= 1/],
+    ['rate_limit_per_second', 1001, /must be <= 1000/],
+    ['rate_limit_per_second', 2.5, /integer/],
+    ['rate_limit_per_second', '5', /integer/],
+    ['max_in_flight', 0, /must be >= 1/],
+    ['max_in_flight', 65, /must be <= 64/],
+    ['max_in_flight', null, /integer/],
+  ])('refuses %s = %j on POST and PATCH with 400 VALIDATION_ERROR naming it, writing nothing', async (field, value, message) => {
+    const account = newAccount();
+    expectValidationError(await create(account, { url: url(), events: ['case.new'], [field]: value }), [[field, message]]);
+    expect(await countRows(account)).toBe(0);
+    const { data } = (await create(account, { url: url(), events: ['case.new'], rate_limit_per_second: 7, max_in_flight: 3 })).json();
+    expectValidationError(await patch(account, data.id, { [field]: value }), [[field, message]]);
+    expect((await get(account, data.id)).json().data).toMatchObject({ rate_limit_per_second: 7, max_in_flight: 3 });
+  });
+
   it('DELETE answers 204 with no body, after which the subscription is gone', async () => {
     const account = newAccount();
     const { data } = (await create(account, { url: url(), events: ['case.new'] })).json();

@@ -2377,6 +2377,10 @@ export interface operations {
               /** @description `wh_` + UUID. */
               id: string;
               is_active: boolean;
+              /** @description Most requests open at once to this subscription, over every dispatcher replica (1–64); 16 when omitted at creation. */
+              max_in_flight: number;
+              /** @description Most attempts started per second, over every dispatcher replica; null: the service default. */
+              rate_limit_per_second: number | null;
               /** @description In clear (`whsec_` + standard base64 of 32 random bytes) only in the responses of create and rotate-secret; elsewhere redacted: `whsec_********` + its last 4 characters. */
               secret: string;
               secret_rotation_ends_at: string | null;
@@ -2436,6 +2440,9 @@ export interface operations {
           /** @description Event types, at least one, no duplicates. */
           events: ('violation.new' | 'case.new' | 'case.updated' | 'facility.status_changed')[];
           facility_ids?: string[] | null;
+          /** @description Most requests open at once to this subscription, over every dispatcher replica (1–64); 16 when omitted at creation. */
+          max_in_flight?: number;
+          rate_limit_per_second?: number | null;
           /**
            * Format: uri
            * @description Where deliveries are POSTed: `https://`, at most 2048 characters, no user:password, and a public host (not loopback, private, link-local, multicast or a cloud metadata address), checked again against the resolved address at delivery time.
@@ -2468,6 +2475,10 @@ export interface operations {
               /** @description `wh_` + UUID. */
               id: string;
               is_active: boolean;
+              /** @description Most requests open at once to this subscription, over every dispatcher replica (1–64); 16 when omitted at creation. */
+              max_in_flight: number;
+              /** @description Most attempts started per second, over every dispatcher replica; null: the service default. */
+              rate_limit_per_second: number | null;
               /** @description In clear (`whsec_` + standard base64 of 32 random bytes) only in the responses of create and rotate-secret; elsewhere redacted: `whsec_********` + its last 4 characters. */
               secret: string;
               secret_rotation_ends_at: string | null;
@@ -2536,6 +2547,10 @@ export interface operations {
               /** @description `wh_` + UUID. */
               id: string;
               is_active: boolean;
+              /** @description Most requests open at once to this subscription, over every dispatcher replica (1–64); 16 when omitted at creation. */
+              max_in_flight: number;
+              /** @description Most attempts started per second, over every dispatcher replica; null: the service default. */
+              rate_limit_per_second: number | null;
               /** @description In clear (`whsec_` + standard base64 of 32 random bytes) only in the responses of create and rotate-secret; elsewhere redacted: `whsec_********` + its last 4 characters. */
               secret: string;
               secret_rotation_ends_at: string | null;
@@ -2626,6 +2641,9 @@ export interface operations {
           facility_ids?: string[] | null;
           /** @description `true` reactivates and resets the failure count; `false` deactivates (reason `manual`). */
           is_active?: boolean;
+          /** @description Most requests open at once to this subscription, over every dispatcher replica (1–64); 16 when omitted at creation. */
+          max_in_flight?: number;
+          rate_limit_per_second?: number | null;
           /**
            * Format: uri
            * @description Where deliveries are POSTed: `https://`, at most 2048 characters, no user:password, and a public host (not loopback, private, link-local, multicast or a cloud metadata address), checked again against the resolved address at delivery time.
@@ -2658,6 +2676,10 @@ export interface operations {
               /** @description `wh_` + UUID. */
               id: string;
               is_active: boolean;
+              /** @description Most requests open at once to this subscription, over every dispatcher replica (1–64); 16 when omitted at creation. */
+              max_in_flight: number;
+              /** @description Most attempts started per second, over every dispatcher replica; null: the service default. */
+              rate_limit_per_second: number | null;
               /** @description In clear (`whsec_` + standard base64 of 32 random bytes) only in the responses of create and rotate-secret; elsewhere redacted: `whsec_********` + its last 4 characters. */
               secret: string;
               secret_rotation_ends_at: string | null;
@@ -2748,6 +2770,16 @@ export interface operations {
                 response_status: number | null;
                 /** Format: date-time */
                 started_at: string;
+                /** @description The pause of the whole subscription this attempt started; null when it started none. */
+                subscription_paused: {
+                  /** @description `retry_after`: the receiver answered 429 or 503 with Retry-After (at most one hour); `unreachable`: connection failures or timeouts in a row (deliveries are then sent one at a time until one gets an answer). */
+                  reason: 'retry_after' | 'unreachable';
+                  /**
+                   * Format: date-time
+                   * @description Nothing is sent to the subscription before then.
+                   */
+                  until: string;
+                } | null;
                 /** @description Phase durations in ms (null: the phase did not happen or did not finish). */
                 timings: {
                   /** @description The TCP connection. */
@@ -2866,6 +2898,16 @@ export interface operations {
                 response_status: number | null;
                 /** Format: date-time */
                 started_at: string;
+                /** @description The pause of the whole subscription this attempt started; null when it started none. */
+                subscription_paused: {
+                  /** @description `retry_after`: the receiver answered 429 or 503 with Retry-After (at most one hour); `unreachable`: connection failures or timeouts in a row (deliveries are then sent one at a time until one gets an answer). */
+                  reason: 'retry_after' | 'unreachable';
+                  /**
+                   * Format: date-time
+                   * @description Nothing is sent to the subscription before then.
+                   */
+                  until: string;
+                } | null;
                 /** @description Phase durations in ms (null: the phase did not happen or did not finish). */
                 timings: {
                   /** @description The TCP connection. */
@@ -3022,6 +3064,10 @@ export interface operations {
               /** @description `wh_` + UUID. */
               id: string;
               is_active: boolean;
+              /** @description Most requests open at once to this subscription, over every dispatcher replica (1–64); 16 when omitted at creation. */
+              max_in_flight: number;
+              /** @description Most attempts started per second, over every dispatcher replica; null: the service default. */
+              rate_limit_per_second: number | null;
               /** @description In clear (`whsec_` + standard base64 of 32 random bytes) only in the responses of create and rotate-secret; elsewhere redacted: `whsec_********` + its last 4 characters. */
               secret: string;
               secret_rotation_ends_at: string | null;
@@ -3107,6 +3153,16 @@ export interface operations {
                 response_status: number | null;
                 /** Format: date-time */
                 started_at: string;
+                /** @description The pause of the whole subscription this attempt started; null when it started none. */
+                subscription_paused: {
+                  /** @description `retry_after`: the receiver answered 429 or 503 with Retry-After (at most one hour); `unreachable`: connection failures or timeouts in a row (deliveries are then sent one at a time until one gets an answer). */
+                  reason: 'retry_after' | 'unreachable';
+                  /**
+                   * Format: date-time
+                   * @description Nothing is sent to the subscription before then.
+                   */
+                  until: string;
+                } | null;
                 /** @description Phase durations in ms (null: the phase did not happen or did not finish). */
                 timings: {
                   /** @description The TCP connection. */

@@ -11,7 +11,7 @@ import { EVENT_TYPES, isEventType } from '@fcd/webhooks';
 export const MAX_FACILITY_IDS = 1000;
 /** More problems than this are summarised in one extra entry, so the error stays small. */
 export const MAX_REPORTED_PROBLEMS = 100;
-export const PATCHABLE_FIELDS = ['url', 'events', 'facility_ids', 'is_active'] as const;
+export const PATCHABLE_FIELDS = ['url', 'events', 'facility_ids', 'is_active', 'rate_limit_per_second', 'max_in_flight'] as const;
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 

@@ -43,6 +43,10 @@ export interface SubscriptionView {
   updated_at: string;
   deactivated_at: string | null;
   deactivation_reason: string | null;
+  /** Most attempts started per second (every replica); null: the dispatcher's default. */
+  rate_limit_per_second: number | null;
+  /** Most requests open at once (every replica). */
+  max_in_flight: number;
 }
 
 export interface SubscriptionListView {
@@ -99,6 +103,8 @@ function view(s: Subscription): SubscriptionView {
     updated_at: s.updated_at,
     deactivated_at: s.deactivated_at,
     deactivation_reason: s.deactivation_reason,
+    rate_limit_per_second: s.rate_limit_per_second,
+    max_in_flight: s.max_in_flight,
   };
 }
 
@@ -138,6 +144,8 @@ export class WebhookService {
         facility_ids: normaliseFacilityIds(raw.facility_ids),
         secret,
         now: this.clock.now(),
+        rate_limit_per_second: typeof raw.rate_limit_per_second === 'number' ? raw.rate_limit_per_second : null,
+        ...(typeof raw.max_in_flight === 'number' ? { max_in_flight: raw.max_in_flight } : {}),
       },
       this.options.maxSubscriptions,
     );
@@ -180,6 +188,8 @@ export class WebhookService {
     if ('events' in raw) patch.events = raw.events as string[];
     if ('facility_ids' in raw) patch.facility_ids = normaliseFacilityIds(raw.facility_ids);
     if ('is_active' in raw) patch.is_active = raw.is_active as boolean;
+    if ('rate_limit_per_second' in raw) patch.rate_limit_per_second = raw.rate_limit_per_second as number | null;
+    if ('max_in_flight' in raw) patch.max_in_flight = raw.max_in_flight as number;
     const updated = await this.options.store.update(account.account_id, id, patch, this.clock.now());
     if (!updated) throw subscriptionNotFound();
     return view(updated);

@@ -1,4 +1,4 @@
-import { EVENT_TYPES, TEST_EVENT_TYPE } from '@fcd/webhooks';
+import { DEFAULT_MAX_IN_FLIGHT, EVENT_TYPES, MAX_IN_FLIGHT_RANGE, RATE_LIMIT_RANGE, TEST_EVENT_TYPE } from '@fcd/webhooks';
 import { type TSchema, Type } from '@sinclair/typebox';
 
 /**
@@ -47,11 +47,25 @@ const ReceiverUrl = Url(
   'Where deliveries are POSTed: `https://`, at most 2048 characters, no user:password, and a public host (not loopback, private, link-local, multicast or a cloud metadata address), checked again against the resolved address at delivery time.',
 );
 
+const RateLimit = Type.Integer({
+  minimum: RATE_LIMIT_RANGE.min,
+  maximum: RATE_LIMIT_RANGE.max,
+  description:
+    'Most attempts started per second for this subscription, over every dispatcher replica (1–1000); null or omitted: the service default (none unless the operator set one). Held deliveries wait without using an attempt.',
+});
+const MaxInFlight = Type.Integer({
+  minimum: MAX_IN_FLIGHT_RANGE.min,
+  maximum: MAX_IN_FLIGHT_RANGE.max,
+  description: `Most requests open at once to this subscription, over every dispatcher replica (1–64); ${DEFAULT_MAX_IN_FLIGHT} when omitted at creation.`,
+});
+
 export const CreateBody = Type.Object(
   {
     url: ReceiverUrl,
     events: EventList,
     facility_ids: Type.Optional(nullable(FacilityIds)),
+    rate_limit_per_second: Type.Optional(nullable(RateLimit)),
+    max_in_flight: Type.Optional(MaxInFlight),
   },
   { additionalProperties: false },
 );
@@ -64,6 +78,8 @@ export const PatchBody = Type.Object(
     is_active: Type.Optional(
       Type.Boolean({ description: '`true` reactivates and resets the failure count; `false` deactivates (reason `manual`).' }),
     ),
+    rate_limit_per_second: Type.Optional(nullable(RateLimit)),
+    max_in_flight: Type.Optional(MaxInFlight),
   },
   { additionalProperties: false, minProperties: 1 },
 );
@@ -161,6 +177,10 @@ export const SubscriptionSchema = Type.Object({
         'Why it was deactivated (null while active): `consecutive_failures` (the last retry of a delivery failed), `manual` (PATCH is_active false), `tier_downgraded` (the account left the Pro tier), or another snake_case reason an operator gave.',
     },
   ),
+  rate_limit_per_second: Type.Union([RateLimit, Type.Null()], {
+    description: 'Most attempts started per second, over every dispatcher replica; null: the service default.',
+  }),
+  max_in_flight: MaxInFlight,
 });
 
 export const SubscriptionEnvelope = Type.Object({ data: SubscriptionSchema });
@@ -208,6 +228,22 @@ export const AttemptSchema = Type.Object({
       }),
     },
     { description: 'Phase durations in ms (null: the phase did not happen or did not finish).' },
+  ),
+  subscription_paused: Type.Union(
+    [
+      Type.Object(
+        {
+          until: Timestamp('Nothing is sent to the subscription before then.'),
+          reason: Type.Union([Type.Literal('retry_after'), Type.Literal('unreachable')], {
+            description:
+              '`retry_after`: the receiver answered 429 or 503 with Retry-After (at most one hour); `unreachable`: connection failures or timeouts in a row (deliveries are then sent one at a time until one gets an answer).',
+          }),
+        },
+        { additionalProperties: false },
+      ),
+      Type.Null(),
+    ],
+    { description: 'The pause of the whole subscription this attempt started; null when it started none.' },
   ),
 });
 
