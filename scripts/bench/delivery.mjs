@@ -78,6 +78,8 @@ await new SubscriptionStore(pool, SecretBox.fromEnv(secretKey)).create(
     events: ['violation.new'],
     facility_ids: null,
     secret: `whsec_${randomBytes(32).toString('base64url')}`,
+    // The subscription's own limit (default 16 in flight, ADR 0014) would cap the dispatcher, not measure it.
+    max_in_flight: CONCURRENCY,
     now: Date.now(),
   },
   25,
