@@ -8,8 +8,8 @@
 // Both measured with autocannon in the same run (50 connections by default), in alternating
 // rounds (BENCH_ROUNDS, default 3, of BENCH_DURATION s); prints requests/s, p50/p99 latency and
 // the median round's ratio, the mean authorization batch size, and writes bench-results/usage-<date>.json.
-// Then runs scripts/bench/delivery.mjs, scripts/bench/import.mjs, scripts/bench/geo.mjs and
-// scripts/bench/echo.mjs (BENCH_ONLY=usage,delivery,import,geo,echo chooses).
+// Then runs scripts/bench/delivery.mjs, scripts/bench/fairness.mjs, scripts/bench/import.mjs,
+// scripts/bench/geo.mjs and scripts/bench/echo.mjs (BENCH_ONLY=usage,delivery,fairness,import,geo,echo chooses).
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
@@ -186,14 +186,17 @@ async function main() {
   }
 }
 
-/** BENCH_ONLY: a comma-separated choice of usage, delivery, import, geo, echo (default: all five). */
+/** BENCH_ONLY: a comma-separated choice of usage, delivery, fairness, import, geo, echo (default: all six). */
 async function all() {
-  const only = new Set((process.env.BENCH_ONLY ?? 'usage,delivery,import,geo,echo').split(','));
+  const only = new Set((process.env.BENCH_ONLY ?? 'usage,delivery,fairness,import,geo,echo').split(','));
   execFileSync('bash', [resolve(root, 'scripts/services.sh')], { stdio: 'inherit' });
   execFileSync('npm', ['run', 'build', '--silent'], { cwd: root, stdio: 'inherit' });
   if (only.has('usage')) await main();
   // The delivery benchmark (events → dispatcher → receiver, beside a bare undici loop).
   if (only.has('delivery')) execFileSync(process.execPath, [resolve(root, 'scripts/bench/delivery.mjs')], { stdio: 'inherit' });
+  // The fairness benchmark (issue 19: fresh events for one subscription while another, rate-limited to
+  // 20/s, holds a 10,000-delivery backlog; beside the same stream with no backlog).
+  if (only.has('fairness')) execFileSync(process.execPath, [resolve(root, 'scripts/bench/fairness.mjs')], { stdio: 'inherit' });
   // The import benchmark (facility CLI, 50,000 rows, twice, beside COPY of the same lines).
   if (only.has('import')) execFileSync(process.execPath, [resolve(root, 'scripts/bench/import.mjs')], { stdio: 'inherit' });
   // The geo-query benchmark (search by place beside the plain state list, facility service).
