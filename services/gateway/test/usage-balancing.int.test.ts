@@ -92,7 +92,12 @@ describe('Usage replicas behind one DNS name', () => {
     expect([...first.keys()]).toEqual([200]);
     total += 600;
     const shares2 = (await Promise.all(replicas.map(allowed))).map((n, i) => (n - (before2[i] as number)) / 600);
-    for (const share of shares2) expect(share).toBeGreaterThan(0.2);
+    // Six streams over two replicas, re-placed as they age: a 5/1 split of the streams (one sixth)
+    // is a fair outcome, so the bound is the same as for three replicas below.
+    for (const share of shares2) {
+      expect(share).toBeGreaterThan(0.1);
+      expect(share).toBeLessThan(0.9);
+    }
 
     // A third replica joins the name while the load runs.
     replicas.push(await startService('usage', { ...stack.usageEnv, HOST: '127.0.0.3' }));
