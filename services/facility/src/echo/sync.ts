@@ -5,6 +5,7 @@ import { from as copyFrom } from 'pg-copy-streams';
 import type { CaseStatus, ComplianceStatus, EventType } from '../domain/codes';
 import { EVENT_TYPES } from '../domain/codes';
 import { type DomainEvent, events } from '../domain/events';
+import { FIELDS, NATURAL_KEY } from '../domain/records';
 import { lockIngestion, writeOutbox } from '../store/ingest';
 import {
   CASE_COLUMNS,
@@ -271,20 +272,8 @@ class UnitRun {
          ON CONFLICT DO NOTHING`,
       );
     }
-    const cols = [
-      'name',
-      'street',
-      'city',
-      'state',
-      'zip',
-      'county',
-      'latitude',
-      'longitude',
-      'naics_codes',
-      'programs',
-      'compliance_status',
-      'last_inspection_date',
-    ];
+    // Every stored field but the natural key, in the representation's order (domain/records.ts).
+    const cols = FIELDS.facilities.filter((c) => c !== NATURAL_KEY.facilities);
     // FRS leaves NAICS, status and last inspection as stored (it carries none of them).
     const keep = (col: string, value: string) => (frs ? `coalesce(${value}, f.${col})` : value);
     const next = `s.name, s.street, s.city, s.state, s.zip, s.county, s.latitude, s.longitude,

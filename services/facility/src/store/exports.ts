@@ -1,7 +1,18 @@
 import type { CaseStatus, CaseType, ComplianceStatus, Program, Severity } from '../domain/codes';
 import type { EnforcementCase, Facility, Violation } from '../domain/model';
 import type { Queryable } from './queries';
-import { CASE_COLUMNS, type CaseRow, FACILITY_COLUMNS, type FacilityRow, toCase, toFacility, toViolation, type ViolationRow } from './rows';
+import {
+  CASE_COLUMNS,
+  CASE_FIELDS,
+  type CaseRow,
+  FACILITY_COLUMNS,
+  FACILITY_FIELDS,
+  type FacilityRow,
+  toCase,
+  toFacility,
+  toViolation,
+  type ViolationRow,
+} from './rows';
 
 /**
  * Bulk export, one page at a time (docs/facility.md, "Bulk export"). Every kind is walked in
@@ -86,24 +97,8 @@ export async function exportPage(
 }
 
 /** CSV columns of each kind: the representation's fields, in its order. */
-export const CSV_COLUMNS: Record<ExportKind, string[]> = {
-  facilities: [
-    'id',
-    'registry_id',
-    'name',
-    'street',
-    'city',
-    'state',
-    'zip',
-    'county',
-    'latitude',
-    'longitude',
-    'naics_codes',
-    'programs',
-    'compliance_status',
-    'last_inspection_date',
-    'updated_at',
-  ],
+export const CSV_COLUMNS: Record<ExportKind, readonly string[]> = {
+  facilities: FACILITY_FIELDS,
   violations: [
     'id',
     'facility_id',
@@ -115,18 +110,7 @@ export const CSV_COLUMNS: Record<ExportKind, string[]> = {
     'description',
     'resolved_date',
   ],
-  cases: [
-    'id',
-    'case_number',
-    'case_type',
-    'status',
-    'lead_agency',
-    'filed_date',
-    'settled_date',
-    'penalty_amount_usd',
-    'facility_ids',
-    'updated_at',
-  ],
+  cases: CASE_FIELDS,
 };
 
 /** RFC 4180: a field with a comma, quote, CR or LF is quoted, quotes doubled; arrays joined with `;`; null empty. */
@@ -136,7 +120,7 @@ function csvField(v: unknown): string {
   return /[",\r\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
 }
 
-export function csvLine(values: unknown[]): string {
+export function csvLine(values: readonly unknown[]): string {
   return `${values.map(csvField).join(',')}\r\n`;
 }
 

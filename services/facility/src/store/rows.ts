@@ -1,12 +1,25 @@
 import type { CaseStatus, CaseType, ComplianceStatus, Program, Severity } from '../domain/codes';
 import type { EnforcementCase, Facility, Violation } from '../domain/model';
+import { FIELDS } from '../domain/records';
 
 /** Column lists and row → representation mappers shared by the read and write SQL. */
-export const FACILITY_COLUMNS =
-  'id, registry_id, name, street, city, state, zip, county, latitude, longitude, naics_codes, programs, compliance_status, last_inspection_date, updated_at';
+/** A facility's columns, in the representation's order: its id, the import fields (domain/records.ts), updated_at. */
+export const FACILITY_FIELDS: readonly string[] = ['id', ...FIELDS.facilities, 'updated_at'];
+export const FACILITY_COLUMNS = FACILITY_FIELDS.join(', ');
 
-export const CASE_COLUMNS =
-  'id, case_number, case_type, status, lead_agency, filed_date, settled_date, penalty_amount_usd, facility_ids, updated_at';
+export const CASE_FIELDS: readonly string[] = [
+  'id',
+  'case_number',
+  'case_type',
+  'status',
+  'lead_agency',
+  'filed_date',
+  'settled_date',
+  'penalty_amount_usd',
+  'facility_ids',
+  'updated_at',
+];
+export const CASE_COLUMNS = CASE_FIELDS.join(', ');
 
 export interface FacilityRow {
   id: string;
