@@ -8,13 +8,13 @@ import { CHART, ROOT, render } from './manifests';
 
 /**
  * FcdEchoSyncStale as the chart renders it (ci/all-features-values.yaml: echoSync on, 192 h),
- * under `promtool test rules` (installed by scripts/promtool.sh when missing): it fires once the
+ * under `promtool test rules` (installed by scripts/debian-tool.sh when missing): it fires once the
  * last successful sync is older than the threshold for 30 minutes, and not while syncs succeed.
  */
 let dir: string;
 
 beforeAll(() => {
-  execFileSync('bash', [join(ROOT, 'scripts/promtool.sh')], { stdio: 'ignore' });
+  execFileSync('bash', [join(ROOT, 'scripts/debian-tool.sh'), 'promtool', 'prometheus'], { stdio: 'ignore' });
   dir = mkdtempSync(join(tmpdir(), 'echo-alert-'));
   const [rule] = render([join(CHART, 'ci/all-features-values.yaml')]).filter((m) => m.kind === 'PrometheusRule');
   expect(rule, 'the chart renders a PrometheusRule').toBeDefined();

@@ -34,15 +34,15 @@ export interface PgBouncerOptions {
   maxClientConn?: number;
 }
 
-/** The pgbouncer binary, installed by scripts/pgbouncer.sh (Debian's package) when missing. */
+/** The pgbouncer binary, installed by scripts/debian-tool.sh (Debian's package) when missing. */
 function pgbouncerBinary(): string {
   const find = () => ['/usr/sbin/pgbouncer', '/usr/bin/pgbouncer', '/usr/local/bin/pgbouncer'].find((p) => existsSync(p));
   let bin = find();
   if (!bin) {
-    spawnSync('bash', [resolve(repoRoot, 'scripts/pgbouncer.sh')], { stdio: 'inherit' });
+    spawnSync('bash', [resolve(repoRoot, 'scripts/debian-tool.sh'), 'pgbouncer', 'pgbouncer'], { stdio: 'inherit' });
     bin = find();
   }
-  if (!bin) throw new Error('pgbouncer is not installed and scripts/pgbouncer.sh could not install it');
+  if (!bin) throw new Error('pgbouncer is not installed and scripts/debian-tool.sh could not install it');
   return bin;
 }
 

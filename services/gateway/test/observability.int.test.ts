@@ -371,7 +371,7 @@ describe('/metrics of every service after that traffic', () => {
     expect(value(w, 'fcd_request_duration_seconds_sum', create)).toBeGreaterThan(0);
   });
 
-  it('passes promtool check metrics on all five services (scripts/promtool.sh installs promtool)', async () => {
+  it('passes promtool check metrics on all five services (scripts/debian-tool.sh installs promtool)', async () => {
     for (const name of SERVICES) {
       const text = await (await fetch(`http://127.0.0.1:${ports[name]?.metricsPort}/metrics`)).text();
       expect(text, name).toContain('fcd_requests_total');
