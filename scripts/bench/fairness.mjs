@@ -15,40 +15,18 @@
 //    B's window are counted: its rate over the window and in the busiest one-second window (≤ 20).
 // Stops when B's events are all delivered (A's backlog is left undrained; the dispatcher is killed).
 // Writes bench-results/fairness-<date>.json.
-import { execFileSync, spawn } from 'node:child_process';
-import { randomBytes, randomUUID } from 'node:crypto';
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { randomUUID } from 'node:crypto';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
-import { dirname, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { jetstream, jetstreamManager } from '@nats-io/jetstream';
-import { connect } from '@nats-io/transport-node';
-import pg from 'pg';
-import { register } from 'tsx/esm/api';
+import { resolve } from 'node:path';
+import { latencyStats, root, sleep, startDispatcherBench } from './dispatcher-bench.mjs';
 
-register();
-const { SecretBox, SubscriptionStore, WEBHOOK_SCHEMA, webhookMigrations } = await import('@fcd/webhooks');
-const { createLogger, createPool, migrate } = await import('@fcd/service-kit');
-
-const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const A_EVENTS = Number(process.env.BENCH_FAIR_A_EVENTS ?? 10_000);
 const A_RATE = Number(process.env.BENCH_FAIR_A_RATE ?? 20);
 const B_EVENTS = Number(process.env.BENCH_FAIR_B_EVENTS ?? 600);
 const B_RATE = Number(process.env.BENCH_FAIR_B_RATE ?? 20);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 64);
 const POLL_MS = Number(process.env.BENCH_POLL_MS ?? 100);
-const DB_URL = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
-const NATS_URL = process.env.NATS_URL ?? 'nats://127.0.0.1:4222';
-const stream = `BENCH_FAIRNESS_${randomBytes(4).toString('hex').toUpperCase()}`;
-const dbName = `bench_fairness_${randomBytes(4).toString('hex')}`;
-const secretKey = randomBytes(32).toString('base64');
-
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-const pct = (sorted, p) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0;
-const stats = (values) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  return { p50: pct(sorted, 50), p99: pct(sorted, 99), max: sorted.at(-1) ?? 0 };
-};
 
 // Receiver: /a and /b ---------------------------------------------------------------
 /** B's event-to-delivery latencies, by phase; A's arrival times. */
@@ -73,116 +51,26 @@ receiver.keepAliveTimeout = 60_000;
 await new Promise((r) => receiver.listen(0, '127.0.0.1', r));
 const receiverBase = `http://127.0.0.1:${receiver.address().port}`;
 
-// Database and subscriptions --------------------------------------------------------------
-const admin = new pg.Client({ connectionString: DB_URL });
-await admin.connect();
-await admin.query(`CREATE DATABASE ${dbName}`);
-await admin.end();
-const dbUrl = new URL(DB_URL);
-dbUrl.pathname = `/${dbName}`;
-const logger = createLogger({ service: 'bench', level: 'silent' });
-const pool = createPool({ connectionString: dbUrl.toString(), applicationName: 'bench', logger });
-await migrate(pool, WEBHOOK_SCHEMA, webhookMigrations);
-const subscriptions = new SubscriptionStore(pool, SecretBox.fromEnv(secretKey));
+// Dispatcher on its own database and stream, A and B subscribed ---------------------------
 const facilityA = randomUUID();
 const facilityB = randomUUID();
-const subA = `wh_${randomUUID()}`;
-const subB = `wh_${randomUUID()}`;
-for (const [id, path, facility, limits] of [
-  [subA, '/a', facilityA, { rate_limit_per_second: A_RATE }],
-  [subB, '/b', facilityB, {}],
-]) {
-  await subscriptions.create(
-    {
-      id,
-      account_id: 'acct_bench',
-      url: `${receiverBase}${path}`,
-      events: ['violation.new'],
-      facility_ids: [facility],
-      secret: `whsec_${randomBytes(32).toString('base64url')}`,
-      now: Date.now(),
-      ...limits,
-    },
-    25,
-  );
-}
-
-// Dispatcher --------------------------------------------------------------------------
-if (!existsSync(resolve(root, 'services/dispatcher/dist/main.js'))) {
-  execFileSync('npm', ['run', 'build', '-w', '@fcd/dispatcher'], { cwd: root, stdio: 'inherit' });
-}
-let nc;
-let jsm;
-const child = spawn(process.execPath, [resolve(root, 'services/dispatcher/dist/main.js')], {
-  env: {
-    PATH: process.env.PATH,
-    LOG_LEVEL: 'warn',
-    PORT: '0',
-    METRICS_PORT: '0',
-    DATABASE_URL: dbUrl.toString(),
-    NATS_URL,
-    EVENTS_STREAM: stream,
-    EVENTS_SUBJECT_PREFIX: stream.toLowerCase(),
-    DISPATCHER_CONSUMER: 'bench',
-    WEBHOOK_SECRET_KEY: secretKey,
-    WEBHOOK_ALLOW_PRIVATE_URLS: 'true',
-    DISPATCHER_CONCURRENCY: String(CONCURRENCY),
-    DISPATCHER_POLL_MS: String(POLL_MS),
-  },
-  stdio: ['ignore', 'ignore', 'inherit'],
+const bench = await startDispatcherBench({
+  name: 'fairness',
+  concurrency: CONCURRENCY,
+  pollMs: POLL_MS,
+  subscriptions: [
+    { url: `${receiverBase}/a`, facility_ids: [facilityA], rate_limit_per_second: A_RATE },
+    { url: `${receiverBase}/b`, facility_ids: [facilityB] },
+  ],
 });
-child.once('exit', (code) => {
-  console.error(`dispatcher exited ${code}`);
-  cleanup().finally(() => process.exit(1));
-});
-process.on('exit', () => child.kill('SIGKILL'));
-
-nc = await connect({ servers: NATS_URL });
-const js = jetstream(nc);
-jsm = await jetstreamManager(nc);
-for (let i = 0; i < 300; i++) {
-  try {
-    await jsm.consumers.info(stream, 'bench');
-    break;
-  } catch {
-    await sleep(100);
-  }
-}
+const [subA] = bench.subscriptionIds;
+const { pool, publishViolation: publish } = bench;
 
 /** Kills the dispatcher (A's backlog is not drained), deletes the stream, drops the database. */
 async function cleanup() {
-  child.removeAllListeners('exit');
-  child.kill('SIGKILL');
-  await jsm?.streams.delete(stream).catch(() => undefined);
-  await nc?.close().catch(() => undefined);
-  await pool.end().catch(() => undefined);
   receiver.close();
-  const drop = new pg.Client({ connectionString: DB_URL });
-  await drop.connect();
-  await sleep(500);
-  await drop.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
-  await drop.end();
+  await bench.stop();
 }
-
-const publish = (facility) => {
-  const event = {
-    id: `evt_${randomUUID()}`,
-    type: 'violation.new',
-    created_at: new Date().toISOString(),
-    data: {
-      violation: {
-        id: randomUUID(),
-        facility_id: facility,
-        facility_name: 'Bench Facility',
-        program: 'CAA',
-        violation_type: 'emissions',
-        violation_date: '2026-11-20',
-        severity: 'minor',
-      },
-    },
-  };
-  return js.publish(`${stream.toLowerCase()}.violation.new`, JSON.stringify(event), { msgID: event.id });
-};
 
 /** B's stream: B_EVENTS at B_RATE/s, evenly spaced; resolves when all are delivered (or 60 s after the last). */
 async function streamB(phase) {
@@ -197,7 +85,7 @@ async function streamB(phase) {
   await Promise.all(acks);
   const deadline = Date.now() + 60_000;
   while (bLatencies[phase].length < B_EVENTS && Date.now() < deadline) await sleep(20);
-  return { start, end: Date.now(), delivered: bLatencies[phase].length, event_to_delivery_ms: stats(bLatencies[phase]) };
+  return { start, end: Date.now(), delivered: bLatencies[phase].length, event_to_delivery_ms: latencyStats(bLatencies[phase]) };
 }
 
 const pendingOf = async (id) =>
