@@ -51,6 +51,18 @@ addFormats(strictAjv);
 // Against the body's shape only: its content rules are domain/validation.ts's (see schemas.ts).
 const strictBodyCompiler: FastifySchemaCompiler<unknown> = ({ schema }) => strictAjv.compile(shapeOnly(schema) as object);
 
+/**
+ * Route options of a POST whose JSON body may be left out: no body is validated as `{}`, with
+ * the strict compiler, and problems are collected for the service (schemaProblems).
+ */
+const OPTIONAL_BODY = {
+  validatorCompiler: strictBodyCompiler,
+  attachValidation: true,
+  preValidation: async (request: FastifyRequest) => {
+    if (request.body == null) request.body = {};
+  },
+} as const;
+
 function schemaProblems(request: FastifyRequest) {
   const err = request.validationError as (Error & { validation?: unknown; validationContext?: string }) | undefined;
   if (!err) return [];
@@ -158,12 +170,8 @@ export async function webhookRoutes(app: FastifyInstance, options: WebhookRoutes
     '/v1/webhooks/:id/rotate-secret',
     {
       schema: { body: RotateBody, querystring: NoQuery, response: { 200: SubscriptionEnvelope } },
-      validatorCompiler: strictBodyCompiler,
-      attachValidation: true,
-      // The body is optional: none rotates at once (no overlap), and is validated as {}.
-      preValidation: async (request) => {
-        if (request.body == null) request.body = {};
-      },
+      // No body rotates at once (no overlap).
+      ...OPTIONAL_BODY,
     },
     async (request) => ({
       data: await service.rotateSecret(account(request), request.params.id, request.body ?? undefined, schemaProblems(request)),
@@ -174,12 +182,8 @@ export async function webhookRoutes(app: FastifyInstance, options: WebhookRoutes
     '/v1/webhooks/:id/recover',
     {
       schema: { body: RecoverBody, querystring: NoQuery, response: { 202: RecoveryEnvelope } },
-      validatorCompiler: strictBodyCompiler,
-      attachValidation: true,
-      // No body is validated as {} (since is required: a VALIDATION_ERROR naming it).
-      preValidation: async (request) => {
-        if (request.body == null) request.body = {} as never;
-      },
+      // No body: `since` is missing, a VALIDATION_ERROR naming it.
+      ...OPTIONAL_BODY,
     },
     async (request, reply) =>
       reply.code(202).send({ data: await service.recover(account(request), request.params.id, request.body, schemaProblems(request)) }),
