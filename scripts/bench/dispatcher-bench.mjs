@@ -4,7 +4,7 @@
 // cleanup (dispatcher killed, stream deleted, database dropped).
 import { execFileSync, spawn } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
@@ -27,6 +27,14 @@ export const latencyStats = (values) => {
   return { p50: percentile(sorted, 50), p99: percentile(sorted, 99), max: sorted.at(-1) ?? 0 };
 };
 
+const CLK_TCK = Number(execFileSync('getconf', ['CLK_TCK']).toString().trim()) || 100;
+/** CPU seconds (user + system) a process has used so far (/proc/<pid>/stat). */
+export function cpuSeconds(pid) {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / CLK_TCK;
+}
+
 /** A subscription of the bench's account: `url`, `facility_ids` and any limits; the rest is filled in. */
 const subscription = (input) => ({
   id: `wh_${randomUUID()}`,
@@ -41,7 +49,8 @@ const subscription = (input) => ({
 /**
  * Starts a dispatcher on a fresh database and stream named after `name`, with `subscriptions`
  * created first (each `{ url, facility_ids?, rate_limit_per_second?, max_in_flight? }`; their ids
- * are returned in the same order). Resolves once the dispatcher's consumer exists.
+ * are returned in the same order). Resolves once the dispatcher's consumer exists, with the
+ * dispatcher's `pid`, the `databaseUrl` and the `stream` (its subjects: `<stream in lower case>.>`).
  */
 export async function startDispatcherBench({ name, concurrency, pollMs, subscriptions }) {
   const tag = randomBytes(4).toString('hex');
@@ -142,5 +151,5 @@ export async function startDispatcherBench({ name, concurrency, pollMs, subscrip
     return js.publish(`${stream.toLowerCase()}.violation.new`, JSON.stringify(event), { msgID: event.id });
   };
 
-  return { pool, subscriptionIds, publishViolation, stop };
+  return { pool, subscriptionIds, publishViolation, stop, pid: child.pid, databaseUrl: dbUrl.toString(), stream };
 }

@@ -8,10 +8,12 @@
 // Both measured with autocannon in the same run (50 connections by default), in alternating
 // rounds (BENCH_ROUNDS, default 3, of BENCH_DURATION s); prints requests/s, p50/p99 latency and
 // the median round's ratio, the mean authorization batch size, and writes bench-results/usage-<date>.json.
-// Then runs scripts/bench/delivery.mjs, scripts/bench/fairness.mjs, scripts/bench/import.mjs,
-// scripts/bench/geo.mjs and scripts/bench/echo.mjs (BENCH_ONLY=usage,delivery,fairness,import,geo,echo chooses).
+// Then runs scripts/bench/delivery.mjs, scripts/bench/paced.mjs, scripts/bench/fairness.mjs,
+// scripts/bench/import.mjs, scripts/bench/geo.mjs and scripts/bench/echo.mjs
+// (BENCH_ONLY=usage,delivery,paced,fairness,import,geo,echo chooses).
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
@@ -186,14 +188,30 @@ async function main() {
   }
 }
 
-/** BENCH_ONLY: a comma-separated choice of usage, delivery, fairness, import, geo, echo (default: all six). */
+/** BENCH_ONLY: a comma-separated choice of usage, delivery, paced, fairness, import, geo, echo (default: all seven). */
 async function all() {
-  const only = new Set((process.env.BENCH_ONLY ?? 'usage,delivery,fairness,import,geo,echo').split(','));
+  const only = new Set((process.env.BENCH_ONLY ?? 'usage,delivery,paced,fairness,import,geo,echo').split(','));
   execFileSync('bash', [resolve(root, 'scripts/services.sh')], { stdio: 'inherit' });
   execFileSync('npm', ['run', 'build', '--silent'], { cwd: root, stdio: 'inherit' });
   if (only.has('usage')) await main();
   // The delivery benchmark (events → dispatcher → receiver, beside a bare undici loop).
-  if (only.has('delivery')) execFileSync(process.execPath, [resolve(root, 'scripts/bench/delivery.mjs')], { stdio: 'inherit' });
+  const backlog = resolve(tmpdir(), `fcd-bench-delivery-${process.pid}.json`);
+  if (only.has('delivery')) {
+    execFileSync(process.execPath, [resolve(root, 'scripts/bench/delivery.mjs')], {
+      stdio: 'inherit',
+      env: { ...process.env, BENCH_DELIVERY_RESULT: backlog },
+    });
+  }
+  // The paced delivery benchmark (issue 16: facility ingestion → outbox relay → JetStream → dispatcher →
+  // receiver at 900 deliveries/s, then at 80 % of the backlog run's deliveries/s when it ran just before).
+  if (only.has('paced')) {
+    const capacity = existsSync(backlog) ? JSON.parse(readFileSync(backlog, 'utf8')).dispatcher.deliveries_per_s : undefined;
+    execFileSync(process.execPath, [resolve(root, 'scripts/bench/paced.mjs')], {
+      stdio: 'inherit',
+      env: { ...process.env, ...(capacity ? { BENCH_PACED_CAPACITY: String(capacity) } : {}) },
+    });
+  }
+  rmSync(backlog, { force: true });
   // The fairness benchmark (issue 19: fresh events for one subscription while another, rate-limited to
   // 20/s, holds a 10,000-delivery backlog; beside the same stream with no backlog).
   if (only.has('fairness')) execFileSync(process.execPath, [resolve(root, 'scripts/bench/fairness.mjs')], { stdio: 'inherit' });

@@ -1,0 +1,372 @@
+#!/usr/bin/env node
+// Paced delivery benchmark (issue 16): webhook latency at a steady load, not while draining a backlog.
+//
+// The real path, end to end: the facility service (its ingestion API and in-process outbox relay)
+// → JetStream → the dispatcher (production defaults: concurrency 64, poll 500 ms) → a keep-alive
+// HTTP receiver on this machine, on a private database and stream. The bench ingests new violations
+// of 100 facilities at a fixed rate (BENCH_PACED_RATE events/s, default 300): every
+// BENCH_PACED_TICK_MS (default 10) the events due go in one ingestion request, so one transaction
+// commits about 3 of them. BENCH_PACED_SUBSCRIPTIONS (default 3) subscriptions with the default
+// limits (BENCH_PACED_MAX_IN_FLIGHT sets their max_in_flight) match every event: 300 events/s are
+// 900 deliveries/s. A second run paces at 80 % of the backlog run's capacity (BENCH_PACED_CAPACITY,
+// deliveries/s: run.mjs passes what delivery.mjs measured just before; without it only the first
+// rate runs). Each run is a fresh stack: 20 events delivered first (connections, JIT), then a
+// warm-up at the rate (BENCH_PACED_WARMUP_SECONDS, default 5) not counted, BENCH_PACED_SECONDS
+// (default 30) measured, then the wait for every delivery (≤ 60 s).
+//
+// Latency of each first attempt of an event committed in the measured window, from the event's
+// commit to its arrival at the receiver (p50 / p99 / max), and its parts, from timestamps the
+// system already records (same machine, same clock):
+//   commit   ≈ outbox.created_at: the envelope's created_at, taken in the ingestion transaction
+//              after its lock, just before the upsert and the outbox insert (the commit follows within
+//              the "commit bound" figure: created_at → the ingestion response);
+//   relay    = commit → JetStream's stored timestamp of the message;
+//   consumer = JetStream → deliveries.first_attempt_at (the claim's time), split into fan-out
+//              (→ deliveries.created_at, the fan-out statement's time) and claim wait (→ the claim);
+//   send     = the claim → arrival at the receiver (receiver clock when the body ends), split into
+//              claim → delivery_attempts.started_at (signing starts) and → arrival (sign + POST).
+// CPU per delivery: the dispatcher's utime + stime (/proc/<pid>/stat) from the start of the measured
+// window until every delivery arrived, over the deliveries that arrived meanwhile; the facility's
+// per event. Prints a table; writes bench-results/paced-<date>.json.
+import { spawn } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import { resolve } from 'node:path';
+import { jetstream } from '@nats-io/jetstream';
+import { connect } from '@nats-io/transport-node';
+import { Agent, request } from 'undici';
+import { cpuSeconds, latencyStats, root, sleep, startDispatcherBench } from './dispatcher-bench.mjs';
+
+const RATE = Number(process.env.BENCH_PACED_RATE ?? 300);
+const SUBSCRIPTIONS = Number(process.env.BENCH_PACED_SUBSCRIPTIONS ?? 3);
+const SECONDS = Number(process.env.BENCH_PACED_SECONDS ?? 30);
+const WARMUP_SECONDS = Number(process.env.BENCH_PACED_WARMUP_SECONDS ?? 5);
+const CAPACITY = Number(process.env.BENCH_PACED_CAPACITY ?? 0);
+/** The subscriptions' max_in_flight (default: the subscription default, 16). */
+const MAX_IN_FLIGHT = Number(process.env.BENCH_PACED_MAX_IN_FLIGHT ?? 0);
+const DUMP = process.env.BENCH_PACED_DUMP;
+const NATS_URL = process.env.NATS_URL ?? 'nats://127.0.0.1:4222';
+const FACILITIES = 100;
+/** Events due within this long go in one ingestion request. */
+const TICK_MS = Number(process.env.BENCH_PACED_TICK_MS ?? 10);
+const INGEST_IN_FLIGHT = 4;
+const INGEST_TOKEN = 'bench-ingest-token-0123456789abcdef0123';
+const TARGET = { p99: 100, max: 500 };
+
+/** The receiver: the arrival time (ms) of each delivery's first attempt, by delivery id. */
+async function startReceiver() {
+  const arrivals = new Map();
+  let retries = 0;
+  const server = createServer((req, res) => {
+    req.on('data', () => undefined);
+    req.on('end', () => {
+      const at = Date.now();
+      if (req.headers['x-service-delivery-attempt'] === '1') arrivals.set(req.headers['x-service-delivery-id'], at);
+      else retries++;
+      res.writeHead(204).end();
+    });
+  });
+  server.keepAliveTimeout = 60_000;
+  await new Promise((r) => server.listen(0, '127.0.0.1', r));
+  return { arrivals, retries: () => retries, url: `http://127.0.0.1:${server.address().port}`, close: () => server.close() };
+}
+
+/** Starts the built facility service on the bench's database and stream; resolves with its ports and pid. */
+function startFacility(databaseUrl, stream) {
+  return new Promise((resolvePort, reject) => {
+    const child = spawn(process.execPath, [resolve(root, 'services/facility/dist/main.js')], {
+      env: {
+        PATH: process.env.PATH,
+        LOG_LEVEL: 'info',
+        PORT: '0',
+        METRICS_PORT: '0',
+        HOST: '127.0.0.1',
+        DATABASE_URL: databaseUrl,
+        NATS_URL,
+        EVENTS_STREAM: stream,
+        EVENTS_SUBJECT_PREFIX: stream.toLowerCase(),
+        INTERNAL_AUTH_SECRET: 'bench-internal-secret-0123456789abcdef',
+        INGEST_TOKEN,
+      },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    process.on('exit', () => child.kill('SIGKILL'));
+    let buf = '';
+    child.stdout.on('data', (d) => {
+      buf += d;
+      const lines = buf.split('\n');
+      buf = lines.pop() ?? '';
+      for (const line of lines) {
+        if (line.includes('"msg":"ready"')) resolvePort({ ...JSON.parse(line), pid: child.pid, kill: () => child.kill('SIGTERM') });
+      }
+    });
+    child.once('exit', (code) => reject(new Error(`facility exited with ${code}`)));
+  });
+}
+
+/**
+ * Posts new violations at `rate`/s for `seconds`: event i is due at start + i/rate; every TICK_MS the
+ * events due so far go in one ingestion request (one transaction), at most INGEST_IN_FLIGHT requests
+ * at a time (a late response makes the next request carry more). Resolves when every response is in,
+ * with, per event, when it was due, when its request's response arrived and whether it was accepted.
+ */
+async function pace(facility, rate, seconds, tag) {
+  const agent = new Agent({ connections: INGEST_IN_FLIGHT, keepAliveTimeout: 30_000 });
+  const url = `http://127.0.0.1:${facility.port}/internal/v1/ingest`;
+  const headers = { authorization: `Bearer ${INGEST_TOKEN}`, 'content-type': 'application/json' };
+  const total = Math.round(rate * seconds);
+  const start = Date.now();
+  const due = (i) => start + (i * 1000) / rate;
+  const events = [];
+  const inFlight = new Set();
+  const violation = (i) => ({
+    source_id: `PACED-${tag}-${i}`,
+    registry_id: `PACED-F-${i % FACILITIES}`,
+    program: 'CAA',
+    violation_type: `paced ${tag} ${i}`,
+    violation_date: '2026-11-20',
+    severity: 'minor',
+  });
+  const send = async (from, to) => {
+    const ids = Array.from({ length: to - from }, (_, k) => from + k);
+    const body = JSON.stringify({ violations: ids.map(violation) });
+    const res = await request(url, { method: 'POST', headers, body, dispatcher: agent });
+    const report = await res.body.json();
+    const ok = res.statusCode === 200 && report.data?.events?.['violation.new'] === ids.length;
+    for (const i of ids) events[i] = { due: due(i), done: Date.now(), ok };
+  };
+  let next = 0;
+  while (next < total) {
+    const dueNow = Math.min(total, Math.floor(((Date.now() - start) * rate) / 1000) + 1);
+    if (dueNow > next && inFlight.size < INGEST_IN_FLIGHT) {
+      const p = send(next, dueNow).finally(() => inFlight.delete(p));
+      inFlight.add(p);
+      next = dueNow;
+    }
+    await (inFlight.size < INGEST_IN_FLIGHT ? sleep(Math.max(1, Math.min(TICK_MS, due(next) - Date.now()))) : Promise.race(inFlight));
+  }
+  await Promise.all(inFlight);
+  await agent.close();
+  return events;
+}
+
+/** JetStream's stored time (ms) of every message of the stream, by event id (Nats-Msg-Id). */
+async function streamTimes(stream) {
+  const nc = await connect({ servers: NATS_URL });
+  const js = jetstream(nc);
+  const consumer = await js.consumers.get(stream);
+  const times = new Map();
+  for (;;) {
+    const batch = await consumer.fetch({ max_messages: 1000, expires: 1000 });
+    let n = 0;
+    for await (const m of batch) {
+      n++;
+      times.set(m.headers?.get('Nats-Msg-Id'), m.info.timestampNanos / 1e6);
+    }
+    if (n === 0) break;
+  }
+  await nc.close();
+  return times;
+}
+
+/** The recorded times (ms) of the deliveries and of the paced events' outbox rows. */
+async function recordedTimes(pool) {
+  const ms = (col) => `extract(epoch FROM ${col}) * 1000`;
+  const events = await pool.query(
+    `SELECT 'evt_' || id AS id, ${ms('created_at')} AS created, payload::json -> 'data' -> 'violation' ->> 'violation_type' AS marker
+       FROM facility.outbox`,
+  );
+  const deliveries = await pool.query(
+    `SELECT d.id, d.event_id, ${ms('d.created_at')} AS created, ${ms('d.first_attempt_at')} AS claimed, ${ms('a.started_at')} AS started
+       FROM webhook.deliveries d LEFT JOIN webhook.delivery_attempts a ON a.delivery_id = d.id AND a.attempt = 1`,
+  );
+  const TIMES = new Set(['created', 'claimed', 'started']);
+  const num = (r) => Object.fromEntries(Object.entries(r).map(([k, v]) => [k, TIMES.has(k) && v !== null ? Number(v) : v]));
+  return { events: new Map(events.rows.map((r) => [r.id, num(r)])), deliveries: deliveries.rows.map(num) };
+}
+
+/** Waits until `expected` first attempts arrived and their attempts are recorded (at most 60 s). */
+async function drain(receiver, pool, expected) {
+  const deadline = Date.now() + 60_000;
+  while (receiver.arrivals.size < expected && Date.now() < deadline) await sleep(50);
+  const drainedAt = Date.now();
+  while (Date.now() < deadline) {
+    const { rows } = await pool.query('SELECT count(*)::int AS n FROM webhook.delivery_attempts');
+    if (rows[0].n >= receiver.arrivals.size) break;
+    await sleep(100);
+  }
+  return drainedAt;
+}
+
+const fmt = (s) => `${s.p50} / ${s.p99} / ${s.max}`;
+const round = (v) => Math.round(v * 10) / 10;
+const stats = (values) => {
+  const s = latencyStats(values);
+  return { p50: round(s.p50), p99: round(s.p99), max: round(s.max) };
+};
+
+/** The latency splits of the first attempts of events committed in [from, to). */
+function analyse({ events, deliveries }, jsTimes, arrivals, sent, tag, from, to) {
+  const parts = { total: [], relay: [], consumer: [], fan_out: [], claim_wait: [], send: [], claim_to_start: [], post: [] };
+  let expected = 0;
+  const measured = new Set();
+  for (const e of events.values()) {
+    if (e.created >= from && e.created < to && e.marker?.startsWith(`paced ${tag} `)) measured.add(e.id);
+  }
+  for (const d of deliveries) {
+    if (!measured.has(d.event_id)) continue;
+    expected++;
+    const arrived = arrivals.get(d.id);
+    const e = events.get(d.event_id);
+    const stored = jsTimes.get(d.event_id);
+    if (arrived === undefined || stored === undefined || d.started === null || d.claimed === null) continue;
+    const add = (k, v) => parts[k].push(v);
+    add('total', arrived - e.created);
+    add('relay', stored - e.created);
+    add('consumer', d.claimed - stored);
+    add('fan_out', d.created - stored);
+    add('claim_wait', d.claimed - d.created);
+    add('send', arrived - d.claimed);
+    add('claim_to_start', d.started - d.claimed);
+    add('post', arrived - d.started);
+  }
+  // How far created_at precedes the commit at most: its ingestion request's response.
+  const commitBound = [];
+  for (const id of measured) {
+    const e = events.get(id);
+    const r = sent[Number(e.marker.split(' ')[2])];
+    if (r) commitBound.push(r.done - e.created);
+  }
+  const latency = Object.fromEntries(Object.entries(parts).map(([k, v]) => [k, stats(v)]));
+  return { events: measured.size, expected, arrived: parts.total.length, latency, commit_bound: stats(commitBound) };
+}
+
+/** BENCH_PACED_DUMP=<dir>: every delivery's times (ms) as NDJSON, one file per run, to study a run. */
+function dump(label, { events, deliveries }, jsTimes, arrivals) {
+  const lines = deliveries.map((d) => {
+    const e = events.get(d.event_id);
+    return JSON.stringify({ ...d, committed: e?.created, stored: jsTimes.get(d.event_id), arrived: arrivals.get(d.id) });
+  });
+  mkdirSync(DUMP, { recursive: true });
+  writeFileSync(resolve(DUMP, `paced-${label.replace(/[^0-9a-z]+/gi, '-')}.ndjson`), `${lines.join('\n')}\n`);
+}
+
+/** One paced run on a fresh stack. */
+async function run(label, rate) {
+  const tag = Date.now().toString(36).toUpperCase();
+  const receiver = await startReceiver();
+  const limits = MAX_IN_FLIGHT ? { max_in_flight: MAX_IN_FLIGHT } : {};
+  const subscriptions = Array.from({ length: SUBSCRIPTIONS }, (_, i) => ({ url: `${receiver.url}/h${i}`, ...limits }));
+  const bench = await startDispatcherBench({ name: 'paced', concurrency: 64, pollMs: 500, subscriptions });
+  const facility = await startFacility(bench.databaseUrl, bench.stream);
+  try {
+    const facilities = Array.from({ length: FACILITIES }, (_, k) => ({
+      registry_id: `PACED-F-${k}`,
+      name: `Paced Facility ${k}`,
+      state: 'TX',
+      compliance_status: 'violation',
+    }));
+    const seeded = await fetch(`http://127.0.0.1:${facility.port}/internal/v1/ingest`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${INGEST_TOKEN}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ facilities }),
+    });
+    if (seeded.status !== 200) throw new Error(`seeding facilities: ${seeded.status} ${await seeded.text()}`);
+    // Cold start (first connections, JIT) out of the way: 20 events, each delivered, before the pacing.
+    const prewarm = (await pace(facility, 20, 1, `${tag}W`)).filter((r) => r.ok).length;
+    await drain(receiver, bench.pool, prewarm * SUBSCRIPTIONS);
+    const started = Date.now();
+    const from = started + WARMUP_SECONDS * 1000;
+    const to = from + SECONDS * 1000;
+    let cpuFrom;
+    setTimeout(() => {
+      cpuFrom = { dispatcher: cpuSeconds(bench.pid), facility: cpuSeconds(facility.pid) };
+    }, from - started);
+    const sent = await pace(facility, rate, WARMUP_SECONDS + SECONDS, tag);
+    const committed = sent.filter((r) => r.ok).length;
+    const drainedAt = await drain(receiver, bench.pool, (prewarm + committed) * SUBSCRIPTIONS);
+    const cpuTo = { dispatcher: cpuSeconds(bench.pid), facility: cpuSeconds(facility.pid) };
+    const arrivedInWindow = [...receiver.arrivals.values()].filter((at) => at >= from && at <= drainedAt).length;
+    const times = await recordedTimes(bench.pool);
+    const jsTimes = await streamTimes(bench.stream);
+    const result = analyse(times, jsTimes, receiver.arrivals, sent, tag, from, to);
+    if (DUMP) dump(label, times, jsTimes, receiver.arrivals);
+    const committedInWindow = sent.filter((r) => r.ok && r.due >= from && r.due < to).length;
+    const ingestLag = sent.filter((r) => r.due >= from && r.due < to).map((r) => r.done - r.due);
+    return {
+      label,
+      events_per_s_offered: rate,
+      deliveries_per_s_offered: rate * SUBSCRIPTIONS,
+      events_per_s_committed: round(committedInWindow / SECONDS),
+      ingest_response_after_due_ms: stats(ingestLag),
+      failed_ingest_requests: sent.length - committed,
+      ...result,
+      missing: result.expected - result.arrived,
+      retries: receiver.retries(),
+      dispatcher_cpu_us_per_delivery: Math.round(((cpuTo.dispatcher - cpuFrom.dispatcher) * 1e6) / Math.max(1, arrivedInWindow)),
+      facility_cpu_us_per_event: Math.round(((cpuTo.facility - cpuFrom.facility) * 1e6) / Math.max(1, arrivedInWindow / SUBSCRIPTIONS)),
+    };
+  } finally {
+    facility.kill();
+    receiver.close();
+    await bench.stop();
+  }
+}
+
+function print(results) {
+  console.table(
+    results.map((r) => ({
+      run: r.label,
+      'deliveries/s offered': r.deliveries_per_s_offered,
+      'events/s committed': r.events_per_s_committed,
+      'arrived (missing)': `${r.arrived} (${r.missing})`,
+      'commit→arrival p50/p99/max ms': fmt(r.latency.total),
+      relay: fmt(r.latency.relay),
+      consumer: fmt(r.latency.consumer),
+      send: fmt(r.latency.send),
+      'dispatcher CPU µs/delivery': r.dispatcher_cpu_us_per_delivery,
+      'facility CPU µs/event': r.facility_cpu_us_per_event,
+    })),
+  );
+  console.table(
+    results.map((r) => ({
+      run: r.label,
+      'fan-out (JetStream→row)': fmt(r.latency.fan_out),
+      'claim wait (row→claim)': fmt(r.latency.claim_wait),
+      'claim→attempt start': fmt(r.latency.claim_to_start),
+      'sign+POST (start→arrival)': fmt(r.latency.post),
+      'commit bound (created_at→ingest response)': fmt(r.commit_bound),
+      'ingest response after due': fmt(r.ingest_response_after_due_ms),
+    })),
+  );
+  for (const r of results) {
+    const ok = r.latency.total.p99 < TARGET.p99 && r.latency.total.max < TARGET.max && r.missing === 0;
+    console.log(
+      `${r.label}: p99 ${r.latency.total.p99} ms (target < ${TARGET.p99}), max ${r.latency.total.max} ms (target < ${TARGET.max}): ${ok ? 'met' : 'NOT met'}`,
+    );
+  }
+}
+
+const runs = [[`${RATE * SUBSCRIPTIONS}/s`, RATE]];
+if (CAPACITY > 0) {
+  const rate = Math.max(1, Math.round((0.8 * CAPACITY) / SUBSCRIPTIONS));
+  runs.push([`80 % of ${Math.round(CAPACITY)}/s = ${rate * SUBSCRIPTIONS}/s`, rate]);
+} else console.log('paced: no BENCH_PACED_CAPACITY (the backlog run did not run first): the 80 % run is skipped');
+const results = [];
+for (const [label, rate] of runs) {
+  console.log(`paced run ${label}: ${rate} events/s × ${SUBSCRIPTIONS} subscriptions, ${WARMUP_SECONDS} s warm-up + ${SECONDS} s…`);
+  results.push(await run(label, rate));
+}
+print(results);
+const out = {
+  date: new Date().toISOString(),
+  machine: { cpus: (await import('node:os')).cpus().length, node: process.version },
+  subscriptions: SUBSCRIPTIONS,
+  seconds: SECONDS,
+  backlog_capacity_deliveries_per_s: CAPACITY || null,
+  target_ms: TARGET,
+  runs: results,
+};
+mkdirSync(resolve(root, 'bench-results'), { recursive: true });
+writeFileSync(resolve(root, `bench-results/paced-${out.date.slice(0, 10)}.json`), `${JSON.stringify(out, null, 2)}\n`);
+process.exit(0);
