@@ -4,7 +4,7 @@ import type { JetStreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { Counter, Registry } from 'prom-client';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { generateDemoData } from '../src/domain/demo-data';
+import { generateDemoData } from '../src/demo/demo-data';
 import type { EventEnvelope } from '../src/domain/events';
 import { Ingestion, type RawRow } from '../src/ingestion';
 import { OutboxRelay } from '../src/relay';
