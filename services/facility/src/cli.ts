@@ -25,8 +25,8 @@ import { formatOfPath, rowsOf, type SourceRow } from './domain/row-source';
 import { UNITS, type UnitName } from './echo/files';
 import { type EchoSource, openSource } from './echo/source';
 import { exitCodeOf, type SyncSummary, syncEcho } from './echo/sync';
-import { emptyReport, Ingestion, type IngestReport } from './ingestion';
 import { SCHEMA, schemaPoolTarget } from './store/db';
+import { emptyReport, Ingestion, type IngestReport } from './store/ingestion';
 import { migrations } from './store/migrations';
 
 const USAGE = `usage: node dist/cli.js <command> [options]

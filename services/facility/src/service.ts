@@ -20,7 +20,7 @@ import { createFacilityMetrics } from './metrics';
 import { OutboxRelay } from './relay';
 import { guardedDb, SCHEMA, schemaPoolTarget } from './store/db';
 import { EventBus } from './store/event-bus';
-import { Ingestion } from './ingestion';
+import { Ingestion } from './store/ingestion';
 import { migrations } from './store/migrations';
 import { echoSyncStats, outboxStats } from './store/outbox';
 

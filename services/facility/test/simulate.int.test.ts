@@ -2,7 +2,7 @@ import { ManualClock } from '@fcd/service-kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateDemoData } from '../src/demo/demo-data';
 import { runSimulation } from '../src/demo/simulate';
-import { Ingestion, type RawRow } from '../src/ingestion';
+import { Ingestion, type RawRow } from '../src/store/ingestion';
 import { sequentialIds, setupDb, silentLogger, type TestDb } from './helpers';
 
 let db: TestDb;

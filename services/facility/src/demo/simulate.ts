@@ -1,5 +1,5 @@
 import { type Clock, type Logger, type Pool, utcDay } from '@fcd/service-kit';
-import type { Ingestion, IngestReport, RawRow } from '../ingestion';
+import type { Ingestion, IngestReport, RawRow } from '../store/ingestion';
 import { createRng } from './prng';
 import { chooseAction, planCaseProgress, planNewCase, planResolution, planViolation, type SimChange } from './simulation';
 import { listRegistryIds, loadFacilityRecord, randomOpenCase } from './simulation-store';
