@@ -6,6 +6,7 @@ export * from './errors';
 export * from './health';
 export * from './http';
 export * from './http-server';
+export * from './ids';
 export * from './internal-auth';
 export * from './logger';
 export * from './metrics';
