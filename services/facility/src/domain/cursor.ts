@@ -1,4 +1,4 @@
-import { UUID_PATTERN } from './codes';
+import { UUID_ANY_CASE } from '@fcd/service-kit';
 import { isCalendarDate } from './records';
 
 /**
@@ -57,6 +57,6 @@ export function decodeCursor<K extends CursorKind>(kind: K, cursor: string): Cur
   }
   const [, date, id] = parsed;
   if (parsed.length !== 3 || typeof date !== 'string' || typeof id !== 'string') return undefined;
-  if (!isCalendarDate(date) || !UUID_PATTERN.test(id)) return undefined;
+  if (!isCalendarDate(date) || !UUID_ANY_CASE.test(id)) return undefined;
   return { date, id: id.toLowerCase() } as CursorKeys[K];
 }

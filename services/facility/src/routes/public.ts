@@ -1,8 +1,7 @@
-import { notFound, validationError } from '@fcd/service-kit';
+import { notFound, UUID_ANY_CASE, validationError } from '@fcd/service-kit';
 import type { Static } from '@sinclair/typebox';
 import type { FastifyInstance, preValidationAsyncHookHandler } from 'fastify';
 import type { CaseStatus, CaseType, ComplianceStatus, Program, Severity } from '../domain/codes';
-import { UUID_PATTERN } from '../domain/codes';
 import { type CursorKeys, type CursorKind, decodeCursor } from '../domain/cursor';
 import {
   facilityExists,
@@ -94,7 +93,7 @@ function nearParams(
 }
 
 function pathId(id: string, what: string): string {
-  if (!UUID_PATTERN.test(id)) throw notFound(what);
+  if (!UUID_ANY_CASE.test(id)) throw notFound(what);
   return id.toLowerCase();
 }
 
