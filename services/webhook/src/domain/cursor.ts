@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { prefixedIdRegExp } from '@fcd/service-kit';
 import type { ListPosition } from '@fcd/webhooks';
 
 /**
@@ -9,7 +10,7 @@ import type { ListPosition } from '@fcd/webhooks';
  * VALIDATION_ERROR rather than a position in someone else's order. Clients
  * must not build or parse it.
  */
-const ID = /^wh_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+const ID = prefixedIdRegExp('wh');
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
 function listTag(list: string): string {
