@@ -2,6 +2,7 @@ export * from './backends';
 export * from './bearer-token';
 export * from './clock';
 export * from './config';
+export * from './cursor';
 export * from './errors';
 export * from './health';
 export * from './http';
