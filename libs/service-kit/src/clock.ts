@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { IdPrefix } from './ids';
 
 /** Injected time source: production uses systemClock, tests a fixed or manual clock. */
 export interface Clock {
@@ -25,7 +26,7 @@ export class ManualClock implements Clock {
 export type IdSource = () => string;
 export const uuidSource: IdSource = () => randomUUID();
 
-export function prefixedId(prefix: 'wh' | 'evt' | 'dlv' | 'acct' | 'key', ids: IdSource = uuidSource): string {
+export function prefixedId(prefix: IdPrefix, ids: IdSource = uuidSource): string {
   return `${prefix}_${ids()}`;
 }
 

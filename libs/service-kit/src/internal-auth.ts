@@ -14,6 +14,9 @@ export const INTERNAL_AUTH_HEADER = 'x-fcd-account';
 /** Lifetime of a signed header: a proxied request is verified on arrival, so a few seconds (clock skew included). */
 export const INTERNAL_AUTH_TTL_MS = 5_000;
 
+/** The tier rank of Pro: "Pro and above" (docs/metering.md) is a rank of at least this (free 0 < pro 1 < enterprise 2). */
+export const PRO_TIER_RANK = 1;
+
 export interface AccountClaims {
   account_id: string;
   tier: string;

@@ -1,4 +1,4 @@
-import { type Pool, withTransaction } from '@fcd/service-kit';
+import { type Pool, UUID_LOWER_CASE, withTransaction } from '@fcd/service-kit';
 import {
   DEFAULT_BREAKER_COOLDOWN_MS,
   DEFAULT_BREAKER_THRESHOLD,
@@ -179,7 +179,6 @@ export interface DeliveryPosition {
   id: string;
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const iso = (d: Date | null) => (d === null ? null : d.toISOString());
 
 interface DeliveryRow {
@@ -354,7 +353,7 @@ export class DeliveryStore {
       (e) =>
         `{${e.facilityIds
           .map((f) => f.toLowerCase())
-          .filter((f) => UUID.test(f))
+          .filter((f) => UUID_LOWER_CASE.test(f))
           .join(',')}}`,
     );
     const { rows } = await db.query<{ id: string; event_id: string }>(

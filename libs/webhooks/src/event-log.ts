@@ -1,4 +1,4 @@
-import { type Pool, type PoolClient, withTransaction } from '@fcd/service-kit';
+import { type Pool, type PoolClient, UUID_LOWER_CASE, withTransaction } from '@fcd/service-kit';
 import { type EventEnvelope, isEventType } from './events';
 import { type MatchableSubscription, matches } from './matching';
 
@@ -59,8 +59,6 @@ export interface RecoveryRequest {
 
 export type RecoveryResult = { status: 'done'; events: number } | { status: 'not_found' } | { status: 'inactive' };
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
-
 export class EventLog {
   constructor(private readonly pool: Pool) {}
 
@@ -93,7 +91,7 @@ export class EventLog {
           (e) =>
             `{${e.facilityIds
               .map((f) => f.toLowerCase())
-              .filter((f) => UUID.test(f))
+              .filter((f) => UUID_LOWER_CASE.test(f))
               .join(',')}}`,
         ),
         rows.map((e) => e.body),

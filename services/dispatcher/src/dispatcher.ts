@@ -1,4 +1,13 @@
-import { type Clock, type Logger, natsOptions, type Pool, systemClock, traceContextColumn, withTransaction } from '@fcd/service-kit';
+import {
+  type Clock,
+  type Logger,
+  natsOptions,
+  type Pool,
+  PRO_TIER_RANK,
+  systemClock,
+  traceContextColumn,
+  withTransaction,
+} from '@fcd/service-kit';
 import {
   type ClaimedDelivery,
   DAY_MS,
@@ -36,8 +45,6 @@ export interface DispatcherDeps {
   accounts?: AccountDirectory;
 }
 
-/** "Pro and above" (docs/metering.md): tier rank free 0 < pro 1 < enterprise 2. */
-const PRO_RANK = 1;
 /** The deactivation reason a client sees after a downgrade below Pro. */
 export const TIER_DEACTIVATION_REASON = 'tier_downgraded';
 /** When deactivating a refused account's subscriptions fails, its claimed deliveries come back after this. */
@@ -103,7 +110,7 @@ export class Dispatcher {
           clock: this.clock,
           logger,
           ttlMs: config.ENTITLEMENT_CACHE_TTL_MS,
-          minRank: PRO_RANK,
+          minRank: PRO_TIER_RANK,
           onUnavailable: () => metrics?.entitlementUnavailable.inc(),
         })
       : undefined;

@@ -11,7 +11,6 @@ import {
   sendError,
 } from '@fcd/service-kit';
 import Fastify, { type FastifyInstance, type HTTPMethods } from 'fastify';
-import type { Ingestion } from './ingestion';
 import type { FacilityMetrics } from './metrics';
 import { requireGatewayAccount } from './routes/auth';
 import { exportRoutes } from './routes/exports';
@@ -19,6 +18,7 @@ import { healthRoutes } from './routes/health';
 import { ingestRoutes } from './routes/ingest';
 import { internalRoutes } from './routes/internal';
 import { publicRoutes } from './routes/public';
+import type { Ingestion } from './store/ingestion';
 import type { Queryable } from './store/queries';
 
 export interface AppDeps {

@@ -18,15 +18,15 @@ import {
 } from '@fcd/service-kit';
 import pg from 'pg';
 import { type CliConfig, CliConfigSchema } from './config';
-import { DEFAULT_AS_OF, generateDemoData } from './domain/demo-data';
+import { DEFAULT_AS_OF, generateDemoData } from './demo/demo-data';
+import { runSimulation } from './demo/simulate';
 import { FIELDS, isCalendarDate, RECORD_KINDS, type RecordKind } from './domain/records';
 import { formatOfPath, rowsOf, type SourceRow } from './domain/row-source';
 import { UNITS, type UnitName } from './echo/files';
 import { type EchoSource, openSource } from './echo/source';
 import { exitCodeOf, type SyncSummary, syncEcho } from './echo/sync';
-import { emptyReport, Ingestion, type IngestReport } from './ingestion';
-import { runSimulation } from './simulate';
 import { SCHEMA, schemaPoolTarget } from './store/db';
+import { emptyReport, Ingestion, type IngestReport } from './store/ingestion';
 import { migrations } from './store/migrations';
 
 const USAGE = `usage: node dist/cli.js <command> [options]

@@ -1,6 +1,6 @@
 import { InternalAuth, ManualClock } from '@fcd/service-kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { generateDemoData } from '../src/domain/demo-data';
+import { generateDemoData } from '../src/demo/demo-data';
 import type { EnforcementCase, Facility, Violation } from '../src/domain/model';
 import { AUTH_SECRET, accountHeader, buildTestApp, setupDb, type TestApp, type TestDb } from './helpers';
 

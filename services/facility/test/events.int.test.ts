@@ -4,11 +4,11 @@ import type { JetStreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { Counter, Registry } from 'prom-client';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { generateDemoData } from '../src/domain/demo-data';
+import { generateDemoData } from '../src/demo/demo-data';
 import type { EventEnvelope } from '../src/domain/events';
-import { Ingestion, type RawRow } from '../src/ingestion';
 import { OutboxRelay } from '../src/relay';
 import { EventBus } from '../src/store/event-bus';
+import { Ingestion, type RawRow } from '../src/store/ingestion';
 import { claimBatch } from '../src/store/outbox';
 import { natsManager, pendingOutbox, readStream, sequentialIds, setupDb, silentLogger, streamCount, type TestDb, waitFor } from './helpers';
 

@@ -1,6 +1,6 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { generateDemoData } from '../src/domain/demo-data';
+import { generateDemoData } from '../src/demo/demo-data';
 import { nearQuery } from '../src/store/queries';
 import { accountHeader, buildTestApp, setupDb, type TestApp, type TestDb } from './helpers';
 

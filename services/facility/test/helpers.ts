@@ -21,9 +21,9 @@ import { connect, type NatsConnection } from '@nats-io/transport-node';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../src/app';
 import type { EventEnvelope } from '../src/domain/events';
-import { Ingestion } from '../src/ingestion';
 import { createFacilityMetrics, type FacilityMetrics } from '../src/metrics';
 import { guardedDb, SCHEMA, schemaConnectionString } from '../src/store/db';
+import { Ingestion } from '../src/store/ingestion';
 import { migrations } from '../src/store/migrations';
 import { outboxStats } from '../src/store/outbox';
 

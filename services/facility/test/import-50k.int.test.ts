@@ -3,9 +3,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { systemClock, uuidSource } from '@fcd/service-kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { generateDemoData } from '../src/domain/demo-data';
+import { generateDemoData } from '../src/demo/demo-data';
 import { rowsOf } from '../src/domain/row-source';
-import { Ingestion } from '../src/ingestion';
+import { Ingestion } from '../src/store/ingestion';
 import { setupDb, type TestDb } from './helpers';
 
 let db: TestDb;

@@ -1,7 +1,7 @@
 import { ManualClock } from '@fcd/service-kit';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { DomainEvent } from '../src/domain/events';
-import type { IngestReport } from '../src/ingestion';
+import type { IngestReport } from '../src/store/ingestion';
 import { accountHeader, buildTestApp, INGEST_TOKEN, sequentialIds, setupDb, type TestApp, type TestDb } from './helpers';
 
 let db: TestDb;

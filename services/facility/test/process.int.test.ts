@@ -5,7 +5,7 @@ import { type LogLine, type ServiceProcess, startService, testUrls, uniqueName }
 import type { JetStreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { generateDemoData } from '../src/domain/demo-data';
+import { generateDemoData } from '../src/demo/demo-data';
 import {
   AUTH_SECRET,
   accountHeader,

@@ -1,8 +1,8 @@
 import { ManualClock } from '@fcd/service-kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { generateDemoData } from '../src/domain/demo-data';
-import { Ingestion, type RawRow } from '../src/ingestion';
-import { runSimulation } from '../src/simulate';
+import { generateDemoData } from '../src/demo/demo-data';
+import { runSimulation } from '../src/demo/simulate';
+import { Ingestion, type RawRow } from '../src/store/ingestion';
 import { sequentialIds, setupDb, silentLogger, type TestDb } from './helpers';
 
 let db: TestDb;

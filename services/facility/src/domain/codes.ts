@@ -95,5 +95,3 @@ export type CaseStatus = (typeof CASE_STATUSES)[number];
 
 export const EVENT_TYPES = ['violation.new', 'case.new', 'case.updated', 'facility.status_changed'] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
-
-export const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;

@@ -1,8 +1,8 @@
-import { UUID_PATTERN } from './codes';
+import { decodeListCursor, encodeListCursor, UUID_ANY_CASE } from '@fcd/service-kit';
 import { isCalendarDate } from './records';
 
 /**
- * Opaque keyset cursors. A cursor names the list it belongs to and the sort key
+ * Opaque keyset cursors (service-kit's list cursor, tagged per list). A cursor names the list it belongs to and the sort key
  * of the last row returned; the next page starts strictly after it, so rows
  * inserted during a walk never shift the rows already listed (no duplicates,
  * none skipped).
@@ -31,32 +31,26 @@ const TAG: Record<CursorKind, string> = { facilities: 'f1', violations: 'v1', ca
 
 export function encodeCursor<K extends CursorKind>(kind: K, key: CursorKeys[K]): string {
   const values = 'distance_m' in key ? [key.distance_m, key.registry_id] : 'registry_id' in key ? [key.registry_id] : [key.date, key.id];
-  return Buffer.from(JSON.stringify([TAG[kind], ...values]), 'utf8').toString('base64url');
+  return encodeListCursor(TAG[kind], values);
 }
 
 /** The key the cursor carries, or undefined when it is not a cursor of this list. */
 export function decodeCursor<K extends CursorKind>(kind: K, cursor: string): CursorKeys[K] | undefined {
-  if (!/^[A-Za-z0-9_-]{1,400}$/.test(cursor)) return undefined;
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
-  } catch {
-    return undefined;
-  }
-  if (!Array.isArray(parsed) || parsed[0] !== TAG[kind]) return undefined;
+  const values = decodeListCursor(TAG[kind], cursor);
+  if (!values) return undefined;
   if (kind === 'near') {
-    const [, distance_m, registry_id] = parsed;
-    if (parsed.length !== 3 || typeof distance_m !== 'number' || !Number.isFinite(distance_m) || distance_m < 0) return undefined;
+    const [distance_m, registry_id] = values;
+    if (values.length !== 2 || typeof distance_m !== 'number' || !Number.isFinite(distance_m) || distance_m < 0) return undefined;
     if (typeof registry_id !== 'string' || registry_id.length === 0 || registry_id.length > 40) return undefined;
     return { distance_m, registry_id } as CursorKeys[K];
   }
   if (kind === 'facilities') {
-    const [, registry_id] = parsed;
-    if (parsed.length !== 2 || typeof registry_id !== 'string' || registry_id.length === 0 || registry_id.length > 40) return undefined;
+    const [registry_id] = values;
+    if (values.length !== 1 || typeof registry_id !== 'string' || registry_id.length === 0 || registry_id.length > 40) return undefined;
     return { registry_id } as CursorKeys[K];
   }
-  const [, date, id] = parsed;
-  if (parsed.length !== 3 || typeof date !== 'string' || typeof id !== 'string') return undefined;
-  if (!isCalendarDate(date) || !UUID_PATTERN.test(id)) return undefined;
+  const [date, id] = values;
+  if (values.length !== 2 || typeof date !== 'string' || typeof id !== 'string') return undefined;
+  if (!isCalendarDate(date) || !UUID_ANY_CASE.test(id)) return undefined;
   return { date, id: id.toLowerCase() } as CursorKeys[K];
 }

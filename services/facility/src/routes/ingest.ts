@@ -3,8 +3,8 @@ import type { Static } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import type { RecordKind } from '../domain/records';
 import { rowsOf } from '../domain/row-source';
-import type { Ingestion, RawRow } from '../ingestion';
 import { mapDbError } from '../store/db';
+import type { Ingestion, RawRow } from '../store/ingestion';
 import { IngestJsonBody, IngestQuery, IngestResponse } from './schemas';
 
 export interface IngestRoutesOptions {

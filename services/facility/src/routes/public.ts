@@ -1,8 +1,7 @@
-import { notFound, validationError } from '@fcd/service-kit';
+import { notFound, UUID_ANY_CASE, validationError } from '@fcd/service-kit';
 import type { Static } from '@sinclair/typebox';
 import type { FastifyInstance, preValidationAsyncHookHandler } from 'fastify';
 import type { CaseStatus, CaseType, ComplianceStatus, Program, Severity } from '../domain/codes';
-import { UUID_PATTERN } from '../domain/codes';
 import { type CursorKeys, type CursorKind, decodeCursor } from '../domain/cursor';
 import {
   facilityExists,
@@ -94,7 +93,7 @@ function nearParams(
 }
 
 function pathId(id: string, what: string): string {
-  if (!UUID_PATTERN.test(id)) throw notFound(what);
+  if (!UUID_ANY_CASE.test(id)) throw notFound(what);
   return id.toLowerCase();
 }
 
@@ -106,6 +105,40 @@ function listBody<T>(p: Page<T>, limit: number) {
   return { data: p.items, pagination: { limit, next_cursor: p.next_cursor, has_more: p.has_more } };
 }
 
+type FacilityFilters = Pick<Static<typeof FacilityListQuerySchema>, 'state' | 'program' | 'compliance_status' | 'q'>;
+type ViolationFilters = Pick<Static<typeof ViolationListQuerySchema>, 'program' | 'severity' | 'since' | 'cursor'>;
+type CaseFilters = Pick<Static<typeof CaseListQuerySchema>, 'status' | 'case_type' | 'since' | 'cursor'>;
+
+/** The facility list's filters that were given (the list and the search by place share them). */
+function facilityFilters(q: FacilityFilters) {
+  return {
+    ...(q.state ? { state: q.state } : {}),
+    ...(q.program ? { program: q.program as Program } : {}),
+    ...(q.compliance_status ? { compliance_status: q.compliance_status as ComplianceStatus } : {}),
+    ...(q.q ? { q: q.q } : {}),
+  };
+}
+
+/** The violation lists' filters that were given, and the position after the cursor. */
+function violationFilters(q: ViolationFilters) {
+  return {
+    ...(q.program ? { program: q.program as Program } : {}),
+    ...(q.severity ? { severity: q.severity as Severity } : {}),
+    ...(q.since ? { since: q.since } : {}),
+    ...(q.cursor ? { after: afterCursor('violations', q.cursor) } : {}),
+  };
+}
+
+/** The case lists' filters that were given, and the position after the cursor. */
+function caseFilters(q: CaseFilters) {
+  return {
+    ...(q.status ? { status: q.status as CaseStatus } : {}),
+    ...(q.case_type ? { case_type: q.case_type as CaseType } : {}),
+    ...(q.since ? { since: q.since } : {}),
+    ...(q.cursor ? { after: afterCursor('cases', q.cursor) } : {}),
+  };
+}
+
 export async function publicRoutes(app: FastifyInstance, opts: PublicRoutesOptions): Promise<void> {
   const { db } = opts;
   // Schema errors are attached, then reported by rejectInvalid with clearer messages.
@@ -113,7 +146,12 @@ export async function publicRoutes(app: FastifyInstance, opts: PublicRoutesOptio
     route.attachValidation = true;
   });
   app.addHook('preHandler', rejectInvalid);
+  facilityRoutes(app, db);
+  recordRoutes(app, db);
+}
 
+/** /v1/facilities, one facility, and its violations and cases. */
+function facilityRoutes(app: FastifyInstance, db: Queryable): void {
   app.get<{ Querystring: Static<typeof FacilityListQuerySchema> }>(
     '/v1/facilities',
     {
@@ -129,20 +167,14 @@ export async function publicRoutes(app: FastifyInstance, opts: PublicRoutesOptio
         const found = await listFacilitiesNear(db, {
           ...near,
           limit,
-          ...(q.state ? { state: q.state } : {}),
-          ...(q.program ? { program: q.program as Program } : {}),
-          ...(q.compliance_status ? { compliance_status: q.compliance_status as ComplianceStatus } : {}),
-          ...(q.q ? { q: q.q } : {}),
+          ...facilityFilters(q),
           ...(q.cursor ? { after: afterCursor('near', q.cursor) } : {}),
         });
         return listBody(found, limit);
       }
       const page = await listFacilities(db, {
         limit,
-        ...(q.state ? { state: q.state } : {}),
-        ...(q.program ? { program: q.program as Program } : {}),
-        ...(q.compliance_status ? { compliance_status: q.compliance_status as ComplianceStatus } : {}),
-        ...(q.q ? { q: q.q } : {}),
+        ...facilityFilters(q),
         ...(q.cursor ? { after: afterCursor('facilities', q.cursor) } : {}),
       });
       return listBody(page, limit);
@@ -172,10 +204,7 @@ export async function publicRoutes(app: FastifyInstance, opts: PublicRoutesOptio
       const page = await listViolations(db, {
         facility_id: id,
         limit,
-        ...(q.program ? { program: q.program as Program } : {}),
-        ...(q.severity ? { severity: q.severity as Severity } : {}),
-        ...(q.since ? { since: q.since } : {}),
-        ...(q.cursor ? { after: afterCursor('violations', q.cursor) } : {}),
+        ...violationFilters(q),
       });
       if (page.items.length === 0 && !(await facilityExists(db, id))) throw notFound('facility');
       return listBody(page, limit);
@@ -192,16 +221,16 @@ export async function publicRoutes(app: FastifyInstance, opts: PublicRoutesOptio
       const page = await listCases(db, {
         facility_id: id,
         limit,
-        ...(q.status ? { status: q.status as CaseStatus } : {}),
-        ...(q.case_type ? { case_type: q.case_type as CaseType } : {}),
-        ...(q.since ? { since: q.since } : {}),
-        ...(q.cursor ? { after: afterCursor('cases', q.cursor) } : {}),
+        ...caseFilters(q),
       });
       if (page.items.length === 0 && !(await facilityExists(db, id))) throw notFound('facility');
       return listBody(page, limit);
     },
   );
+}
 
+/** /v1/violations, /v1/cases and one case. */
+function recordRoutes(app: FastifyInstance, db: Queryable): void {
   app.get<{ Querystring: Static<typeof ViolationListQuerySchema> }>(
     '/v1/violations',
     { preValidation: normalizeCodes, schema: { querystring: ViolationListQuerySchema, response: { 200: listOf(ViolationSchema) } } },
@@ -212,10 +241,7 @@ export async function publicRoutes(app: FastifyInstance, opts: PublicRoutesOptio
       const page = await listViolations(db, {
         limit,
         ...(facilityId ? { facility_id: facilityId } : {}),
-        ...(q.program ? { program: q.program as Program } : {}),
-        ...(q.severity ? { severity: q.severity as Severity } : {}),
-        ...(q.since ? { since: q.since } : {}),
-        ...(q.cursor ? { after: afterCursor('violations', q.cursor) } : {}),
+        ...violationFilters(q),
       });
       return listBody(page, limit);
     },
@@ -231,10 +257,7 @@ export async function publicRoutes(app: FastifyInstance, opts: PublicRoutesOptio
       const page = await listCases(db, {
         limit,
         ...(facilityId ? { facility_id: facilityId } : {}),
-        ...(q.status ? { status: q.status as CaseStatus } : {}),
-        ...(q.case_type ? { case_type: q.case_type as CaseType } : {}),
-        ...(q.since ? { since: q.since } : {}),
-        ...(q.cursor ? { after: afterCursor('cases', q.cursor) } : {}),
+        ...caseFilters(q),
       });
       return listBody(page, limit);
     },

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { decodeListCursor, encodeListCursor, prefixedIdRegExp } from '@fcd/service-kit';
 import type { ListPosition } from '@fcd/webhooks';
 
 /**
@@ -9,7 +10,7 @@ import type { ListPosition } from '@fcd/webhooks';
  * VALIDATION_ERROR rather than a position in someone else's order. Clients
  * must not build or parse it.
  */
-const ID = /^wh_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+const ID = prefixedIdRegExp('wh');
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
 function listTag(list: string): string {
@@ -18,23 +19,17 @@ function listTag(list: string): string {
 
 /** `list` names the list and its owner, e.g. `subscriptions:<account id>`. */
 export function encodeCursor(list: string, position: ListPosition): string {
-  return Buffer.from(JSON.stringify([listTag(list), position.created_at, position.id]), 'utf8').toString('base64url');
+  return encodeListCursor(listTag(list), [position.created_at, position.id]);
 }
 
 /** undefined when the text is not a cursor this service issued for this list. */
 export function decodeCursor(list: string, text: string, idPattern: RegExp = ID): ListPosition | undefined {
-  if (!/^[A-Za-z0-9_-]{1,400}$/.test(text)) return undefined;
-  try {
-    const value: unknown = JSON.parse(Buffer.from(text, 'base64url').toString('utf8'));
-    if (!Array.isArray(value) || value.length !== 3) return undefined;
-    const [tag, createdAt, id] = value as unknown[];
-    if (tag !== listTag(list)) return undefined;
-    if (typeof createdAt !== 'string' || !ISO.test(createdAt) || Number.isNaN(Date.parse(createdAt))) return undefined;
-    if (typeof id !== 'string' || !idPattern.test(id)) return undefined;
-    return { created_at: createdAt, id };
-  } catch {
-    return undefined;
-  }
+  const values = decodeListCursor(listTag(list), text);
+  if (values?.length !== 2) return undefined;
+  const [createdAt, id] = values;
+  if (typeof createdAt !== 'string' || !ISO.test(createdAt) || Number.isNaN(Date.parse(createdAt))) return undefined;
+  if (typeof id !== 'string' || !idPattern.test(id)) return undefined;
+  return { created_at: createdAt, id };
 }
 
 const POSITION = /^[1-9][0-9]{0,18}$/;
@@ -45,20 +40,14 @@ const MAX_POSITION = 9_223_372_036_854_775_807n;
  * and the position (decimal text of a bigint) of the last row returned.
  */
 export function encodePositionCursor(list: string, position: string): string {
-  return Buffer.from(JSON.stringify([listTag(list), position]), 'utf8').toString('base64url');
+  return encodeListCursor(listTag(list), [position]);
 }
 
 /** undefined when the text is not a position cursor this service issued for this list. */
 export function decodePositionCursor(list: string, text: string): string | undefined {
-  if (!/^[A-Za-z0-9_-]{1,400}$/.test(text)) return undefined;
-  try {
-    const value: unknown = JSON.parse(Buffer.from(text, 'base64url').toString('utf8'));
-    if (!Array.isArray(value) || value.length !== 2) return undefined;
-    const [tag, position] = value as unknown[];
-    if (tag !== listTag(list)) return undefined;
-    if (typeof position !== 'string' || !POSITION.test(position) || BigInt(position) > MAX_POSITION) return undefined;
-    return position;
-  } catch {
-    return undefined;
-  }
+  const values = decodeListCursor(listTag(list), text);
+  if (values?.length !== 1) return undefined;
+  const [position] = values;
+  if (typeof position !== 'string' || !POSITION.test(position) || BigInt(position) > MAX_POSITION) return undefined;
+  return position;
 }

@@ -1,4 +1,4 @@
-import type { FieldProblem } from '@fcd/service-kit';
+import { type FieldProblem, UUID_ANY_CASE } from '@fcd/service-kit';
 import { EVENT_TYPES, isEventType } from '@fcd/webhooks';
 
 /**
@@ -13,10 +13,8 @@ export const MAX_FACILITY_IDS = 1000;
 export const MAX_REPORTED_PROBLEMS = 100;
 export const PATCHABLE_FIELDS = ['url', 'events', 'facility_ids', 'is_active', 'rate_limit_per_second', 'max_in_flight'] as const;
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
 export function isUuid(value: string): boolean {
-  return UUID.test(value);
+  return UUID_ANY_CASE.test(value);
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {

@@ -5,6 +5,7 @@ import {
   type IdSource,
   notFound,
   prefixedId,
+  prefixedIdRegExp,
   serviceUnavailable,
   systemClock,
   uuidSource,
@@ -86,8 +87,8 @@ export interface WebhookServiceOptions {
   onUrlRefused?: (code: string) => void;
 }
 
-const DELIVERY_ID = /^dlv_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
-const WEBHOOK_ID = /^wh_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+const DELIVERY_ID = prefixedIdRegExp('dlv');
+const WEBHOOK_ID = prefixedIdRegExp('wh');
 export const DEFAULT_PAGE_SIZE = 25;
 
 function view(s: Subscription): SubscriptionView {

@@ -1,3 +1,4 @@
+import { prefixedIdPattern, UUID_PATTERN } from '@fcd/service-kit';
 import { DEFAULT_MAX_IN_FLIGHT, EVENT_TYPES, MAX_IN_FLIGHT_RANGE, RATE_LIMIT_RANGE, TEST_EVENT_TYPE } from '@fcd/webhooks';
 import { type TSchema, Type } from '@sinclair/typebox';
 
@@ -13,10 +14,9 @@ import { type TSchema, Type } from '@sinclair/typebox';
  * reported twice. Responses are serialised by these schemas (fast-json-stringify).
  */
 
-const UUID_PATTERN = '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}';
-export const WEBHOOK_ID_PATTERN = `^wh_${UUID_PATTERN}$`;
-export const DELIVERY_ID_PATTERN = `^dlv_${UUID_PATTERN}$`;
-export const EVENT_ID_PATTERN = `^evt_${UUID_PATTERN}$`;
+export const WEBHOOK_ID_PATTERN = prefixedIdPattern('wh');
+export const DELIVERY_ID_PATTERN = prefixedIdPattern('dlv');
+export const EVENT_ID_PATTERN = prefixedIdPattern('evt');
 /** ISO 8601 UTC with milliseconds and Z. */
 export const TIMESTAMP_PATTERN = '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$';
 /** Every type a delivery can carry: the four subscribable event types and the test event. */

@@ -4,6 +4,7 @@ import {
   fieldProblems,
   INTERNAL_AUTH_HEADER,
   type InternalAuth,
+  PRO_TIER_RANK,
   requestTarget,
   unauthorized,
 } from '@fcd/service-kit';
@@ -36,9 +37,6 @@ export interface WebhookRoutesOptions {
   service: WebhookService;
   internalAuth: InternalAuth;
 }
-
-/** "Pro and above" (docs/metering.md): tier_rank free 0 < pro 1 < enterprise 2. */
-const PRO_RANK = 1;
 
 /**
  * Bodies are validated without type coercion (the shared Fastify options
@@ -97,7 +95,7 @@ export async function webhookRoutes(app: FastifyInstance, options: WebhookRoutes
     const claims = internalAuth.verify(request.headers[INTERNAL_AUTH_HEADER], requestTarget(request, 'webhook'));
     if (!claims) throw unauthorized();
     const rank = typeof claims.tier_rank === 'number' ? claims.tier_rank : 0;
-    if (rank < PRO_RANK) {
+    if (rank < PRO_TIER_RANK) {
       throw new AppError('FORBIDDEN', 'Webhooks are available on the Pro tier and above. Upgrade the account to use them.', {
         details: { required_tier: 'pro', tier: claims.tier },
       });

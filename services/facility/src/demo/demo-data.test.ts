@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { PROGRAMS, STATES_AND_DC } from './codes';
+import { PROGRAMS, STATES_AND_DC } from '../domain/codes';
+import { parseCase, parseFacility, parseViolation } from '../domain/records';
 import { generateDemoData, statusFromOpenViolations } from './demo-data';
-import { parseCase, parseFacility, parseViolation } from './records';
 
 describe('generateDemoData', () => {
   const data = generateDemoData({ facilities: 2000, seed: 'unit' });

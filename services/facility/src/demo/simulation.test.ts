@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
+import type { CaseRecord, FacilityRecord } from '../domain/records';
 import { createRng } from './prng';
-import type { CaseRecord, FacilityRecord } from './records';
 import { planCaseProgress, planNewCase, planResolution, planViolation, worsened } from './simulation';
 
 const facility: FacilityRecord = {

@@ -1,8 +1,8 @@
-import type { CaseStatus, ComplianceStatus, Severity } from './codes';
+import type { CaseStatus, ComplianceStatus, Severity } from '../domain/codes';
+import type { CaseRecord, FacilityRecord, ViolationRecord } from '../domain/records';
 import { makePenalty, makeViolation } from './demo-data';
 import { REGION_BY_STATE } from './geography';
 import type { Rng } from './prng';
-import type { CaseRecord, FacilityRecord, ViolationRecord } from './records';
 
 /**
  * What `simulate` does next, as import rows (pure; the runner loads the

@@ -1,8 +1,8 @@
 import { type Clock, type Logger, type Pool, utcDay } from '@fcd/service-kit';
-import { createRng } from './domain/prng';
-import { chooseAction, planCaseProgress, planNewCase, planResolution, planViolation, type SimChange } from './domain/simulation';
-import type { Ingestion, IngestReport, RawRow } from './ingestion';
-import { listRegistryIds, loadFacilityRecord, randomOpenCase } from './store/simulation';
+import type { Ingestion, IngestReport, RawRow } from '../store/ingestion';
+import { createRng } from './prng';
+import { chooseAction, planCaseProgress, planNewCase, planResolution, planViolation, type SimChange } from './simulation';
+import { listRegistryIds, loadFacilityRecord, randomOpenCase } from './simulation-store';
 
 export interface SimulationSettings {
   pool: Pool;

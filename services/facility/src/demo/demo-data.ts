@@ -1,7 +1,7 @@
-import type { CaseStatus, CaseType, ComplianceStatus, Program, Severity } from './codes';
+import type { CaseStatus, CaseType, ComplianceStatus, Program, Severity } from '../domain/codes';
+import type { CaseRecord, FacilityRecord, ViolationRecord } from '../domain/records';
 import { GEOGRAPHY, REGION_BY_STATE, type StateInfo } from './geography';
 import { createRng, type Rng } from './prng';
-import type { CaseRecord, FacilityRecord, ViolationRecord } from './records';
 
 /**
  * Deterministic demo data: the same (facilities, seed, asOf) always gives the

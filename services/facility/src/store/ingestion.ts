@@ -1,10 +1,10 @@
 import type { Clock, IdSource, Pool } from '@fcd/service-kit';
 import { isoTimestamp, withTransaction } from '@fcd/service-kit';
-import type { EventType } from './domain/codes';
-import { EVENT_TYPES } from './domain/codes';
-import { NATURAL_KEY, PARSERS, RECORD_KINDS, type RecordKind, type RecordOf } from './domain/records';
-import type { SourceRow } from './domain/row-source';
-import { countRows, type IngestRowsCounter } from './metrics';
+import type { EventType } from '../domain/codes';
+import { EVENT_TYPES } from '../domain/codes';
+import { NATURAL_KEY, PARSERS, RECORD_KINDS, type RecordKind, type RecordOf } from '../domain/records';
+import type { SourceRow } from '../domain/row-source';
+import { countRows, type IngestRowsCounter } from '../metrics';
 import {
   type BatchOutcome,
   lockIngestion,
@@ -16,8 +16,8 @@ import {
   upsertViolations,
   type WriteContext,
   writeOutbox,
-} from './store/ingest';
-import type { Queryable } from './store/queries';
+} from './ingest';
+import type { Queryable } from './queries';
 
 export interface KindCounts {
   received: number;

@@ -1,7 +1,7 @@
 import type { CaseRecord, FacilityRecord } from '../domain/records';
-import type { Queryable } from './queries';
-import type { FacilityRow } from './rows';
-import { FACILITY_COLUMNS } from './rows';
+import type { Queryable } from '../store/queries';
+import type { FacilityRow } from '../store/rows';
+import { FACILITY_COLUMNS } from '../store/rows';
 
 /** Reads for `simulate`: current records in import form, so a change can be written back as a full row. */
 export async function listRegistryIds(db: Queryable): Promise<string[]> {
