@@ -88,7 +88,8 @@ trap cleanup EXIT INT TERM
 start() { # name, then env assignments
   local name=$1; shift
   # Telemetry first (it exports only when OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_TRACES_EXPORTER is set).
-  env "$@" node --enable-source-maps --import "./services/$name/dist/telemetry.js" "services/$name/dist/main.js" >".run/logs/$name.log" 2>&1 &
+  # shellcheck disable=SC2046 # the flags are words
+  env "$@" node $(node libs/testing/src/node-options.mjs "$name") --enable-source-maps --import "./services/$name/dist/telemetry.js" "services/$name/dist/main.js" >".run/logs/$name.log" 2>&1 &
   pids+=($!)
   for _ in $(seq 1 100); do
     grep -q '"msg":"ready"' ".run/logs/$name.log" 2>/dev/null && { echo "  $name ready (log: .run/logs/$name.log)"; return 0; }

@@ -79,7 +79,9 @@ describe.each(CI_VALUES.map(valuesName))('chart rendered with ci/%s-values.yaml'
     for (const name of SERVICES) {
       const d = byComponent(values, 'Deployment', name);
       const [c] = d.spec.template.spec.containers;
-      expect(c.command).toEqual(['node', '--import', `./services/${name}/dist/telemetry.js`, `services/${name}/dist/main.js`]);
+      // The gateway runs with a small young generation (values.yaml, gateway.nodeOptions); the others with node's defaults.
+      const flags = name === 'gateway' ? ['--max-semi-space-size=4'] : [];
+      expect(c.command).toEqual(['node', ...flags, '--import', `./services/${name}/dist/telemetry.js`, `services/${name}/dist/main.js`]);
       expect(c.livenessProbe.httpGet).toEqual({ path: '/healthz', port: 'http' });
       // The gateway's readiness is local (see values.yaml); the others' follows their dependencies.
       expect(c.readinessProbe.httpGet).toEqual({ path: name === 'gateway' ? '/healthz' : '/readyz', port: 'http' });
@@ -882,6 +884,19 @@ describe('values.schema.json and required values', () => {
   const defaults = [join(CHART, 'ci/defaults-values.yaml')];
   it('rejects a wrongly typed value', () => {
     expect(() => helmTemplate(defaults, ['--set', 'gateway.replicaCount=two'])).toThrow(/replicaCount.*want integer/);
+  });
+  it('takes node flags per service and refuses anything but a --flag (nothing else reaches the command line)', () => {
+    const usage = render(defaults, ['--set', 'usage.nodeOptions={--max-old-space-size=256}']).find(
+      (m) => m.kind === 'Deployment' && component(m) === 'usage',
+    );
+    expect(usage?.spec.template.spec.containers[0].command).toEqual([
+      'node',
+      '--max-old-space-size=256',
+      '--import',
+      './services/usage/dist/telemetry.js',
+      'services/usage/dist/main.js',
+    ]);
+    expect(() => helmTemplate(defaults, ['--set', 'usage.nodeOptions={-e process.exit()}'])).toThrow(/nodeOptions/);
   });
   it('rejects an unknown key of a service', () => {
     expect(() => helmTemplate(defaults, ['--set', 'usage.replicas=3'])).toThrow(/additional properties 'replicas'/);

@@ -63,7 +63,9 @@ describe('Dockerfile', () => {
   it('runs as a non-root numeric user and starts the gateway with its telemetry preloaded by default', () => {
     const runtime = instructions.slice(instructions.findIndex((l) => / AS runtime$/i.test(l)));
     expect(runtime.filter((l) => l.startsWith('USER '))).toEqual(['USER 1000:1000']);
-    expect(runtime.at(-1)).toBe('CMD ["node", "--import", "./services/gateway/dist/telemetry.js", "services/gateway/dist/main.js"]');
+    expect(runtime.at(-1)).toBe(
+      'CMD ["node", "--max-semi-space-size=4", "--import", "./services/gateway/dist/telemetry.js", "services/gateway/dist/main.js"]',
+    );
   });
 
   it('keeps dependencies, build output and secrets out of the build context', () => {

@@ -3,6 +3,7 @@ import { existsSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { nodeOptionsOf } from './node-options.mjs';
 
 export const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
 
@@ -58,7 +59,8 @@ export interface ServiceProcess {
 /**
  * Starts a built service (services/<name>/dist/<entry>.js) as a child process
  * with the given environment and waits until it logs `ready`. Like production,
- * the service's dist/telemetry.js (when built) is loaded first with --import.
+ * the service's dist/telemetry.js (when built) is loaded first with --import, and node runs with
+ * the service's flags from the Helm chart (`nodeOptions`, node-options.mjs).
  */
 export async function startService(
   name: string,
@@ -75,7 +77,7 @@ export async function startService(
   const script = resolve(repoRoot, 'services', name, 'dist', `${options.entry ?? 'main'}.js`);
   const telemetry = resolve(repoRoot, 'services', name, 'dist', 'telemetry.js');
   const preload = (options.entry ?? 'main') === 'main' && existsSync(telemetry) ? ['--import', telemetry] : [];
-  const nodeArgs = ['--enable-source-maps', ...preload, script, ...(options.args ?? [])];
+  const nodeArgs = [...nodeOptionsOf(name), '--enable-source-maps', ...preload, script, ...(options.args ?? [])];
   const [command, args] =
     options.fdLimit === undefined
       ? [process.execPath, nodeArgs]
