@@ -15,5 +15,6 @@ export * from './pg';
 export * from './process-guard';
 export * from './redis-cluster';
 export * from './retry';
+export * from './schemas';
 export * from './shutdown';
 export * from './trace-context';

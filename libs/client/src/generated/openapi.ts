@@ -1298,6 +1298,7 @@ export interface operations {
             pagination: {
               has_more: boolean;
               limit: number;
+              /** @description Pass as `cursor` for the next page; null on the last one. */
               next_cursor: string | null;
             };
           };
@@ -1968,6 +1969,7 @@ export interface operations {
             pagination: {
               has_more: boolean;
               limit: number;
+              /** @description Pass as `cursor` for the next page; null on the last one. */
               next_cursor: string | null;
             };
           };
@@ -2131,6 +2133,7 @@ export interface operations {
             pagination: {
               has_more: boolean;
               limit: number;
+              /** @description Pass as `cursor` for the next page; null on the last one. */
               next_cursor: string | null;
             };
           };
@@ -2220,6 +2223,7 @@ export interface operations {
             pagination: {
               has_more: boolean;
               limit: number;
+              /** @description Pass as `cursor` for the next page; null on the last one. */
               next_cursor: string | null;
             };
           };
@@ -2308,6 +2312,7 @@ export interface operations {
             pagination: {
               has_more: boolean;
               limit: number;
+              /** @description Pass as `cursor` for the next page; null on the last one. */
               next_cursor: string | null;
             };
           };

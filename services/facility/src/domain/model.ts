@@ -1,21 +1,9 @@
-import type { CaseStatus, CaseType, ComplianceStatus, Program, Severity } from './codes';
+import type { CaseStatus, CaseType, Program, Severity } from './codes';
+import type { FacilityRecord } from './records';
 
 /** The public representations (docs/facility.md): what the API returns and events carry. */
-export interface Facility {
+export interface Facility extends FacilityRecord {
   id: string;
-  registry_id: string;
-  name: string;
-  street: string | null;
-  city: string | null;
-  state: string;
-  zip: string | null;
-  county: string | null;
-  latitude: number | null;
-  longitude: number | null;
-  naics_codes: string[];
-  programs: Program[];
-  compliance_status: ComplianceStatus;
-  last_inspection_date: string | null;
   updated_at: string;
 }
 

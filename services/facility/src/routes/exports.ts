@@ -1,3 +1,4 @@
+import { StringEnum } from '@fcd/service-kit';
 import { type Static, Type } from '@sinclair/typebox';
 import type { FastifyInstance, preValidationAsyncHookHandler } from 'fastify';
 import { CASE_STATUSES, CASE_TYPES, COMPLIANCE_STATUSES, PROGRAMS, SEVERITIES, STATE_CODES } from '../domain/codes';
@@ -14,7 +15,6 @@ import { rejectInvalid } from './validation';
  * header row first when `header=true`), `x-export-rows` (rows in this page), `x-export-last` (id of
  * the last row, the next page's `after`) and `x-export-more` (`true` when rows follow).
  */
-const StringEnum = <T extends readonly string[]>(values: T) => Type.Unsafe<T[number]>({ type: 'string', enum: [...values] });
 const Uuid = Type.String({ format: 'uuid' });
 const Since = Type.String({ format: 'date', formatMinimum: '0001-01-01' });
 const Paging = {

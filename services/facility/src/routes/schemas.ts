@@ -1,3 +1,4 @@
+import { Nullable, Pagination, StringEnum } from '@fcd/service-kit';
 import { type TSchema, Type } from '@sinclair/typebox';
 import { CASE_STATUSES, CASE_TYPES, COMPLIANCE_STATUSES, EVENT_TYPES, PROGRAMS, SEVERITIES, STATE_CODES } from '../domain/codes';
 import { FIELDS } from '../domain/records';
@@ -6,9 +7,6 @@ import { FIELDS } from '../domain/records';
  * Request and response schemas. Responses are serialised by these schemas
  * (fast-json-stringify), so fields that are not declared never leave the service.
  */
-const Nullable = <T extends TSchema>(t: T) => Type.Union([t, Type.Null()]);
-const StringEnum = <T extends readonly string[]>(values: T, options: Record<string, unknown> = {}) =>
-  Type.Unsafe<T[number]>({ type: 'string', enum: [...values], ...options });
 
 const Uuid = Type.String({ format: 'uuid' });
 const DateString = Type.String({ format: 'date', description: 'YYYY-MM-DD' });
@@ -63,12 +61,6 @@ export const CaseSchema = Type.Object({
   penalty_amount_usd: Nullable(Type.String({ description: 'Decimal string, e.g. "12500.00"' })),
   facility_ids: Type.Array(Uuid),
   updated_at: Timestamp,
-});
-
-export const Pagination = Type.Object({
-  limit: Type.Integer(),
-  next_cursor: Nullable(Type.String()),
-  has_more: Type.Boolean(),
 });
 
 export const dataOf = <T extends TSchema>(t: T) => Type.Object({ data: t });

@@ -1,4 +1,4 @@
-import { prefixedIdPattern, UUID_PATTERN } from '@fcd/service-kit';
+import { Nullable, Pagination, prefixedIdPattern, UUID_PATTERN } from '@fcd/service-kit';
 import { DEFAULT_MAX_IN_FLIGHT, EVENT_TYPES, MAX_IN_FLIGHT_RANGE, RATE_LIMIT_RANGE, TEST_EVENT_TYPE } from '@fcd/webhooks';
 import { type TSchema, Type } from '@sinclair/typebox';
 
@@ -26,7 +26,6 @@ export const ATTEMPT_OUTCOMES = ['success', 'failure'] as const;
 
 const Timestamp = (description?: string) =>
   Type.String({ format: 'date-time', pattern: TIMESTAMP_PATTERN, ...(description ? { description } : {}) });
-const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
 const Uuid = Type.String({ format: 'uuid', pattern: `^${UUID_PATTERN}$` });
 const EventType = Type.Union(
   EVENT_TYPES.map((t) => Type.Literal(t)),
@@ -137,14 +136,6 @@ export const ListQuery = Type.Object(
 export const IdParams = Type.Object({ id: Type.String() });
 /** Routes without query parameters still refuse unknown ones (VALIDATION_ERROR naming the parameter: docs/api.md "Errors"). */
 export const NoQuery = Type.Object({}, { additionalProperties: false });
-
-const Pagination = Type.Object({
-  limit: Type.Integer({ minimum: 1, maximum: 100 }),
-  next_cursor: Type.Union([Type.String({ minLength: 1 }), Type.Null()], {
-    description: 'Pass as `cursor` for the next page; null on the last one.',
-  }),
-  has_more: Type.Boolean(),
-});
 
 export const SubscriptionSchema = Type.Object({
   id: Type.String({ pattern: WEBHOOK_ID_PATTERN, description: '`wh_` + UUID.' }),
