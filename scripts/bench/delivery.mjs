@@ -14,7 +14,8 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { resolve } from 'node:path';
 import { Agent, request } from 'undici';
-import { cpuSeconds, latencyStats, root, sleep, startDispatcherBench } from './dispatcher-bench.mjs';
+import { cpuSeconds } from './cpu.mjs';
+import { latencyStats, root, sleep, startDispatcherBench } from './dispatcher-bench.mjs';
 
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 5000);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 64);

@@ -4,7 +4,7 @@
 // cleanup (dispatcher killed, stream deleted, database dropped).
 import { execFileSync, spawn } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
@@ -27,14 +27,6 @@ export const latencyStats = (values) => {
   return { p50: percentile(sorted, 50), p99: percentile(sorted, 99), max: sorted.at(-1) ?? 0 };
 };
 
-const CLK_TCK = Number(execFileSync('getconf', ['CLK_TCK']).toString().trim()) || 100;
-/** CPU seconds (user + system) a process has used so far (/proc/<pid>/stat). */
-export function cpuSeconds(pid) {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / CLK_TCK;
-}
-
 /** A subscription of the bench's account: `url`, `facility_ids` and any limits; the rest is filled in. */
 const subscription = (input) => ({
   id: `wh_${randomUUID()}`,
@@ -46,18 +38,8 @@ const subscription = (input) => ({
   ...input,
 });
 
-/**
- * Starts a dispatcher on a fresh database and stream named after `name`, with `subscriptions`
- * created first (each `{ url, facility_ids?, rate_limit_per_second?, max_in_flight? }`; their ids
- * are returned in the same order). Resolves once the dispatcher's consumer exists, with the
- * dispatcher's `pid`, the `databaseUrl` and the `stream` (its subjects: `<stream in lower case>.>`).
- */
-export async function startDispatcherBench({ name, concurrency, pollMs, subscriptions }) {
-  const tag = randomBytes(4).toString('hex');
-  const stream = `BENCH_${name.toUpperCase()}_${tag.toUpperCase()}`;
-  const dbName = `bench_${name}_${tag}`;
-  const secretKey = randomBytes(32).toString('base64');
-
+/** A fresh database `dbName` with the webhook schema and `subscriptions` created (their ids in the same order). */
+async function webhookDatabase(dbName, secretKey, subscriptions) {
   const admin = new pg.Client({ connectionString: DB_URL });
   await admin.connect();
   await admin.query(`CREATE DATABASE ${dbName}`);
@@ -74,7 +56,11 @@ export async function startDispatcherBench({ name, concurrency, pollMs, subscrip
     await store.create(sub, 25);
     subscriptionIds.push(sub.id);
   }
+  return { pool, dbUrl, subscriptionIds };
+}
 
+/** The built dispatcher (built first when missing) on `dbUrl` and `stream`; killed when this process exits. */
+function spawnDispatcher({ dbUrl, stream, secretKey, concurrency, pollMs }) {
   if (!existsSync(resolve(root, 'services/dispatcher/dist/main.js'))) {
     execFileSync('npm', ['run', 'build', '-w', '@fcd/dispatcher'], { cwd: root, stdio: 'inherit' });
   }
@@ -97,6 +83,43 @@ export async function startDispatcherBench({ name, concurrency, pollMs, subscrip
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   process.on('exit', () => child.kill('SIGKILL'));
+  return child;
+}
+
+/** Publishes one violation.new of `facilityId` to `stream`, created now; resolves on JetStream's ack. */
+const violationPublisher = (js, stream) => (facilityId) => {
+  const event = {
+    id: `evt_${randomUUID()}`,
+    type: 'violation.new',
+    created_at: new Date().toISOString(),
+    data: {
+      violation: {
+        id: randomUUID(),
+        facility_id: facilityId,
+        facility_name: 'Bench Facility',
+        program: 'CAA',
+        violation_type: 'emissions',
+        violation_date: '2026-11-20',
+        severity: 'minor',
+      },
+    },
+  };
+  return js.publish(`${stream.toLowerCase()}.violation.new`, JSON.stringify(event), { msgID: event.id });
+};
+
+/**
+ * Starts a dispatcher on a fresh database and stream named after `name`, with `subscriptions`
+ * created first (each `{ url, facility_ids?, rate_limit_per_second?, max_in_flight? }`; their ids
+ * are returned in the same order). Resolves once the dispatcher's consumer exists, with the
+ * dispatcher's `pid`, the `databaseUrl` and the `stream` (its subjects: `<stream in lower case>.>`).
+ */
+export async function startDispatcherBench({ name, concurrency, pollMs, subscriptions }) {
+  const tag = randomBytes(4).toString('hex');
+  const stream = `BENCH_${name.toUpperCase()}_${tag.toUpperCase()}`;
+  const dbName = `bench_${name}_${tag}`;
+  const secretKey = randomBytes(32).toString('base64');
+  const { pool, dbUrl, subscriptionIds } = await webhookDatabase(dbName, secretKey, subscriptions);
+  const child = spawnDispatcher({ dbUrl, stream, secretKey, concurrency, pollMs });
 
   const nc = await connect({ servers: NATS_URL });
   const js = jetstream(nc);
@@ -130,26 +153,6 @@ export async function startDispatcherBench({ name, concurrency, pollMs, subscrip
     }
   }
 
-  /** Publishes one violation.new of `facilityId`, created now; resolves on JetStream's ack. */
-  const publishViolation = (facilityId) => {
-    const event = {
-      id: `evt_${randomUUID()}`,
-      type: 'violation.new',
-      created_at: new Date().toISOString(),
-      data: {
-        violation: {
-          id: randomUUID(),
-          facility_id: facilityId,
-          facility_name: 'Bench Facility',
-          program: 'CAA',
-          violation_type: 'emissions',
-          violation_date: '2026-11-20',
-          severity: 'minor',
-        },
-      },
-    };
-    return js.publish(`${stream.toLowerCase()}.violation.new`, JSON.stringify(event), { msgID: event.id });
-  };
-
+  const publishViolation = violationPublisher(js, stream);
   return { pool, subscriptionIds, publishViolation, stop, pid: child.pid, databaseUrl: dbUrl.toString(), stream };
 }

@@ -5,7 +5,8 @@
 // the same files, against the machine's ceiling for loading the same bytes into Postgres:
 // psql's `\copy` of every file into a plain table of text columns (one per header column), in the
 // same run. Peak RSS of each sync process comes from /usr/bin/time -v (else VmHWM sampled from
-// /proc/<pid>/status). Targets (issue 13): first load ≥ 0.25 × the \copy throughput; re-sync ≤
+// /proc/<pid>/status); the CPU µs per row of each process (psql, each sync) from the CPU of
+// waited-for children (/proc/self/stat cutime + cstime) around it. Targets (issue 13): first load ≥ 0.25 × the \copy throughput; re-sync ≤
 // half the first load's time; peak RSS ≤ 300 MiB. Writes bench-results/echo-<date>.json.
 //
 // env: BENCH_ECHO_FACILITIES (default 1,000,000), BENCH_ECHO_LOG_LEVEL=debug (the sync's log of
@@ -19,6 +20,7 @@ import { cpus, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
+import { childrenCpuSeconds, usPerUnit } from './cpu.mjs';
 import { generate } from './echo-generate.mjs';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
@@ -37,13 +39,15 @@ const env = { PATH: process.env.PATH, DATABASE_URL: url.toString(), LOG_LEVEL: p
 
 /**
  * Runs a command, timing it and measuring the peak RSS of the process: /usr/bin/time -v's
- * "Maximum resident set size" when available, else VmHWM polled from /proc/<pid>/status.
+ * "Maximum resident set size" when available, else VmHWM polled from /proc/<pid>/status, and its
+ * CPU seconds (user + system; the commands run one at a time, so the children's CPU is its own).
  */
 function run(cmd, args, { input } = {}) {
   const viaTime = existsSync(TIME);
   const [file, argv] = viaTime ? [TIME, ['-v', cmd, ...args]] : [cmd, args];
   return new Promise((resolveRun, reject) => {
     const started = performance.now();
+    const cpuFrom = childrenCpuSeconds();
     const child = spawn(file, argv, { env, stdio: ['pipe', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
@@ -72,7 +76,8 @@ function run(cmd, args, { input } = {}) {
         if (m) hwmKiB = Number(m[1]);
         stderr = stderr.replace(/\n?\tCommand being timed:[\s\S]*$/, '').replace(/Command exited with non-zero status \d+\n?/, '');
       }
-      resolveRun({ code, ms, stdout, stderr, peakRssMiB: Number((hwmKiB / 1024).toFixed(1)) });
+      const cpuS = childrenCpuSeconds() - cpuFrom;
+      resolveRun({ code, ms, cpuS, stdout, stderr, peakRssMiB: Number((hwmKiB / 1024).toFixed(1)) });
     });
   });
 }
@@ -193,6 +198,11 @@ try {
     ratio_load_to_copy: ratio,
     ratio_resync_to_load: resyncRatio,
     peak_rss_mib: { first_load: first.peakRssMiB, resync: again.peakRssMiB },
+    cpu_us_per_row: {
+      psql_copy: usPerUnit(copy.cpuS, first.totals.read),
+      first_load: usPerUnit(first.cpuS, first.totals.read),
+      resync: usPerUnit(again.cpuS, first.totals.read),
+    },
     targets: {
       load_at_least_0_25_of_copy: ratio >= 0.25,
       resync_at_most_half_of_load: resyncRatio <= 0.5,
@@ -208,6 +218,7 @@ try {
         `ratio load/\\copy throughput ${ratio} (target ≥ 0.25: ${pass(result.targets.load_at_least_0_25_of_copy)})`,
       `no-change re-sync: ${(again.ms / 1000).toFixed(1)} s; ratio re-sync/first load ${resyncRatio} (target ≤ 0.5: ${pass(result.targets.resync_at_most_half_of_load)})`,
       `peak RSS of the sync process: first load ${first.peakRssMiB} MiB, re-sync ${again.peakRssMiB} MiB (target ≤ 300: ${pass(result.targets.peak_rss_at_most_300_mib)})`,
+      `CPU per row: psql ${result.cpu_us_per_row.psql_copy} µs (Postgres's own not counted), first load ${result.cpu_us_per_row.first_load} µs, re-sync ${result.cpu_us_per_row.resync} µs`,
     ].join('\n'),
   );
   mkdirSync(resolve(root, 'bench-results'), { recursive: true });

@@ -13,12 +13,14 @@
 //    them; once the dispatcher has fanned them all out (A holds a backlog of ~10,000 deliveries
 //    draining at its 20/s), the same B stream again, measured the same way. A's deliveries during
 //    B's window are counted: its rate over the window and in the busiest one-second window (≤ 20).
-// Stops when B's events are all delivered (A's backlog is left undrained; the dispatcher is killed).
+// The dispatcher's CPU µs per delivery over each B window (/proc/<pid>/stat; B's and A's deliveries
+// that arrived in it). Stops when B's events are all delivered (A's backlog is left undrained; the dispatcher is killed).
 // Writes bench-results/fairness-<date>.json.
 import { randomUUID } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { resolve } from 'node:path';
+import { cpuSeconds, usPerUnit } from './cpu.mjs';
 import { latencyStats, root, sleep, startDispatcherBench } from './dispatcher-bench.mjs';
 
 const A_EVENTS = Number(process.env.BENCH_FAIR_A_EVENTS ?? 10_000);
@@ -76,6 +78,8 @@ async function cleanup() {
 async function streamB(phase) {
   bPhase = phase;
   const start = Date.now();
+  const cpuFrom = cpuSeconds(bench.pid);
+  const aFrom = aArrivals.length;
   const acks = [];
   for (let i = 0; i < B_EVENTS; i++) {
     const at = start + (i * 1000) / B_RATE;
@@ -85,7 +89,11 @@ async function streamB(phase) {
   await Promise.all(acks);
   const deadline = Date.now() + 60_000;
   while (bLatencies[phase].length < B_EVENTS && Date.now() < deadline) await sleep(20);
-  return { start, end: Date.now(), delivered: bLatencies[phase].length, event_to_delivery_ms: latencyStats(bLatencies[phase]) };
+  const deliveries = bLatencies[phase].length + aArrivals.length - aFrom;
+  const dispatcher_cpu_us_per_delivery = usPerUnit(cpuSeconds(bench.pid) - cpuFrom, deliveries);
+  console.log(`fairness ${phase}: dispatcher CPU ${dispatcher_cpu_us_per_delivery} µs per delivery (${deliveries} deliveries)`);
+  const delivered = bLatencies[phase].length;
+  return { start, end: Date.now(), delivered, event_to_delivery_ms: latencyStats(bLatencies[phase]), dispatcher_cpu_us_per_delivery };
 }
 
 const pendingOf = async (id) =>

@@ -3,7 +3,8 @@
 // (`near=<lat>,<lon>&radius_km=25`, GiST index on facility_point) beside the plain state list
 // (`state=TX`, B-tree index), 25 rows a page, on BENCH_GEO_ROWS demo facilities (default 20,000).
 // The facility service is called directly with the gateway's signed header (metering is measured
-// by the usage benchmark). Rounds alternate the two queries. Writes bench-results/geo-<date>.json.
+// by the usage benchmark). Rounds alternate the two queries; the facility's CPU µs per request of
+// each query from /proc/<pid>/stat over its rounds. Writes bench-results/geo-<date>.json.
 import { execFileSync, spawn } from 'node:child_process';
 import { createHmac, randomBytes } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -12,6 +13,7 @@ import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import pg from 'pg';
+import { cpuMeter, usPerUnit } from './cpu.mjs';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const ROWS = Number(process.env.BENCH_GEO_ROWS ?? 20_000);
@@ -107,14 +109,29 @@ try {
   await measure(base, plain);
   await measure(base, geo);
   const rounds = [];
+  const meters = { plain: cpuMeter({ facility: child.pid }), geo: cpuMeter({ facility: child.pid }) };
+  const requests = { plain: 0, geo: 0 };
+  /** One measured run of `path`, its facility CPU and requests added to `side`'s. */
+  const measured = async (side, path) => {
+    const w = meters[side].open();
+    const r = await measure(base, path);
+    meters[side].close(w);
+    requests[side] += r.requests.total;
+    return r;
+  };
   for (let r = 0; r < ROUNDS; r++) {
-    const p = summary('GET /v1/facilities?state=TX', await measure(base, plain));
-    const g = summary('GET /v1/facilities?near=…&radius_km=25', await measure(base, geo));
+    const p = summary('GET /v1/facilities?state=TX', await measured('plain', plain));
+    const g = summary('GET /v1/facilities?near=…&radius_km=25', await measured('geo', geo));
     rounds.push({ round: r + 1, plain: p, geo: g, ratio: Number((g.requestsPerSecond / p.requestsPerSecond).toFixed(3)) });
     console.log(`round ${r + 1}: state list ${p.requestsPerSecond} req/s, geo ${g.requestsPerSecond} req/s, ratio ${rounds[r].ratio}`);
   }
   const median = [...rounds].sort((a, b) => a.ratio - b.ratio)[Math.floor(rounds.length / 2)];
   console.table([median.plain, median.geo]);
+  const facilityCpuUsPerRequest = {
+    plain: usPerUnit(meters.plain.seconds('facility'), requests.plain),
+    geo: usPerUnit(meters.geo.seconds('facility'), requests.geo),
+  };
+  console.log(`facility CPU per request: state list ${facilityCpuUsPerRequest.plain} µs, geo ${facilityCpuUsPerRequest.geo} µs`);
   const result = {
     date: new Date().toISOString(),
     machine: { cpus: cpus().length, model: cpus()[0]?.model, node: process.version },
@@ -125,6 +142,7 @@ try {
     plain: median.plain,
     geo: median.geo,
     ratio: median.ratio,
+    facilityCpuUsPerRequest,
     rounds,
   };
   mkdirSync(resolve(root, 'bench-results'), { recursive: true });

@@ -2,7 +2,8 @@
 // Import benchmark: the facility CLI importing a 50,000-row NDJSON file of facilities, twice
 // (the second import is idempotent: every row unchanged, no event), against the machine's ceiling
 // for loading the same bytes into Postgres: `COPY` of the file's lines into a one-column table.
-// Writes bench-results/import-<date>.json. BENCH_IMPORT_ROWS changes the row count.
+// Prints the CPU µs per row of each process (psql, each import; /proc/self/stat cutime + cstime
+// around it). Writes bench-results/import-<date>.json. BENCH_IMPORT_ROWS changes the row count.
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -10,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
+import { childrenCpuSeconds, usPerUnit } from './cpu.mjs';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const ROWS = Number(process.env.BENCH_IMPORT_ROWS ?? 50_000);
@@ -36,18 +38,24 @@ try {
   await db.connect();
   await db.query('CREATE TABLE bench_copy (line text)');
   let started = performance.now();
+  let cpuFrom = childrenCpuSeconds();
   copyLines(file);
   const copyMs = performance.now() - started;
+  const copyCpuS = childrenCpuSeconds() - cpuFrom;
   const copied = (await db.query('SELECT count(*)::int AS n FROM bench_copy')).rows[0].n;
   await db.end();
   if (copied !== ROWS) throw new Error(`COPY loaded ${copied} rows, expected ${ROWS}`);
 
   started = performance.now();
+  cpuFrom = childrenCpuSeconds();
   const first = facility(['import', file, '--kind', 'facilities']);
   const firstMs = performance.now() - started;
+  const firstCpuS = childrenCpuSeconds() - cpuFrom;
   started = performance.now();
+  cpuFrom = childrenCpuSeconds();
   const again = facility(['import', file, '--kind', 'facilities']);
   const againMs = performance.now() - started;
+  const againCpuS = childrenCpuSeconds() - cpuFrom;
   const events = (r) => Object.values(r.events).reduce((a, b) => a + b, 0);
   if (first.counts.facilities.inserted !== ROWS || again.counts.facilities.unchanged !== ROWS || events(again) !== 0) {
     throw new Error(`unexpected import result: ${JSON.stringify({ first: first.counts, again: again.counts, events: again.events })}`);
@@ -64,11 +72,17 @@ try {
     reimport_rows_per_s: Math.round(ROWS / (againMs / 1000)),
     ratio_first: Number((copyMs / firstMs).toFixed(3)),
     ratio_reimport: Number((copyMs / againMs).toFixed(3)),
+    cpu_us_per_row: {
+      psql_copy: usPerUnit(copyCpuS, ROWS),
+      first_import: usPerUnit(firstCpuS, ROWS),
+      reimport: usPerUnit(againCpuS, ROWS),
+    },
   };
   console.log(
     `import of ${ROWS} facility rows (CLI, process start included): first ${result.first_import_ms} ms, ` +
       `re-import ${result.reimport_ms} ms (unchanged, no events); COPY of the same lines ${result.copy_baseline_ms} ms; ` +
-      `ratio COPY/import ${result.ratio_first} (first), ${result.ratio_reimport} (re-import)`,
+      `ratio COPY/import ${result.ratio_first} (first), ${result.ratio_reimport} (re-import); ` +
+      `CPU per row: psql ${result.cpu_us_per_row.psql_copy} µs, first import ${result.cpu_us_per_row.first_import} µs, re-import ${result.cpu_us_per_row.reimport} µs`,
   );
   mkdirSync(resolve(root, 'bench-results'), { recursive: true });
   writeFileSync(resolve(root, `bench-results/import-${result.date.slice(0, 10)}.json`), `${JSON.stringify(result, null, 2)}\n`);

@@ -35,7 +35,8 @@ import { resolve } from 'node:path';
 import { jetstream } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
 import { Agent, request } from 'undici';
-import { cpuSeconds, latencyStats, root, sleep, startDispatcherBench } from './dispatcher-bench.mjs';
+import { cpuSeconds } from './cpu.mjs';
+import { latencyStats, root, sleep, startDispatcherBench } from './dispatcher-bench.mjs';
 
 const RATE = Number(process.env.BENCH_PACED_RATE ?? 300);
 const SUBSCRIPTIONS = Number(process.env.BENCH_PACED_SUBSCRIPTIONS ?? 3);

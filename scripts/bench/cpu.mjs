@@ -1,0 +1,49 @@
+// CPU time of the processes a benchmark starts, read from /proc (Linux): user + system time,
+// the same figure for every process whatever it runs (a service, a bare baseline, a CLI).
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+
+const CLK_TCK = Number(execFileSync('getconf', ['CLK_TCK']).toString().trim()) || 100;
+
+/** The fields of /proc/<pid>/stat after the command name (field 3, `state`, is index 0). */
+function statFields(pid) {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+}
+
+/** CPU seconds (user + system) a process has used so far (/proc/<pid>/stat utime + stime). */
+export function cpuSeconds(pid) {
+  const fields = statFields(pid);
+  return (Number(fields[11]) + Number(fields[12])) / CLK_TCK;
+}
+
+/**
+ * CPU seconds (user + system) used so far by this process's children that have exited and been
+ * waited for (/proc/self/stat cutime + cstime): the CPU of a process run with execFileSync is the
+ * difference of two readings around it.
+ */
+export function childrenCpuSeconds() {
+  const fields = statFields('self');
+  return (Number(fields[13]) + Number(fields[14])) / CLK_TCK;
+}
+
+/** Microseconds of CPU per unit of work, rounded (0 units count as 1). */
+export const usPerUnit = (seconds, units) => Math.round((seconds * 1e6) / Math.max(1, units));
+
+/**
+ * Accumulates the CPU seconds of named processes over measured windows:
+ * `const w = meter.open(); …measured work…; meter.close(w)`; `meter.seconds(name)` is the total.
+ * @param {Record<string, number>} pids process name → pid
+ */
+export function cpuMeter(pids) {
+  const totals = Object.fromEntries(Object.keys(pids).map((name) => [name, 0]));
+  const read = () => Object.fromEntries(Object.entries(pids).map(([name, pid]) => [name, cpuSeconds(pid)]));
+  return {
+    open: read,
+    close(from) {
+      const to = read();
+      for (const name of Object.keys(pids)) totals[name] += to[name] - from[name];
+    },
+    seconds: (name) => totals[name],
+  };
+}

@@ -1,0 +1,154 @@
+/** The summary, tag, id and description of every documented operation (the OpenAPI document's prose). */
+
+export interface OperationInfo {
+  tag: string;
+  operationId: string;
+  summary: string;
+  description?: string;
+  /** Error statuses beyond the ones derived from the route's shape. */
+  errors?: number[];
+  /** Descriptions of this operation's query parameters, where they differ from QUERY_PARAMETERS. */
+  query?: Record<string, string>;
+}
+
+const EXPORT_DESCRIPTION =
+  'Pro tier and above (Free: 403). Streams every matching row in `id` order, NDJSON by default (one representation per line, then a last line `{"export":{"complete":true,"rows":N,"after":null}}`) or CSV with `Accept: text/csv` (a header row, RFC 4180 quoting, arrays joined with `;`). **Counted as one request per 1,000 rows** (at least one; 50,000 rows = 50 requests), each page counted before it is sent. If the export stops early, the NDJSON ends with `{"export":{"complete":false,"rows":N,"after":"<id>","error":{…}}}` and a CSV response is cut; either way `after=<id of the last row received>` resumes with no gap and no duplicate. Not conditional (no ETag).';
+
+export const OPERATIONS: Record<string, OperationInfo> = {
+  'GET /healthz': { tag: 'Health', operationId: 'getHealth', summary: 'Liveness: the process serves' },
+  'GET /readyz': {
+    tag: 'Health',
+    operationId: 'getReadiness',
+    summary: 'Readiness: every dependency answers',
+    description:
+      'Checks the usage service, Postgres, Redis and the facility and webhook services. 503 SERVICE_UNAVAILABLE with `error.details.checks` naming each dependency and its state when one is down.',
+  },
+  'GET /v1/account/usage': {
+    tag: 'Account',
+    operationId: 'getAccountUsage',
+    summary: "The calling account's usage today and in the billing period",
+    description:
+      'The call itself counts, and the figures include it. The billing period is the UTC calendar month. While the usage store (Postgres) is unreachable, an account the service knows is still answered: today is live, earlier days come from its cache, and the response carries `X-Usage-Stale: true`.',
+  },
+  'GET /v1/facilities': {
+    tag: 'Facilities',
+    operationId: 'listFacilities',
+    summary: 'List facilities',
+    description:
+      'Filters combine with AND. `state` and `program` are case-insensitive; `q` matches names containing it. With `near` and `radius_km`: the facilities within the radius, nearest first, each with `distance_km`; a bad coordinate or radius is a VALIDATION_ERROR naming `near` or `radius_km`.',
+  },
+  'GET /v1/facilities/:facility_id': { tag: 'Facilities', operationId: 'getFacility', summary: 'Get one facility' },
+  'GET /v1/facilities/:facility_id/violations': {
+    tag: 'Facilities',
+    operationId: 'listFacilityViolations',
+    summary: "List a facility's violations",
+  },
+  'GET /v1/facilities/:facility_id/cases': {
+    tag: 'Facilities',
+    operationId: 'listFacilityCases',
+    summary: 'List the enforcement cases involving a facility',
+  },
+  'GET /v1/violations': { tag: 'Violations', operationId: 'listViolations', summary: 'List violations' },
+  'GET /v1/cases': { tag: 'Cases', operationId: 'listCases', summary: 'List enforcement cases' },
+  'GET /v1/cases/:case_id': { tag: 'Cases', operationId: 'getCase', summary: 'Get one enforcement case' },
+  'GET /v1/exports/facilities': {
+    tag: 'Exports',
+    operationId: 'exportFacilities',
+    summary: 'Export every facility matching the filters (NDJSON or CSV)',
+    description: EXPORT_DESCRIPTION,
+  },
+  'GET /v1/exports/violations': {
+    tag: 'Exports',
+    operationId: 'exportViolations',
+    summary: 'Export every violation matching the filters (NDJSON or CSV)',
+    description: `${EXPORT_DESCRIPTION} \`state\` is the facility's state.`,
+  },
+  'GET /v1/exports/cases': {
+    tag: 'Exports',
+    operationId: 'exportCases',
+    summary: 'Export every enforcement case matching the filters (NDJSON or CSV)',
+    description: EXPORT_DESCRIPTION,
+  },
+  'POST /v1/webhooks': {
+    tag: 'Webhooks',
+    operationId: 'createWebhook',
+    summary: 'Create a webhook subscription',
+    description:
+      'Returns the subscription with its signing secret in clear: the only time it is shown. At most 25 subscriptions per account (409 LIMIT_REACHED). `facility_ids` omitted or null watches every facility.',
+  },
+  'GET /v1/webhooks': {
+    tag: 'Webhooks',
+    operationId: 'listWebhooks',
+    summary: "List the account's webhook subscriptions, newest first",
+  },
+  'GET /v1/webhooks/:webhook_id': {
+    tag: 'Webhooks',
+    operationId: 'getWebhook',
+    summary: 'Get one webhook subscription (secret redacted)',
+  },
+  'PATCH /v1/webhooks/:webhook_id': {
+    tag: 'Webhooks',
+    operationId: 'updateWebhook',
+    summary: 'Update url, events, facility_ids or is_active',
+    description: 'Any non-empty subset of the fields. `is_active: true` reactivates a subscription and resets its failure count.',
+  },
+  'DELETE /v1/webhooks/:webhook_id': {
+    tag: 'Webhooks',
+    operationId: 'deleteWebhook',
+    summary: 'Delete a webhook subscription',
+    description: 'Nothing more is delivered to it.',
+  },
+  'GET /v1/webhooks/:webhook_id/deliveries': {
+    tag: 'Webhooks',
+    operationId: 'listWebhookDeliveries',
+    summary: "A subscription's delivery log, newest first",
+    description: 'Each delivery with its status, next attempt time and every attempt (response status, latency, error).',
+  },
+  'POST /v1/webhooks/:webhook_id/deliveries/:delivery_id/retry': {
+    tag: 'Webhooks',
+    operationId: 'retryWebhookDelivery',
+    summary: 'Attempt a finished delivery once more, now',
+    description:
+      'No automatic retries follow and it never deactivates the subscription. A pending delivery is already scheduled and is returned as it is. An inactive subscription is a VALIDATION_ERROR.',
+    errors: [400],
+  },
+  'POST /v1/webhooks/:webhook_id/test': {
+    tag: 'Webhooks',
+    operationId: 'testWebhook',
+    summary: 'Send a signed `webhook.test` event (one attempt)',
+    description: 'An inactive subscription is a VALIDATION_ERROR.',
+    errors: [400],
+  },
+  'POST /v1/webhooks/:webhook_id/rotate-secret': {
+    tag: 'Webhooks',
+    operationId: 'rotateWebhookSecret',
+    summary: 'Replace the signing secret',
+    description: 'The new secret is effective for every attempt from now on and is returned in clear this once.',
+  },
+  'POST /v1/webhooks/:webhook_id/recover': {
+    tag: 'Webhooks',
+    operationId: 'recoverWebhookEvents',
+    summary: 'Re-deliver the events of a window that the subscription did not receive',
+    description:
+      'Enqueues, as new deliveries with the normal retry rules, every event created in [`since`, `until`) (default until: now) that the subscription matches and did not receive successfully (no delivery of it succeeded and none is pending); `events` is how many. `since` must lie within the event retention (30 days by default, at least 7), else VALIDATION_ERROR. `dry_run: true` counts and sends nothing. An inactive subscription is a VALIDATION_ERROR (reactivate it first).',
+  },
+  'GET /v1/events': {
+    tag: 'Events',
+    operationId: 'listEvents',
+    summary: 'The event log, oldest first (polling alternative to webhooks)',
+    description:
+      'The envelopes webhooks carry, byte for byte, in the order the log recorded them. Every tier; counted like any request. To poll, keep calling with the last `pagination.next_cursor`: it is set whenever the page has events, also on the last page, so each event is seen exactly once; an empty page returns the cursor it was given. Events are kept for the retention period (30 days by default).',
+    query: {
+      type: 'Only events of this type.',
+      facility_id: 'Only events concerning this facility (UUID): a violation of it, a case involving it, a change of its status.',
+      since: 'Only events created at or after this time (RFC 3339 date-time).',
+      cursor: 'Opaque cursor: `pagination.next_cursor` of the previous page.',
+    },
+  },
+  'GET /v1/events/:event_id': {
+    tag: 'Events',
+    operationId: 'getEvent',
+    summary: 'Get one event envelope',
+    description: 'Every tier. An event past the retention period is 404 NOT_FOUND.',
+  },
+};
