@@ -93,3 +93,9 @@ export interface ErrorBody {
 export function errorBody(code: string, message: string, details?: Record<string, unknown>): ErrorBody {
   return details === undefined ? { error: { code, message } } : { error: { code, message, details } };
 }
+
+/** The message of anything thrown (only the message: the object may carry connection details). */
+export function errMessage(err: unknown): string {
+  if (err instanceof Error) return err.message;
+  return typeof err === 'string' ? err : String(err);
+}

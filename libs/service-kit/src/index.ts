@@ -18,3 +18,4 @@ export * from './retry';
 export * from './schemas';
 export * from './shutdown';
 export * from './trace-context';
+export * from './wakeable-sleep';

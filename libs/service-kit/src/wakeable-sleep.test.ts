@@ -1,0 +1,112 @@
+import { describe, expect, it } from 'vitest';
+import { errMessage } from './errors';
+import { Backoff, type Timer, WakeableSleep } from './wakeable-sleep';
+
+/** A timer that fires only when the test says so. */
+function manualTimer() {
+  const timers: Array<{ ms: number; fire: () => void; cancelled: boolean }> = [];
+  const timer: Timer = (ms, fire) => {
+    const t = { ms, fire, cancelled: false };
+    timers.push(t);
+    return () => {
+      t.cancelled = true;
+    };
+  };
+  return { timer, timers };
+}
+
+/** Whether the promise settled by the time the microtasks ran. */
+async function settled(p: Promise<unknown>): Promise<boolean> {
+  let done = false;
+  void p.then(() => {
+    done = true;
+  });
+  await Promise.resolve();
+  await Promise.resolve();
+  return done;
+}
+
+describe('WakeableSleep', () => {
+  it('resolves when its timer fires', async () => {
+    const { timer, timers } = manualTimer();
+    const s = new WakeableSleep(timer);
+    const p = s.sleep(500);
+    expect(timers.map((t) => t.ms)).toEqual([500]);
+    expect(await settled(p)).toBe(false);
+    timers[0]?.fire();
+    expect(await settled(p)).toBe(true);
+  });
+
+  it('wake() ends the current sleep at once and cancels its timer', async () => {
+    const { timer, timers } = manualTimer();
+    const s = new WakeableSleep(timer);
+    const p = s.sleep(500);
+    s.wake();
+    expect(await settled(p)).toBe(true);
+    expect(timers[0]?.cancelled).toBe(true);
+    expect(s.pending).toBe(false);
+  });
+
+  it('latches a wake that arrives while nobody sleeps: the next sleep returns at once, once', async () => {
+    const { timer, timers } = manualTimer();
+    const s = new WakeableSleep(timer);
+    s.wake();
+    s.wake();
+    expect(s.pending).toBe(true);
+    expect(await settled(s.sleep(500))).toBe(true);
+    expect(timers).toHaveLength(0);
+    expect(s.pending).toBe(false);
+    const next = s.sleep(500);
+    expect(await settled(next)).toBe(false);
+    expect(timers).toHaveLength(1);
+  });
+
+  it('a wake after a sleep ended by its timer is latched for the next one', async () => {
+    const { timer, timers } = manualTimer();
+    const s = new WakeableSleep(timer);
+    const p = s.sleep(100);
+    timers[0]?.fire();
+    await p;
+    s.wake();
+    expect(await settled(s.sleep(100))).toBe(true);
+  });
+
+  it('a sleep of 0 ms returns at once without a timer', async () => {
+    const { timer, timers } = manualTimer();
+    const s = new WakeableSleep(timer);
+    expect(await settled(s.sleep(0))).toBe(true);
+    expect(timers).toHaveLength(0);
+  });
+});
+
+describe('Backoff', () => {
+  it('doubles from the initial delay up to the cap, and reset starts over', () => {
+    const b = new Backoff({ initialMs: 200, maxMs: 2000 });
+    expect([b.next(), b.next(), b.next(), b.next(), b.next(), b.next()]).toEqual([200, 400, 800, 1600, 2000, 2000]);
+    expect(b.failures).toBe(6);
+    b.reset();
+    expect(b.failures).toBe(0);
+    expect(b.next()).toBe(200);
+  });
+
+  it('jitter draws each delay from [delay·(1 − jitter), delay] with the injected random', () => {
+    const draws = [0, 0.5, 0.2];
+    const b = new Backoff({ initialMs: 1000, maxMs: 1000, jitter: 0.5, random: () => draws.shift() ?? 0 });
+    expect([b.next(), b.next(), b.next()]).toEqual([1000, 750, 900]);
+  });
+
+  it('never overflows after many failures', () => {
+    const b = new Backoff({ initialMs: 100, maxMs: 5000 });
+    for (let i = 0; i < 2000; i++) b.next();
+    expect(b.next()).toBe(5000);
+  });
+});
+
+describe('errMessage', () => {
+  it('is the message of an Error, the string itself, or String(value)', () => {
+    expect(errMessage(new Error('boom'))).toBe('boom');
+    expect(errMessage('plain')).toBe('plain');
+    expect(errMessage(42)).toBe('42');
+    expect(errMessage(undefined)).toBe('undefined');
+  });
+});
