@@ -8,9 +8,10 @@
 import { readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { EVENT_ID_PATTERN } from '@fcd/events';
 import { CASE_STATUSES, COMPLIANCE_STATUSES } from '../../services/facility/src/domain/codes';
 import { CaseSchema, FacilitySchema, ViolationSchema } from '../../services/facility/src/routes/schemas';
-import { EVENT_ID_PATTERN, TIMESTAMP_PATTERN, WEBHOOK_ID_PATTERN } from '../../services/webhook/src/routes/schemas';
+import { TIMESTAMP_PATTERN, WEBHOOK_ID_PATTERN } from '../../services/webhook/src/routes/schemas';
 
 type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 type JsonObject = { [key: string]: Json };

@@ -1,5 +1,6 @@
+import { isEventType } from '@fcd/events';
 import { type Pool, type PoolClient, UUID_LOWER_CASE, withTransaction } from '@fcd/service-kit';
-import { type EventEnvelope, isEventType } from './events';
+import type { MatchableEvent } from './matching';
 import { type MatchableSubscription, matches } from './matching';
 
 /**
@@ -184,7 +185,7 @@ export class EventLog {
             LIMIT $7`,
           [r.subscriptionId, new Date(r.since), new Date(r.until), after, row.events, row.facility_ids, RECOVERY_PAGE],
         );
-        const wanted = page.rows.filter((e) => matches(subscription, JSON.parse(e.body) as EventEnvelope));
+        const wanted = page.rows.filter((e) => matches(subscription, JSON.parse(e.body) as MatchableEvent));
         count += wanted.length;
         if (!r.dryRun && wanted.length > 0) {
           await client.query(

@@ -1,8 +1,10 @@
 // Signing and verification live in the dependency-free @fcd/webhook-verify package.
+
+// The event types are the contract's (@fcd/events); re-exported for the webhook API's validation.
+export { EVENT_TYPES, type EventType, isEventType } from '@fcd/events';
 export * from '@fcd/webhook-verify';
 export * from './deliveries';
 export * from './event-log';
-export * from './events';
 export * from './limits';
 export * from './matching';
 export * from './migrations';

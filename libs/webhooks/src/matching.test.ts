@@ -1,12 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import type { EventEnvelope } from './events';
-import { eventFacilityIds, matches } from './matching';
+import { eventFacilityIds, type MatchableEvent, matches } from './matching';
 
 const F1 = '11111111-1111-4111-8111-111111111111';
 const F2 = '22222222-2222-4222-8222-222222222222';
 const F3 = '33333333-3333-4333-8333-333333333333';
 
-const envelope = (type: string, data: EventEnvelope['data']): EventEnvelope => ({
+const envelope = (type: string, data: MatchableEvent['data']): MatchableEvent => ({
   id: 'evt_9a8b7c6d-0000-4000-8000-000000000000',
   type,
   created_at: '2026-11-22T08:15:30.123Z',

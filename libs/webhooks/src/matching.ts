@@ -1,4 +1,18 @@
-import type { EventEnvelope } from './events';
+/**
+ * The event envelope (@fcd/events) as far as matching needs it: any type string, and of the
+ * records inside `data` only the facility references.
+ */
+export interface MatchableEvent {
+  id: string;
+  type: string;
+  created_at: string;
+  data: {
+    violation?: { facility_id?: string | null; [key: string]: unknown };
+    case?: { facility_ids?: readonly string[] | null; [key: string]: unknown };
+    facility?: { id?: string | null; [key: string]: unknown };
+    [key: string]: unknown;
+  };
+}
 
 /** What matching needs from a subscription. */
 export interface MatchableSubscription {
@@ -12,7 +26,7 @@ export interface MatchableSubscription {
  * a case, or the facility whose status changed. Lower-cased, so UUIDs compare
  * whatever their case. An event without facility references concerns none.
  */
-export function eventFacilityIds(event: EventEnvelope): string[] {
+export function eventFacilityIds(event: MatchableEvent): string[] {
   const data = event.data ?? {};
   const ids: unknown[] = [];
   if (event.type === 'violation.new') ids.push(data.violation?.facility_id);
@@ -28,7 +42,7 @@ export function eventFacilityIds(event: EventEnvelope): string[] {
  * (for a case: any of the case's facilities). Whether the subscription is
  * active is the caller's concern.
  */
-export function matches(subscription: MatchableSubscription, event: EventEnvelope): boolean {
+export function matches(subscription: MatchableSubscription, event: MatchableEvent): boolean {
   if (!subscription.events.includes(event.type)) return false;
   if (subscription.facility_ids === null) return true;
   const watched = new Set(subscription.facility_ids.map((id) => id.toLowerCase()));

@@ -1,3 +1,4 @@
+import type { EventEnvelope } from '@fcd/events';
 import { ManualClock, type Pool } from '@fcd/service-kit';
 import { testUrls, uniqueName } from '@fcd/testing';
 import type { JetStreamManager } from '@nats-io/jetstream';
@@ -5,7 +6,6 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import { Counter, Registry } from 'prom-client';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { generateDemoData } from '../src/demo/demo-data';
-import type { EventEnvelope } from '../src/domain/events';
 import { OutboxRelay } from '../src/relay';
 import { EventBus } from '../src/store/event-bus';
 import { Ingestion, type RawRow } from '../src/store/ingestion';

@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { connect as netConnect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { EventEnvelope } from '@fcd/events';
 import {
   type Check,
   type Clock,
@@ -20,7 +21,6 @@ import { type JetStreamManager, jetstreamManager } from '@nats-io/jetstream';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../src/app';
-import type { EventEnvelope } from '../src/domain/events';
 import { createFacilityMetrics, type FacilityMetrics } from '../src/metrics';
 import { guardedDb, SCHEMA, schemaConnectionString } from '../src/store/db';
 import { Ingestion } from '../src/store/ingestion';

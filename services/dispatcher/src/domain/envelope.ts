@@ -1,4 +1,4 @@
-import { type EventEnvelope, eventFacilityIds, type FanOutEvent } from '@fcd/webhooks';
+import { eventFacilityIds, type FanOutEvent, type MatchableEvent } from '@fcd/webhooks';
 
 export type ParsedEvent = { ok: true; event: FanOutEvent; createdAt: number } | { ok: false; reason: string };
 
@@ -17,14 +17,14 @@ export function parseEvent(body: string): ParsedEvent {
     return { ok: false, reason: 'not JSON' };
   }
   if (typeof value !== 'object' || value === null || Array.isArray(value)) return { ok: false, reason: 'not an object' };
-  const e = value as Partial<EventEnvelope>;
+  const e = value as Partial<MatchableEvent>;
   if (typeof e.id !== 'string' || !EVENT_ID.test(e.id)) return { ok: false, reason: 'missing or malformed id' };
   if (typeof e.type !== 'string' || e.type.length === 0 || e.type.length > 100) return { ok: false, reason: 'missing type' };
   if (typeof e.data !== 'object' || e.data === null) return { ok: false, reason: 'missing data' };
   const createdAt = typeof e.created_at === 'string' ? Date.parse(e.created_at) : Number.NaN;
   return {
     ok: true,
-    event: { id: e.id, type: e.type, body, facilityIds: eventFacilityIds(e as EventEnvelope) },
+    event: { id: e.id, type: e.type, body, facilityIds: eventFacilityIds(e as MatchableEvent) },
     createdAt: Number.isNaN(createdAt) ? 0 : createdAt,
   };
 }

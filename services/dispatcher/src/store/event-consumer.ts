@@ -1,13 +1,16 @@
+import { connectWithBackoff, ensureEventsStream, isConsumerNotFound, subjectsOf } from '@fcd/events';
 import {
+  Backoff,
   context,
+  errMessage,
   extractTraceContext,
   type Logger,
   type NatsAuthOptions,
-  natsServers,
   SpanKind,
   SpanStatusCode,
   type TraceCarrier,
   trace,
+  WakeableSleep,
 } from '@fcd/service-kit';
 import {
   AckPolicy,
@@ -17,10 +20,8 @@ import {
   type JsMsg,
   jetstream,
   jetstreamManager,
-  RetentionPolicy,
-  StorageType,
 } from '@nats-io/jetstream';
-import { connect, type NatsConnection, nanos } from '@nats-io/transport-node';
+import { type NatsConnection, nanos } from '@nats-io/transport-node';
 
 export type Verdict = { ack: true } | { ack: false; retryInMs: number } | { term: string };
 
@@ -43,7 +44,6 @@ export interface EventConsumerSettings {
   onPending?: (pending: number) => void;
 }
 
-const MIN_DUPLICATE_WINDOW_MS = 120_000;
 const tracer = trace.getTracer('@fcd/dispatcher');
 
 /** The W3C trace context the publisher put in the message headers. */
@@ -74,6 +74,8 @@ export class EventConsumer {
   private stopCurrent: (() => void) | undefined;
   private pendingTimer: NodeJS.Timeout | undefined;
   private readonly handling = new Set<Promise<void>>();
+  /** The wait between tries; woken at stop. */
+  private readonly sleep = new WakeableSleep();
 
   constructor(private readonly s: EventConsumerSettings) {}
 
@@ -81,62 +83,44 @@ export class EventConsumer {
     this.loop ??= this.run();
   }
 
-  private async connectOnce(): Promise<void> {
-    const nc = await connect({
-      ...this.s.auth,
-      servers: natsServers(this.s.url),
+  /** Connects (retrying with backoff); false when stopping first. */
+  private async connect(): Promise<boolean> {
+    const nc = await connectWithBackoff({
+      url: this.s.url,
+      ...(this.s.auth ? { auth: this.s.auth } : {}),
       name: `dispatcher-${this.s.consumer}`,
-      maxReconnectAttempts: -1,
-      reconnectTimeWait: 500,
-      timeout: 2000,
-      pingInterval: 5000,
+      pingIntervalMs: 5000,
+      logger: this.s.logger,
+      isClosing: () => this.stopping,
+      sleep: this.sleep,
     });
+    if (!nc) return false;
     this.nc = nc;
     this.js = jetstream(nc, { timeout: 5000 });
     this.jsm = await jetstreamManager(nc, { timeout: 5000, checkAPI: false });
-    this.s.logger.info('nats connected');
     void (async () => {
       for await (const st of nc.status()) {
         if (st.type === 'disconnect') this.s.logger.warn('nats disconnected');
         else if (st.type === 'reconnect') this.s.logger.info('nats reconnected');
       }
     })();
+    return true;
   }
 
+  /** The stream (@fcd/events, as the facility relay creates it) and the durable consumer, created when missing. */
   private async ensure(): Promise<void> {
     const jsm = this.jsm;
     if (!jsm) throw new Error('nats not connected');
-    try {
-      await jsm.streams.info(this.s.stream);
-    } catch {
-      try {
-        await jsm.streams.add({
-          name: this.s.stream,
-          subjects: [`${this.s.subjectPrefix}.>`],
-          retention: RetentionPolicy.Limits,
-          storage: StorageType.File,
-          // Events are kept 7 days: deliveries and their retries live in Postgres, so the stream
-          // only needs to outlast a dispatcher outage; without a limit it grows until the disk fills.
-          max_age: nanos(7 * 24 * 3600 * 1000),
-          duplicate_window: nanos(MIN_DUPLICATE_WINDOW_MS),
-          num_replicas: this.s.replicas ?? 1,
-        });
-        this.s.logger.info({ stream: this.s.stream, replicas: this.s.replicas ?? 1 }, 'stream created');
-      } catch (err) {
-        // Created meanwhile by the facility service or another replica: fine if it now exists.
-        await jsm.streams.info(this.s.stream).catch(() => {
-          throw err;
-        });
-      }
-    }
+    await ensureEventsStream(jsm, { stream: this.s.stream, subjectPrefix: this.s.subjectPrefix, replicas: this.s.replicas }, this.s.logger);
     try {
       await jsm.consumers.info(this.s.stream, this.s.consumer);
-    } catch {
+    } catch (err) {
+      if (!isConsumerNotFound(err)) throw err;
       await jsm.consumers.add(this.s.stream, {
         durable_name: this.s.consumer,
         ack_policy: AckPolicy.Explicit,
         deliver_policy: this.s.deliverPolicy === 'new' ? DeliverPolicy.New : DeliverPolicy.All,
-        filter_subject: `${this.s.subjectPrefix}.>`,
+        filter_subject: subjectsOf(this.s.subjectPrefix),
         ack_wait: nanos(ACK_WAIT_MS),
         max_ack_pending: Math.max(1000, this.s.batch * 4),
       });
@@ -145,25 +129,24 @@ export class EventConsumer {
   }
 
   private async run(): Promise<void> {
-    let delay = 200;
+    const backoff = new Backoff({ initialMs: 200, maxMs: 2000, jitter: 0.2 });
     let warned = false;
     while (!this.stopping) {
       try {
-        if (!this.nc || this.nc.isClosed()) await this.connectOnce();
+        if ((!this.nc || this.nc.isClosed()) && !(await this.connect())) break;
         await this.ensure();
         this.ready = true;
-        delay = 200;
+        backoff.reset();
         warned = false;
         this.pollPending();
         await this.consume();
       } catch (err) {
         this.ready = false;
-        if (!warned) this.s.logger.warn({ err: { message: (err as Error).message } }, 'event consumer unavailable; retrying');
+        if (!warned) this.s.logger.warn({ err: { message: errMessage(err) } }, 'event consumer unavailable; retrying');
         warned = true;
       }
       if (this.stopping) break;
-      await new Promise((r) => setTimeout(r, delay));
-      delay = Math.min(delay * 2, 2000);
+      await this.sleep.sleep(backoff.next());
     }
   }
 
@@ -213,7 +196,7 @@ export class EventConsumer {
     try {
       verdict = await context.with(trace.setSpan(context.active(), span), () => this.s.handle(m.string()));
     } catch (err) {
-      this.s.logger.error({ err: { message: (err as Error).message } }, 'event handler failed');
+      this.s.logger.error({ err: { message: errMessage(err) } }, 'event handler failed');
       verdict = { ack: false, retryInMs: 2000 };
     }
     span.setAttribute('fcd.verdict', 'term' in verdict ? 'term' : verdict.ack ? 'ack' : 'nak');
@@ -253,6 +236,7 @@ export class EventConsumer {
   /** Stops fetching, finishes the messages in hand (acked), closes the connection. */
   async stop(): Promise<void> {
     this.stopping = true;
+    this.sleep.wake();
     clearInterval(this.pendingTimer);
     this.stopCurrent?.();
     await Promise.allSettled([...this.handling]);

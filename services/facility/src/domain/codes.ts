@@ -92,6 +92,3 @@ export type CaseType = (typeof CASE_TYPES)[number];
 /** Case life cycle: filed → active → settled → closed. */
 export const CASE_STATUSES = ['filed', 'active', 'settled', 'closed'] as const;
 export type CaseStatus = (typeof CASE_STATUSES)[number];
-
-export const EVENT_TYPES = ['violation.new', 'case.new', 'case.updated', 'facility.status_changed'] as const;
-export type EventType = (typeof EVENT_TYPES)[number];

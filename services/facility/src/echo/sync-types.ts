@@ -1,5 +1,5 @@
+import type { EventType } from '@fcd/events';
 import type { Clock, IdSource, Logger, Pool } from '@fcd/service-kit';
-import type { EventType } from '../domain/codes';
 import type { UnitName } from './files';
 import type { EchoFileName } from './layouts';
 import type { EchoSource, SourceEntry } from './source';

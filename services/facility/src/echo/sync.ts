@@ -1,6 +1,5 @@
+import { EVENT_TYPES, type EventType } from '@fcd/events';
 import { isoTimestamp, type Pool, withTransaction } from '@fcd/service-kit';
-import type { EventType } from '../domain/codes';
-import { EVENT_TYPES } from '../domain/codes';
 import { FileError } from './csv';
 import { UNITS, type UnitName } from './files';
 import type { SourceEntry } from './source';

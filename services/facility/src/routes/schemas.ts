@@ -1,6 +1,7 @@
+import { EVENT_TYPES } from '@fcd/events';
 import { Nullable, Pagination, StringEnum } from '@fcd/service-kit';
 import { type TSchema, Type } from '@sinclair/typebox';
-import { CASE_STATUSES, CASE_TYPES, COMPLIANCE_STATUSES, EVENT_TYPES, PROGRAMS, SEVERITIES, STATE_CODES } from '../domain/codes';
+import { CASE_STATUSES, CASE_TYPES, COMPLIANCE_STATUSES, PROGRAMS, SEVERITIES, STATE_CODES } from '../domain/codes';
 import { FIELDS } from '../domain/records';
 
 /**

@@ -1,25 +1,18 @@
+import { connectWithBackoff, ensureEventsStream, eventIdOf, subjectFor } from '@fcd/events';
 import {
   contextFromColumn,
+  errMessage,
   injectTraceContext,
   type Logger,
   type NatsAuthOptions,
-  natsServers,
   context as otelContext,
   SpanKind,
   SpanStatusCode,
   trace,
+  WakeableSleep,
 } from '@fcd/service-kit';
-import {
-  JetStreamApiCodes,
-  JetStreamApiError,
-  type JetStreamClient,
-  type JetStreamManager,
-  jetstream,
-  jetstreamManager,
-  RetentionPolicy,
-  StorageType,
-} from '@nats-io/jetstream';
-import { connect, headers, type NatsConnection, nanos } from '@nats-io/transport-node';
+import { type JetStreamClient, type JetStreamManager, jetstream, jetstreamManager } from '@nats-io/jetstream';
+import { headers, type NatsConnection } from '@nats-io/transport-node';
 import type { OutboxRow } from './outbox';
 
 export interface EventBusSettings {
@@ -45,7 +38,6 @@ export interface PublishResult {
   error?: string;
 }
 
-const MIN_DUPLICATE_WINDOW_MS = 120_000;
 const tracer = trace.getTracer('@fcd/facility');
 
 /**
@@ -61,12 +53,16 @@ export class EventBus {
   private streamReady = false;
   private closing = false;
   private connecting: Promise<void> | undefined;
+  /** The wait between connection tries; woken at close. */
+  private readonly sleep = new WakeableSleep();
 
   constructor(private readonly s: EventBusSettings) {}
 
   /** Starts connecting; returns at once. */
   start(): void {
-    this.connecting ??= this.connectLoop();
+    this.connecting ??= this.connectLoop().catch((err: unknown) =>
+      this.s.logger.error({ err: { message: errMessage(err) } }, 'nats connection failed; events stay in the outbox'),
+    );
   }
 
   get connected(): boolean {
@@ -76,37 +72,20 @@ export class EventBus {
   private isUp = false;
 
   private async connectLoop(): Promise<void> {
-    let delay = 200;
-    let warned = false;
-    while (!this.closing) {
-      try {
-        const nc = await connect({
-          ...this.s.auth,
-          servers: natsServers(this.s.url),
-          name: 'facility-relay',
-          maxReconnectAttempts: -1,
-          reconnectTimeWait: 500,
-          timeout: 2000,
-          pingInterval: 10_000,
-        });
-        if (this.closing) {
-          await nc.close();
-          return;
-        }
-        this.nc = nc;
-        this.isUp = true;
-        this.js = jetstream(nc, { timeout: this.s.publishTimeoutMs ?? 5000 });
-        this.jsm = await jetstreamManager(nc, { timeout: this.s.publishTimeoutMs ?? 5000, checkAPI: false });
-        this.s.logger.info('nats connected');
-        void this.watch(nc);
-        return;
-      } catch (err) {
-        if (!warned) this.s.logger.warn({ err: { message: (err as Error).message } }, 'nats unavailable; retrying in the background');
-        warned = true;
-        await new Promise((r) => setTimeout(r, delay));
-        delay = Math.min(delay * 2, 2000);
-      }
-    }
+    const nc = await connectWithBackoff({
+      url: this.s.url,
+      ...(this.s.auth ? { auth: this.s.auth } : {}),
+      name: 'facility-relay',
+      logger: this.s.logger,
+      isClosing: () => this.closing,
+      sleep: this.sleep,
+    });
+    if (!nc) return;
+    this.nc = nc;
+    this.isUp = true;
+    this.js = jetstream(nc, { timeout: this.s.publishTimeoutMs ?? 5000 });
+    this.jsm = await jetstreamManager(nc, { timeout: this.s.publishTimeoutMs ?? 5000, checkAPI: false });
+    void this.watch(nc);
   }
 
   private async watch(nc: NatsConnection): Promise<void> {
@@ -123,42 +102,12 @@ export class EventBus {
     }
   }
 
-  /** Creates the stream when it is missing (subjects `<prefix>.>`, duplicate window ≥ 2 min). */
+  /** Creates the stream when it is missing (@fcd/events: subjects `<prefix>.>`, duplicate window ≥ 2 min). */
   async ensureStream(): Promise<void> {
     if (this.streamReady) return;
     const jsm = this.jsm;
     if (!jsm) throw new Error('nats not connected');
-    try {
-      const info = await jsm.streams.info(this.s.stream);
-      const windowMs = info.config.duplicate_window / 1e6;
-      if (windowMs < MIN_DUPLICATE_WINDOW_MS) {
-        this.s.logger.warn({ stream: this.s.stream, duplicate_window_ms: windowMs }, 'stream duplicate window is below 2 minutes');
-      }
-      const replicas = this.s.replicas ?? 1;
-      if ((info.config.num_replicas ?? 1) !== replicas) {
-        this.s.logger.warn(
-          { stream: this.s.stream, num_replicas: info.config.num_replicas, configured: replicas },
-          'stream replicas differ from NATS_STREAM_REPLICAS (an existing stream is not changed)',
-        );
-      }
-    } catch (err) {
-      if (!(err instanceof JetStreamApiError) || err.code !== JetStreamApiCodes.StreamNotFound) throw err;
-      await jsm.streams.add({
-        name: this.s.stream,
-        subjects: [`${this.s.subjectPrefix}.>`],
-        retention: RetentionPolicy.Limits,
-        storage: StorageType.File,
-        // Events are kept 7 days: deliveries and their retries live in Postgres, so the stream
-        // only needs to outlast a dispatcher outage; without a limit it grows until the disk fills.
-        max_age: nanos(7 * 24 * 3600 * 1000),
-        duplicate_window: nanos(Math.max(MIN_DUPLICATE_WINDOW_MS, this.s.duplicateWindowMs ?? MIN_DUPLICATE_WINDOW_MS)),
-        num_replicas: this.s.replicas ?? 1,
-      });
-      this.s.logger.info(
-        { stream: this.s.stream, subjects: `${this.s.subjectPrefix}.>`, replicas: this.s.replicas ?? 1 },
-        'stream created',
-      );
-    }
+    await ensureEventsStream(jsm, this.s, this.s.logger);
     this.streamReady = true;
   }
 
@@ -173,14 +122,14 @@ export class EventBus {
     try {
       await this.ensureStream();
     } catch (err) {
-      return { acked: [], failed: rows.length, error: (err as Error).message };
+      return { acked: [], failed: rows.length, error: errMessage(err) };
     }
     const results = await Promise.allSettled(rows.map((row) => this.publishOne(js, row)));
     const acked: OutboxRow[] = [];
     let error: string | undefined;
     results.forEach((r, i) => {
       if (r.status === 'fulfilled') acked.push(rows[i] as OutboxRow);
-      else error ??= (r.reason as Error).message;
+      else error ??= errMessage(r.reason);
     });
     if (error) this.streamReady = false;
     return { acked, failed: rows.length - acked.length, ...(error ? { error } : {}) };
@@ -192,8 +141,8 @@ export class EventBus {
    * headers (traceparent/tracestate) to the consumers.
    */
   private async publishOne(js: JetStreamClient, row: OutboxRow) {
-    const subject = `${this.s.subjectPrefix}.${row.type}`;
-    const msgID = `evt_${row.id}`;
+    const subject = subjectFor(this.s.subjectPrefix, row.type);
+    const msgID = eventIdOf(row.id);
     const span = tracer.startSpan(
       `publish ${subject}`,
       {
@@ -220,7 +169,7 @@ export class EventBus {
       if (ack.duplicate) span.setAttribute('fcd.nats.duplicate', true);
       return ack;
     } catch (err) {
-      span.setStatus({ code: SpanStatusCode.ERROR, message: (err as Error).message });
+      span.setStatus({ code: SpanStatusCode.ERROR, message: errMessage(err) });
       throw err;
     } finally {
       span.end();
@@ -235,6 +184,7 @@ export class EventBus {
 
   async close(): Promise<void> {
     this.closing = true;
+    this.sleep.wake();
     const nc = this.nc;
     this.nc = undefined;
     if (nc && !nc.isClosed()) await nc.drain().catch(() => nc.close());

@@ -1,6 +1,7 @@
+import { eventUuid } from '@fcd/events';
 import { type IdSource, traceContextColumn } from '@fcd/service-kit';
 import type { CaseStatus, ComplianceStatus } from '../domain/codes';
-import { type DomainEvent, events, eventUuid } from '../domain/events';
+import { type DomainEvent, events } from '../domain/events';
 import type { CaseRecord, FacilityRecord, RecordKind, ViolationRecord } from '../domain/records';
 import type { Queryable } from './queries';
 import { CASE_COLUMNS, type CaseRow, FACILITY_COLUMNS, type FacilityRow, toCase, toFacility, toViolation, type ViolationRow } from './rows';

@@ -1,7 +1,6 @@
+import { EVENT_TYPES, type EventType } from '@fcd/events';
 import type { Clock, IdSource, Pool } from '@fcd/service-kit';
 import { isoTimestamp, withTransaction } from '@fcd/service-kit';
-import type { EventType } from '../domain/codes';
-import { EVENT_TYPES } from '../domain/codes';
 import { NATURAL_KEY, PARSERS, RECORD_KINDS, type RecordKind, type RecordOf } from '../domain/records';
 import type { SourceRow } from '../domain/row-source';
 import { countRows, type IngestRowsCounter } from '../metrics';

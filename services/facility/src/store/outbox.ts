@@ -1,4 +1,4 @@
-import type { EventType } from '../domain/codes';
+import type { EventType } from '@fcd/events';
 import type { EchoSyncStats, OutboxStats } from '../metrics';
 import type { Queryable } from './queries';
 

@@ -1,0 +1,3 @@
+export * from './connect';
+export * from './stream';
+export * from './types';
