@@ -5,6 +5,7 @@ export * from './config';
 export * from './cursor';
 export * from './errors';
 export * from './health';
+export * from './health-routes';
 export * from './http';
 export * from './http-server';
 export * from './ids';

@@ -2,8 +2,8 @@ import {
   AppError,
   baseFastifyOptions,
   type Check,
-  checkReadiness,
   type HttpServerSettings,
+  healthRoutes,
   installHttpConventions,
   type Logger,
   type ServiceMetrics,
@@ -26,22 +26,6 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.setNotFoundHandler(async () => {
     throw new AppError('NOT_FOUND', 'No such route.');
   });
-  app.get('/healthz', async () => ({ data: { status: 'ok' } }));
-  app.get('/readyz', async () => {
-    if (deps.isShuttingDown()) {
-      throw new AppError('SERVICE_UNAVAILABLE', 'The service is shutting down.', {
-        retryAfterSeconds: 1,
-        details: { checks: { shutdown: { status: 'down', error: 'shutting down' } } },
-      });
-    }
-    const report = await checkReadiness(deps.checks);
-    if (!report.ready) {
-      throw new AppError('SERVICE_UNAVAILABLE', 'A dependency is not available.', {
-        retryAfterSeconds: 1,
-        details: { checks: report.checks },
-      });
-    }
-    return { data: { status: 'ready', checks: report.checks } };
-  });
+  await app.register(healthRoutes, { checks: deps.checks, isShuttingDown: deps.isShuttingDown });
   return app;
 }

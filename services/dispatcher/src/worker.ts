@@ -1,4 +1,15 @@
-import { type Clock, context, contextFromColumn, type Logger, type Span, SpanKind, SpanStatusCode, trace } from '@fcd/service-kit';
+import {
+  type Clock,
+  context,
+  contextFromColumn,
+  errMessage,
+  type Logger,
+  type Span,
+  SpanKind,
+  SpanStatusCode,
+  trace,
+  WakeableSleep,
+} from '@fcd/service-kit';
 import type { ClaimedDelivery, DeliveryStore } from '@fcd/webhooks';
 import { deliveryHeaders } from './domain/headers';
 import { decideAfterAttempt, type RetryOptions } from './domain/retry';
@@ -62,7 +73,11 @@ export class DeliveryWorker {
   private readonly recorder: AttemptRecorder;
   private stopping = false;
   private loop: Promise<void> | undefined;
-  private wake: (() => void) | undefined;
+  /**
+   * The wait between claims. A nudge that arrives while a claim is in flight is latched, so the
+   * next sleep returns at once and the new work is claimed without waiting for the poll.
+   */
+  private readonly sleeper = new WakeableSleep();
   private timer: NodeJS.Timeout | undefined;
   private timerAt = Number.POSITIVE_INFINITY;
   private lastSweep = 0;
@@ -88,7 +103,7 @@ export class DeliveryWorker {
 
   /** New work may be due now. */
   nudge(): void {
-    this.wake?.();
+    this.sleeper.wake();
   }
 
   /** Wakes the loop at `at` (epoch ms of the injected clock), unless an earlier wake is set. */
@@ -103,17 +118,6 @@ export class DeliveryWorker {
       },
       Math.max(0, at - this.o.clock.now()),
     );
-  }
-
-  private sleep(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const t = setTimeout(done, ms);
-      function done() {
-        clearTimeout(t);
-        resolve();
-      }
-      this.wake = done;
-    });
   }
 
   private async run(): Promise<void> {
@@ -143,7 +147,7 @@ export class DeliveryWorker {
         // If admitting fails, nothing of the claim is sent: the leases end and the next claim retries.
         claimed = this.o.admit && due.length > 0 ? await this.o.admit(due, now) : due;
       } catch (err) {
-        this.o.logger.warn({ err: { message: (err as Error).message } }, 'claiming deliveries failed');
+        this.o.logger.warn({ err: { message: errMessage(err) } }, 'claiming deliveries failed');
       }
       for (const d of claimed) {
         const p: Promise<void> = this.attempt(d).finally(() => {
@@ -167,7 +171,7 @@ export class DeliveryWorker {
         const next = await this.o.store.nextDueAt().catch(() => null);
         if (next !== null && next > this.o.clock.now()) this.wakeAt(next);
       }
-      await this.sleep(this.o.pollMs);
+      await this.sleeper.sleep(this.o.pollMs);
     }
   }
 
@@ -314,7 +318,7 @@ export class DeliveryWorker {
       }
     } catch (err) {
       // The lease runs out and the delivery is attempted again (at least once).
-      logger.error({ ...log, err: { message: (err as Error).message } }, 'recording the attempt failed');
+      logger.error({ ...log, err: { message: errMessage(err) } }, 'recording the attempt failed');
     }
   }
 

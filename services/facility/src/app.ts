@@ -1,11 +1,12 @@
 import {
-  AppError,
   baseFastifyOptions,
   type Check,
   type HttpServerSettings,
+  healthRoutes,
   type InternalAuth,
   installHttpConventions,
   type Logger,
+  methodNotAllowed,
   notFound,
   requireBearerToken,
   sendError,
@@ -14,7 +15,6 @@ import Fastify, { type FastifyInstance, type HTTPMethods } from 'fastify';
 import type { FacilityMetrics } from './metrics';
 import { requireGatewayAccount } from './routes/auth';
 import { exportRoutes } from './routes/exports';
-import { healthRoutes } from './routes/health';
 import { ingestRoutes } from './routes/ingest';
 import { internalRoutes } from './routes/internal';
 import { publicRoutes } from './routes/public';
@@ -55,7 +55,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     methodsByUrl.set(route.url, set);
   });
 
-  await app.register(healthRoutes, { checks: deps.readiness, shuttingDown: deps.shuttingDown ?? (() => false) });
+  await app.register(healthRoutes, { checks: deps.readiness, isShuttingDown: deps.shuttingDown ?? (() => false) });
 
   await app.register(async (scope) => {
     scope.addHook('onRequest', requireGatewayAccount(deps.auth));
@@ -74,17 +74,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
 
   for (const [url, methods] of [...methodsByUrl]) {
     const allowed = METHODS.filter((m) => methods.has(m));
-    const others = METHODS.filter((m) => !methods.has(m));
-    if (allowed.length === 0 || others.length === 0) continue;
-    const allow = [...allowed, ...(methods.has('GET') ? ['HEAD'] : [])].join(', ');
-    app.route({
-      method: others,
-      url,
-      onRequest: async () => {
-        throw new AppError('METHOD_NOT_ALLOWED', `This path does not support that method. Allowed: ${allow}.`, { headers: { allow } });
-      },
-      handler: async () => undefined,
-    });
+    if (allowed.length > 0) methodNotAllowed(app, url, allowed, { methods: METHODS });
   }
 
   app.setNotFoundHandler((_request, reply) => sendError(reply, notFound('route')));

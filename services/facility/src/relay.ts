@@ -1,5 +1,5 @@
 import type { Clock, Logger, Pool } from '@fcd/service-kit';
-import { isoTimestamp, withTransaction } from '@fcd/service-kit';
+import { Backoff, errMessage, isoTimestamp, WakeableSleep, withTransaction } from '@fcd/service-kit';
 import type { Counter } from 'prom-client';
 import type { EventBus } from './store/event-bus';
 import { claimBatch, deleteSentBefore, markSent } from './store/outbox';
@@ -25,8 +25,8 @@ export interface RelaySettings {
 export class OutboxRelay {
   private running = false;
   private loop: Promise<void> | undefined;
-  private wake: (() => void) | undefined;
-  private nudged = false;
+  /** The wait between batches; a nudge or stop() ends it. */
+  private readonly sleep = new WakeableSleep();
   private lastCleanup = 0;
 
   constructor(private readonly s: RelaySettings) {}
@@ -39,14 +39,13 @@ export class OutboxRelay {
 
   /** New outbox rows were committed: publish without waiting for the next poll. */
   nudge(): void {
-    this.nudged = true;
-    this.wake?.();
+    this.sleep.wake();
   }
 
   /** Stops after the current batch. */
   async stop(): Promise<void> {
     this.running = false;
-    this.wake?.();
+    this.sleep.wake();
     await this.loop;
   }
 
@@ -76,41 +75,25 @@ export class OutboxRelay {
   }
 
   private async run(): Promise<void> {
-    let backoff = this.s.pollMs;
+    // After a failure: pollMs doubling up to 5 s, so a NATS or Postgres outage is not hammered.
+    const backoff = new Backoff({ initialMs: this.s.pollMs, maxMs: Math.max(this.s.pollMs, 5000), jitter: 0.2 });
     while (this.running) {
       let wait = this.s.pollMs;
-      this.nudged = false;
       if (this.s.bus.connected) {
         try {
           const r = await this.relayOnce();
           if (r.full) wait = 0;
-          if (r.failed > 0) {
-            wait = backoff;
-            backoff = Math.min(backoff * 2, 5000);
-          } else backoff = this.s.pollMs;
+          if (r.failed > 0) wait = backoff.next();
+          else backoff.reset();
           await this.cleanup();
         } catch (err) {
-          this.s.logger.warn({ err: { message: (err as Error).message } }, 'outbox relay batch failed; will retry');
-          wait = backoff;
-          backoff = Math.min(backoff * 2, 5000);
+          this.s.logger.warn({ err: { message: errMessage(err) } }, 'outbox relay batch failed; will retry');
+          wait = backoff.next();
         }
       }
-      if (wait > 0 && this.running && !this.nudged) await this.sleep(wait);
+      // A nudge that arrived during the batch is latched: the sleep returns at once.
+      if (wait > 0 && this.running) await this.sleep.sleep(wait);
     }
-  }
-
-  private sleep(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const timer = setTimeout(done, ms);
-      function done() {
-        clearTimeout(timer);
-        resolve();
-      }
-      this.wake = () => {
-        this.wake = undefined;
-        done();
-      };
-    });
   }
 
   private async cleanup(): Promise<void> {
