@@ -17,7 +17,7 @@ import {
 import { buildApp } from './app';
 import type { FacilityConfig } from './config';
 import { createFacilityMetrics } from './metrics';
-import { OutboxRelay } from './relay';
+import { OutboxRelay } from './outbox/relay';
 import { guardedDb, SCHEMA, schemaPoolTarget } from './store/db';
 import { EventBus } from './store/event-bus';
 import { Ingestion } from './store/ingestion';

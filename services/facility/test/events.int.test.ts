@@ -6,7 +6,7 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import { Counter, Registry } from 'prom-client';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { generateDemoData } from '../src/demo/demo-data';
-import { OutboxRelay } from '../src/relay';
+import { OutboxRelay } from '../src/outbox/relay';
 import { EventBus } from '../src/store/event-bus';
 import { Ingestion, type RawRow } from '../src/store/ingestion';
 import { claimBatch } from '../src/store/outbox';

@@ -1,8 +1,8 @@
 import type { Clock, Logger, Pool } from '@fcd/service-kit';
 import { Backoff, errMessage, isoTimestamp, WakeableSleep, withTransaction } from '@fcd/service-kit';
 import type { Counter } from 'prom-client';
-import type { EventBus } from './store/event-bus';
-import { claimBatch, deleteSentBefore, markSent } from './store/outbox';
+import type { EventBus } from '../store/event-bus';
+import { claimBatch, deleteSentBefore, markSent } from '../store/outbox';
 
 export interface RelaySettings {
   pool: Pool;
