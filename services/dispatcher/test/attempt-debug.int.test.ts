@@ -6,8 +6,8 @@ import { eventually, testUrls, uniqueName } from '@fcd/testing';
 import { DeliveryStore, type DeliveryView } from '@fcd/webhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config';
-import { Dispatcher } from '../src/dispatcher';
-import { boundHeaders, Sender } from '../src/sender';
+import { Dispatcher } from '../src/delivery/dispatcher';
+import { boundHeaders, Sender } from '../src/delivery/sender';
 import {
   type Bus,
   openBus,

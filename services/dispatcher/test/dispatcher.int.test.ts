@@ -5,8 +5,8 @@ import { DeliveryStore, verify as verifySignature } from '@fcd/webhooks';
 import { verify as octokitVerify } from '@octokit/webhooks-methods';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config';
-import { Dispatcher } from '../src/dispatcher';
-import { Sender } from '../src/sender';
+import { Dispatcher } from '../src/delivery/dispatcher';
+import { Sender } from '../src/delivery/sender';
 import {
   attemptsOf,
   type Bus,

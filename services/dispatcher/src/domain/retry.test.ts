@@ -1,6 +1,6 @@
 import { ManualClock } from '@fcd/service-kit';
 import { describe, expect, it } from 'vitest';
-import { parseRetryAfter } from '../sender';
+import { parseRetryAfter } from '../delivery/sender';
 import { DEFAULT_RETRY_SCHEDULE_MS, decideAfterAttempt, parseRetrySchedule, retryDelay } from './retry';
 
 const clock = new ManualClock(Date.parse('2026-11-22T08:00:00.000Z'));

@@ -11,9 +11,9 @@ import {
   WakeableSleep,
 } from '@fcd/service-kit';
 import type { ClaimedDelivery, DeliveryStore } from '@fcd/webhooks';
-import { deliveryHeaders } from './domain/headers';
-import { decideAfterAttempt, type RetryOptions } from './domain/retry';
-import type { DispatcherMetrics } from './metrics';
+import { deliveryHeaders } from '../domain/headers';
+import { decideAfterAttempt, type RetryOptions } from '../domain/retry';
+import type { DispatcherMetrics } from '../metrics';
 import { AttemptRecorder } from './recorder';
 import type { Sender } from './sender';
 

@@ -1,7 +1,7 @@
 import { create } from '@bufbuild/protobuf';
 import { createClient } from '@fcd/grpc';
 import { GetAccountsRequestSchema, UsageService } from '@fcd/proto';
-import type { AccountDirectory } from './entitlements';
+import type { AccountDirectory } from '../domain/entitlements';
 
 /** Tiers from the usage service's GetAccounts (unary, with a deadline; grpc-js reconnects by itself). */
 export class UsageAccountDirectory implements AccountDirectory {

@@ -20,14 +20,14 @@ import {
   type Resolver,
   type SecretBox,
 } from '@fcd/webhooks';
+import type { Config } from '../config';
+import { type AccountDirectory, Entitlements } from '../domain/entitlements';
+import { parseEvent } from '../domain/envelope';
+import { parseRetrySchedule } from '../domain/retry';
+import type { DispatcherMetrics } from '../metrics';
+import { EventConsumer, type Verdict } from '../store/event-consumer';
 import { Batcher } from './batcher';
-import type { Config } from './config';
-import { parseEvent } from './domain/envelope';
-import { parseRetrySchedule } from './domain/retry';
-import { type AccountDirectory, Entitlements } from './entitlements';
-import type { DispatcherMetrics } from './metrics';
 import { Sender } from './sender';
-import { EventConsumer, type Verdict } from './store/event-consumer';
 import { DeliveryWorker } from './worker';
 
 export interface DispatcherDeps {
