@@ -1,6 +1,6 @@
 // Signing and verification live in the dependency-free @fcd/webhook-verify package.
 export * from '@fcd/webhook-verify';
-export * from './deliveries';
+export * from './deliveries/index';
 export * from './event-log';
 export * from './events';
 export * from './limits';
