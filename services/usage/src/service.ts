@@ -17,7 +17,7 @@ import type { UsageConfig } from './config';
 import { KeyCache } from './domain/key-cache';
 import { createGrpcServer, HEALTH_SERVICE_NAME } from './grpc/server';
 import { buildUsageHttpApp } from './http/app';
-import { UsageMeter } from './meter';
+import { UsageMeter } from './meter/index';
 import { createUsageMetrics } from './metrics';
 import { AccountStore } from './store/accounts';
 import { CounterStore, createRedis, type RedisClient } from './store/counters';

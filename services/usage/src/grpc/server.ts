@@ -14,7 +14,7 @@ import {
 import { AppError, extractTraceContext, type Span, SpanKind, SpanStatusCode, trace } from '@fcd/service-kit';
 import { HealthImplementation } from 'grpc-health-check';
 import type { Logger } from 'pino';
-import type { Decision as MeterDecision, MeterResult, UsageMeter, UsageReport } from '../meter';
+import type { Decision as MeterDecision, MeterResult, UsageMeter, UsageReport } from '../meter/index';
 import type { UsageMetrics } from '../metrics';
 import type { AccountStore } from '../store/accounts';
 
