@@ -3,7 +3,7 @@
 // The event types are the contract's (@fcd/events); re-exported for the webhook API's validation.
 export { EVENT_TYPES, type EventType, isEventType } from '@fcd/events';
 export * from '@fcd/webhook-verify';
-export * from './deliveries';
+export * from './deliveries/index';
 export * from './event-log';
 export * from './limits';
 export * from './matching';

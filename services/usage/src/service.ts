@@ -13,12 +13,13 @@ import {
   startMetricsServer,
   systemClock,
 } from '@fcd/service-kit';
+import type { HealthImplementation } from 'grpc-health-check';
 import type { UsageConfig } from './config';
 import { KeyCache } from './domain/key-cache';
 import { createGrpcServer, HEALTH_SERVICE_NAME } from './grpc/server';
 import { buildUsageHttpApp } from './http/app';
-import { UsageMeter } from './meter';
-import { createUsageMetrics } from './metrics';
+import { UsageMeter } from './meter/index';
+import { createUsageMetrics, type UsageMetrics } from './metrics';
 import { AccountStore } from './store/accounts';
 import { CounterStore, createRedis, type RedisClient } from './store/counters';
 import { migrations, USAGE_SCHEMA } from './store/migrations';
@@ -60,30 +61,7 @@ export async function startUsageService(config: UsageConfig, options: { clock?: 
   const clock = options.clock ?? systemClock;
   const logger = options.logger ?? createLogger({ service: 'usage', level: config.LOG_LEVEL });
   const metrics = createUsageMetrics();
-  const pool = createPool({
-    connectionString: config.DATABASE_URL,
-    applicationName: 'usage',
-    logger,
-    max: 10,
-    timeouts: config,
-    connection: postgresOptions(config),
-  });
-  if (config.MIGRATE_ON_START) await migrate(pool, USAGE_SCHEMA, migrations, logger);
-
-  const redis = connectRedis(config);
-  let lastRedisError = 0;
-  redis.on('error', (err: Error) => {
-    if (clock.now() - lastRedisError > 5000) logger.warn({ err: { message: err.message } }, 'redis connection error');
-    lastRedisError = clock.now();
-  });
-  const accounts = new AccountStore(pool);
-  const counters = new CounterStore(redis, config.REDIS_KEY_PREFIX, {
-    waitReplicas: config.REDIS_WAIT_REPLICAS,
-    onWithdraw: (r) => {
-      if ('back' in r) logger.info({ countsTakenBack: r.back }, 'withdrew a Redis Cluster call answered 503');
-      else logger.error({ err: { message: r.error.message } }, 'could not withdraw a Redis Cluster call answered 503');
-    },
-  });
+  const { pool, redis, accounts, counters } = await openStores(config, clock, logger);
   const cache = new KeyCache(clock, config.KEY_CACHE_TTL_MS, config.KEY_CACHE_NEGATIVE_TTL_MS, 100_000, config.KEY_CACHE_OUTAGE_TTL_MS);
   const meter = new UsageMeter({
     accounts,
@@ -103,35 +81,8 @@ export async function startUsageService(config: UsageConfig, options: { clock?: 
   };
   let shuttingDown = false;
 
-  const {
-    server: grpcServer,
-    health,
-    drain,
-  } = createGrpcServer(meter, accounts, logger, metrics, {
-    callSecret: config.USAGE_GRPC_SECRET,
-    maxBatchItems: config.GRPC_MAX_BATCH_ITEMS,
-    maxMessageBytes: config.GRPC_MAX_MESSAGE_BYTES,
-    maxConcurrentStreams: config.GRPC_MAX_CONCURRENT_STREAMS,
-    maxConnectionAgeMs: config.GRPC_MAX_CONNECTION_AGE_MS,
-    maxConnectionAgeGraceMs: config.GRPC_MAX_CONNECTION_AGE_GRACE_MS,
-  });
-  const grpcPort = await new Promise<number>((resolve, reject) =>
-    grpcServer.bindAsync(`${config.HOST}:${config.GRPC_PORT}`, grpc.ServerCredentials.createInsecure(), (err, port) =>
-      err ? reject(err) : resolve(port),
-    ),
-  );
-
-  const refreshHealth = async () => {
-    const [pg, rd] = await Promise.allSettled([checks.postgres(), checks.redis()]);
-    health.setStatus('postgres', pg.status === 'fulfilled' ? 'SERVING' : 'NOT_SERVING');
-    health.setStatus('redis', rd.status === 'fulfilled' ? 'SERVING' : 'NOT_SERVING');
-    // Postgres down is a degradation, not an outage: known keys are still authorized and counted
-    // (docs/metering.md), so the replica stays in the Service; the `postgres` status names it.
-    const serving =
-      !shuttingDown && (config.USAGE_FAIL_OPEN ? pg.status === 'fulfilled' || rd.status === 'fulfilled' : rd.status === 'fulfilled');
-    health.setStatus('', serving ? 'SERVING' : 'NOT_SERVING');
-    health.setStatus(HEALTH_SERVICE_NAME, serving ? 'SERVING' : 'NOT_SERVING');
-  };
+  const { grpcServer, health, drain, grpcPort } = await startGrpc(config, meter, accounts, logger, metrics);
+  const refreshHealth = () => reportHealth(health, checks, config.USAGE_FAIL_OPEN, shuttingDown);
   // The first health report (and so `ready`) waits for Redis's first connection, bounded by its
   // connect timeout: an unreachable Redis must not block start-up (it is reported NOT_SERVING).
   await firstConnection(redis, 2500);
@@ -157,19 +108,7 @@ export async function startUsageService(config: UsageConfig, options: { clock?: 
   const metricsServer: Server = await startMetricsServer(metrics.registry, config.METRICS_PORT, config.HOST, config);
   const metricsPort = (metricsServer.address() as { port: number }).port;
 
-  const flushTimer = setInterval(() => {
-    metrics.pendingCounters.set(meter.pendingCount());
-    meter.flush().catch((err: Error) => logger.warn({ err: { message: err.message } }, 'usage flush failed; will retry'));
-  }, config.USAGE_FLUSH_INTERVAL_MS);
-  const reconcile = () =>
-    meter
-      .reconcile()
-      .then((n) => logger.debug({ counters: n }, 'usage counters reconciled'))
-      .catch((err: Error) => logger.warn({ err: { message: err.message } }, 'usage reconcile failed; will retry'));
-  // Copy Redis counters into Postgres whenever Redis (re)connects, and periodically.
-  redis.on('ready', () => void reconcile());
-  if (redis.status === 'ready') void reconcile();
-  const reconcileTimer = setInterval(() => void reconcile(), config.USAGE_RECONCILE_INTERVAL_MS);
+  const { flushTimer, reconcileTimer } = startWriteBehind(config, meter, redis, logger, metrics);
 
   return {
     grpcPort,
@@ -186,19 +125,7 @@ export async function startUsageService(config: UsageConfig, options: { clock?: 
       // Stop accepting and send GOAWAY (the gateways open their next streams on new connections, to
       // another replica), then end each authorization stream once its batches are answered; unary
       // calls finish. All within 5 s, then forced.
-      let drained: Promise<void> = Promise.resolve();
-      await new Promise<void>((resolve) => {
-        const force = setTimeout(() => {
-          logger.warn('gRPC calls still open 5 s after shutdown began; forcing them closed');
-          grpcServer.forceShutdown();
-          resolve();
-        }, 5000);
-        grpcServer.tryShutdown(() => {
-          clearTimeout(force);
-          resolve();
-        });
-        drained = drain();
-      });
+      const { drained } = await shutDownGrpc(grpcServer, drain, logger);
       // Batches still being decided (a slow Postgres, fail-open) finish before the final flush, so
       // their counts are written; bounded, within the process's overall shutdown bound.
       await Promise.race([drained, new Promise((r) => setTimeout(r, 10_000).unref())]);
@@ -212,4 +139,111 @@ export async function startUsageService(config: UsageConfig, options: { clock?: 
       await pool.end();
     },
   };
+}
+
+/** The Postgres pool (migrated when MIGRATE_ON_START), Redis, and the stores on them. */
+async function openStores(config: UsageConfig, clock: Clock, logger: Logger) {
+  const pool = createPool({
+    connectionString: config.DATABASE_URL,
+    applicationName: 'usage',
+    logger,
+    max: 10,
+    timeouts: config,
+    connection: postgresOptions(config),
+  });
+  if (config.MIGRATE_ON_START) await migrate(pool, USAGE_SCHEMA, migrations, logger);
+
+  const redis = connectRedis(config);
+  let lastRedisError = 0;
+  redis.on('error', (err: Error) => {
+    if (clock.now() - lastRedisError > 5000) logger.warn({ err: { message: err.message } }, 'redis connection error');
+    lastRedisError = clock.now();
+  });
+  const accounts = new AccountStore(pool);
+  const counters = new CounterStore(redis, config.REDIS_KEY_PREFIX, {
+    waitReplicas: config.REDIS_WAIT_REPLICAS,
+    onWithdraw: (r) => {
+      if ('back' in r) logger.info({ countsTakenBack: r.back }, 'withdrew a Redis Cluster call answered 503');
+      else logger.error({ err: { message: r.error.message } }, 'could not withdraw a Redis Cluster call answered 503');
+    },
+  });
+  return { pool, redis, accounts, counters };
+}
+
+/** The gRPC server, bound to GRPC_PORT. */
+async function startGrpc(config: UsageConfig, meter: UsageMeter, accounts: AccountStore, logger: Logger, metrics: UsageMetrics) {
+  const {
+    server: grpcServer,
+    health,
+    drain,
+  } = createGrpcServer(meter, accounts, logger, metrics, {
+    callSecret: config.USAGE_GRPC_SECRET,
+    maxBatchItems: config.GRPC_MAX_BATCH_ITEMS,
+    maxMessageBytes: config.GRPC_MAX_MESSAGE_BYTES,
+    maxConcurrentStreams: config.GRPC_MAX_CONCURRENT_STREAMS,
+    maxConnectionAgeMs: config.GRPC_MAX_CONNECTION_AGE_MS,
+    maxConnectionAgeGraceMs: config.GRPC_MAX_CONNECTION_AGE_GRACE_MS,
+  });
+  const grpcPort = await new Promise<number>((resolve, reject) =>
+    grpcServer.bindAsync(`${config.HOST}:${config.GRPC_PORT}`, grpc.ServerCredentials.createInsecure(), (err, port) =>
+      err ? reject(err) : resolve(port),
+    ),
+  );
+  return { grpcServer, health, drain, grpcPort };
+}
+
+/** Sets the gRPC health statuses from the checks. */
+async function reportHealth(
+  health: HealthImplementation,
+  checks: { postgres: () => Promise<unknown>; redis: () => Promise<unknown> },
+  failOpen: boolean,
+  shuttingDown: boolean,
+): Promise<void> {
+  const [pg, rd] = await Promise.allSettled([checks.postgres(), checks.redis()]);
+  health.setStatus('postgres', pg.status === 'fulfilled' ? 'SERVING' : 'NOT_SERVING');
+  health.setStatus('redis', rd.status === 'fulfilled' ? 'SERVING' : 'NOT_SERVING');
+  // Postgres down is a degradation, not an outage: known keys are still authorized and counted
+  // (docs/metering.md), so the replica stays in the Service; the `postgres` status names it.
+  const serving = !shuttingDown && (failOpen ? pg.status === 'fulfilled' || rd.status === 'fulfilled' : rd.status === 'fulfilled');
+  health.setStatus('', serving ? 'SERVING' : 'NOT_SERVING');
+  health.setStatus(HEALTH_SERVICE_NAME, serving ? 'SERVING' : 'NOT_SERVING');
+}
+
+/** The periodic flush of counts to Postgres, and the reconciliation of Redis counters into it. */
+function startWriteBehind(config: UsageConfig, meter: UsageMeter, redis: RedisClient, logger: Logger, metrics: UsageMetrics) {
+  const flushTimer = setInterval(() => {
+    metrics.pendingCounters.set(meter.pendingCount());
+    meter.flush().catch((err: Error) => logger.warn({ err: { message: err.message } }, 'usage flush failed; will retry'));
+  }, config.USAGE_FLUSH_INTERVAL_MS);
+  const reconcile = () =>
+    meter
+      .reconcile()
+      .then((n) => logger.debug({ counters: n }, 'usage counters reconciled'))
+      .catch((err: Error) => logger.warn({ err: { message: err.message } }, 'usage reconcile failed; will retry'));
+  // Copy Redis counters into Postgres whenever Redis (re)connects, and periodically.
+  redis.on('ready', () => void reconcile());
+  if (redis.status === 'ready') void reconcile();
+  const reconcileTimer = setInterval(() => void reconcile(), config.USAGE_RECONCILE_INTERVAL_MS);
+  return { flushTimer, reconcileTimer };
+}
+
+/**
+ * Stops accepting and sends GOAWAY, then starts draining the authorization streams; resolves
+ * once the server has shut down (forced after 5 s), with the drain (`drained`) still under way.
+ */
+async function shutDownGrpc(grpcServer: grpc.Server, drain: () => Promise<void>, logger: Logger): Promise<{ drained: Promise<void> }> {
+  let drained: Promise<void> = Promise.resolve();
+  await new Promise<void>((resolve) => {
+    const force = setTimeout(() => {
+      logger.warn('gRPC calls still open 5 s after shutdown began; forcing them closed');
+      grpcServer.forceShutdown();
+      resolve();
+    }, 5000);
+    grpcServer.tryShutdown(() => {
+      clearTimeout(force);
+      resolve();
+    });
+    drained = drain();
+  });
+  return { drained };
 }

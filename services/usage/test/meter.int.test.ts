@@ -3,7 +3,7 @@ import { createTestDatabase, freePort, type TestDatabase, testUrls, uniqueName }
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { KeyCache } from '../src/domain/key-cache';
-import { UsageMeter } from '../src/meter';
+import { UsageMeter } from '../src/meter/index';
 import { createUsageMetrics } from '../src/metrics';
 import { AccountStore } from '../src/store/accounts';
 import { CounterStore, createRedis } from '../src/store/counters';

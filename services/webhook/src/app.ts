@@ -12,7 +12,7 @@ import {
   type ServiceMetrics,
 } from '@fcd/service-kit';
 import type { Resolver, SecretBox } from '@fcd/webhooks';
-import { DeliveryStore, EventLog, parseAllowedPorts, SubscriptionStore } from '@fcd/webhooks';
+import { DeliveryLog, EventLog, parseAllowedPorts, SubscriptionStore } from '@fcd/webhooks';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { FacilityDirectory } from './clients/facility';
 import type { Config } from './config';
@@ -68,7 +68,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const eventLog = new EventLog(deps.pool);
   const service = new WebhookService({
     store: new SubscriptionStore(deps.pool, deps.secretBox),
-    deliveries: new DeliveryStore(deps.pool),
+    deliveries: new DeliveryLog(deps.pool),
     events: eventLog,
     retentionDays: deps.config.EVENT_RETENTION_DAYS,
     facilities: deps.facilities,

@@ -1,87 +1,14 @@
 import { create } from '@bufbuild/protobuf';
-import { addService, grpc, isHealthMethod, requireCallAuth, toGrpcError } from '@fcd/grpc';
-import {
-  type AuthorizeItem,
-  AuthorizeResponseSchema,
-  type AuthorizeResult,
-  AuthorizeResultSchema,
-  AuthorizeStreamResponseSchema,
-  Decision,
-  GetAccountsResponseSchema,
-  GetUsageResponseSchema,
-  UsageService,
-} from '@fcd/proto';
-import { AppError, extractTraceContext, type Span, SpanKind, SpanStatusCode, trace } from '@fcd/service-kit';
+import { addService, grpc, isHealthMethod, requireCallAuth } from '@fcd/grpc';
+import { AuthorizeResponseSchema, GetAccountsResponseSchema, UsageService } from '@fcd/proto';
+import { AppError } from '@fcd/service-kit';
 import { HealthImplementation } from 'grpc-health-check';
 import type { Logger } from 'pino';
-import type { Decision as MeterDecision, MeterResult, UsageMeter, UsageReport } from '../meter';
+import type { UsageMeter } from '../meter/index';
 import type { UsageMetrics } from '../metrics';
 import type { AccountStore } from '../store/accounts';
-
-const DECISION: Record<MeterDecision, Decision> = {
-  allowed: Decision.ALLOWED,
-  unauthenticated: Decision.UNAUTHENTICATED,
-  rate_limited: Decision.RATE_LIMITED,
-  unavailable: Decision.UNAVAILABLE,
-};
-
-function toUsage(report: UsageReport) {
-  return create(GetUsageResponseSchema, {
-    tier: report.tier,
-    dailyLimit: report.dailyLimit,
-    today: { requestCount: report.today.requestCount, remaining: report.today.remaining, resetsAt: report.today.resetsAt },
-    billingPeriod: {
-      start: report.billing.start,
-      end: report.billing.end,
-      totalRequests: BigInt(report.billing.totalRequests),
-      includedRequests: BigInt(report.billing.includedRequests),
-      overageRequests: BigInt(report.billing.overageRequests),
-      overageRateUsd: report.billing.overageRateUsd,
-      estimatedOverageUsd: report.billing.estimatedOverageUsd,
-    },
-    stale: report.stale,
-  });
-}
-
-function toResult(r: MeterResult): AuthorizeResult {
-  return create(AuthorizeResultSchema, {
-    usage: r.usage ? toUsage(r.usage) : undefined,
-    decision: DECISION[r.decision],
-    accountId: r.principal?.accountId ?? '',
-    tier: r.principal?.tier ?? '',
-    tierRank: r.principal?.tierRank ?? 0,
-    dailyLimit: r.principal?.dailyLimit ?? 0,
-    count: r.count,
-    remaining: r.remaining,
-    resetsAt: r.resetsAt,
-    retryAfterSeconds: r.retryAfterSeconds,
-  });
-}
-
-/** `countBy`: the batch's deadline (Unix ms, 0 = none); items not counted by then are answered UNAVAILABLE. */
-async function decide(meter: UsageMeter, items: AuthorizeItem[], countBy: bigint): Promise<AuthorizeResult[]> {
-  const results = await meter.authorize(
-    items.map((i) => ({ apiKey: i.apiKey, includeUsage: i.includeUsage, peek: i.peek })),
-    { countBy: Number(countBy) },
-  );
-  return results.map(toResult);
-}
-
-const tracer = trace.getTracer('@fcd/usage');
-const RPC_ATTRIBUTES = { 'rpc.system': 'grpc', 'rpc.service': UsageService.typeName, 'rpc.method': 'AuthorizeStream' };
-
-/** A server span per traced item of a batch, child of the gateway's span carried in the item. */
-function itemSpans(items: AuthorizeItem[]): Array<Span | undefined> {
-  return items.map((item) =>
-    item.traceparent
-      ? tracer.startSpan(
-          `${UsageService.typeName}/AuthorizeStream`,
-          { kind: SpanKind.SERVER, attributes: { ...RPC_ATTRIBUTES, 'fcd.authorize.batch_size': items.length } },
-          extractTraceContext({ traceparent: item.traceparent, ...(item.tracestate ? { tracestate: item.tracestate } : {}) }),
-        )
-      : undefined,
-  );
-}
+import { AuthorizeStreams, refusedBatch } from './authorize-stream';
+import { decide, toUsage } from './results';
 
 export const HEALTH_SERVICE_NAME = UsageService.typeName;
 
@@ -101,9 +28,6 @@ export interface GrpcLimits {
   maxConnectionAgeMs?: number;
   maxConnectionAgeGraceMs?: number;
 }
-
-const refusedBatch = (items: number, max: number) =>
-  new AppError('VALIDATION_ERROR', `A batch carries at most ${max} items; this one has ${items}.`);
 
 export function createGrpcServer(
   meter: UsageMeter,
@@ -138,79 +62,12 @@ export function createGrpcServer(
     redis: 'UNKNOWN',
   });
   health.addToServer(server);
-  // The gateway keeps one authorization stream open for good. A stream is ended cleanly only once
-  // every batch it is deciding has been answered, and batches that arrive after that point are
-  // neither counted nor answered: so when a stream ends with status OK, each batch the gateway has
-  // no answer for was not counted, and the gateway sends it again on a new stream (`drain`,
-  // services/gateway/src/auth/batcher.ts).
-  const streams = new Set<() => void>();
-  /** Every batch being decided, on any stream (shutdown waits for them before the final flush). */
-  const deciding = new Set<Promise<void>>();
-  let draining = false;
-  const unavailable = (items: AuthorizeItem[]) =>
-    items.map(() => create(AuthorizeResultSchema, { decision: Decision.UNAVAILABLE, retryAfterSeconds: 1 }));
+  const streams = new AuthorizeStreams({ meter, logger, metrics, maxBatchItems: limits.maxBatchItems });
   addService(
     server,
     UsageService,
     {
-      authorizeStream(call) {
-        const inFlight = new Set<Promise<void>>();
-        let ending = false;
-        const endWhenIdle = () => {
-          ending = true;
-          if (inFlight.size === 0 && !call.writableEnded && !call.destroyed) call.end();
-        };
-        if (draining) return endWhenIdle(); // the gateway opens its next stream on another connection
-        streams.add(endWhenIdle);
-        call.once('close', () => streams.delete(endWhenIdle));
-        const started = new Map<number, number>();
-        const write = (batchId: number, results: AuthorizeResult[]) => {
-          if (!call.writableEnded && !call.destroyed) call.write(create(AuthorizeStreamResponseSchema, { batchId, results }));
-        };
-        call.on('data', (batch) => {
-          if (ending) return; // not counted, not answered: the gateway sends it again on a new stream
-          if (batch.items.length > limits.maxBatchItems) {
-            // A caller that ignores the cap loses its stream (its batches still being decided are answered first).
-            ending = true;
-            metrics.requestsTotal.inc({ route: 'AuthorizeStream', method: 'grpc', status: 'INVALID_ARGUMENT' });
-            call.emit('error', toGrpcError(refusedBatch(batch.items.length, limits.maxBatchItems)));
-            return;
-          }
-          started.set(batch.batchId, performance.now());
-          const spans = itemSpans(batch.items);
-          const done = decide(meter, batch.items, batch.countByUnixMs)
-            .catch((err: unknown) => {
-              logger.error({ err }, 'authorize batch failed');
-              return unavailable(batch.items);
-            })
-            .then((results) => {
-              // The answer first: once it is written, nothing below can leave a counted batch unanswered.
-              write(batch.batchId, results);
-              spans.forEach((span, i) => {
-                if (!span) return;
-                const decision = results[i]?.decision ?? Decision.UNAVAILABLE;
-                span.setAttribute('fcd.authorize.decision', Decision[decision] ?? String(decision));
-                if (decision === Decision.UNAVAILABLE) span.setStatus({ code: SpanStatusCode.ERROR, message: 'unavailable' });
-                span.end();
-              });
-              const t0 = started.get(batch.batchId) ?? performance.now();
-              started.delete(batch.batchId);
-              metrics.requestDuration.observe({ route: 'AuthorizeStream', method: 'grpc', status: 'OK' }, (performance.now() - t0) / 1000);
-              metrics.requestsTotal.inc({ route: 'AuthorizeStream', method: 'grpc', status: 'OK' });
-            })
-            .catch((err: unknown) => logger.error({ err }, 'authorize batch answer failed'))
-            .finally(() => {
-              inFlight.delete(done);
-              deciding.delete(done);
-              if (ending) endWhenIdle();
-            });
-          inFlight.add(done);
-          deciding.add(done);
-        });
-        // The gateway closing its side: answer what is being decided, then end.
-        call.on('end', endWhenIdle);
-        call.on('error', (err) => logger.debug({ err: { message: err.message } }, 'authorize stream error'));
-      },
+      authorizeStream: streams.handle,
       async authorize(request, call) {
         if (request.items.length > limits.maxBatchItems) throw refusedBatch(request.items.length, limits.maxBatchItems);
         // Without a count-by time, the call's own deadline bounds the counting.
@@ -242,16 +99,5 @@ export function createGrpcServer(
       },
     },
   );
-  /**
-   * For shutdown: every open authorization stream ends once the batches it is deciding are
-   * answered; batches that arrive after that are not counted (the gateway sends them again on a
-   * new stream, to another replica), and streams opened from now on end at once. Resolves when
-   * every batch being decided has been decided (so its count reaches the final flush).
-   */
-  const drain = async () => {
-    draining = true;
-    for (const endWhenIdle of streams) endWhenIdle();
-    await Promise.allSettled([...deciding]);
-  };
-  return { server, health, drain };
+  return { server, health, drain: () => streams.drain() };
 }

@@ -44,6 +44,101 @@ const KeyOut = Type.Object({
   revoked_at: Type.Union([Type.String(), Type.Null()]),
 });
 
+const accountOut = (a: { id: string; name: string; tier: string; dailyLimit: number; createdAt: string }) => ({
+  id: a.id,
+  name: a.name,
+  tier: a.tier,
+  daily_limit: a.dailyLimit,
+  created_at: a.createdAt,
+});
+const keyOut = (k: { id: string; accountId: string; last4: string; createdAt: string; revokedAt: string | null }) => ({
+  id: k.id,
+  account_id: k.accountId,
+  last4: k.last4,
+  created_at: k.createdAt,
+  revoked_at: k.revokedAt,
+});
+
+/** Create, list and change accounts (admin API). */
+function registerAccountRoutes(admin: FastifyInstance, deps: UsageHttpDeps): void {
+  admin.post(
+    '/admin/v1/accounts',
+    {
+      schema: {
+        body: Type.Object(
+          {
+            name: Type.String({ minLength: 1, maxLength: 200 }),
+            tier: Type.String({ minLength: 1 }),
+            daily_limit: Type.Optional(Type.Integer({ minimum: 1 })),
+          },
+          { additionalProperties: false },
+        ),
+        response: { 201: Type.Object({ data: AccountOut }) },
+      },
+    },
+    async (request, reply) => {
+      const body = request.body as { name: string; tier: string; daily_limit?: number };
+      const account = await deps.accounts.createAccount({ name: body.name, tier: body.tier, dailyLimit: body.daily_limit });
+      return reply.code(201).send({ data: accountOut(account) });
+    },
+  );
+  admin.get('/admin/v1/accounts', { schema: { response: { 200: Type.Object({ data: Type.Array(AccountOut) }) } } }, async () => ({
+    data: (await deps.accounts.listAccounts()).map(accountOut),
+  }));
+  admin.patch(
+    '/admin/v1/accounts/:id',
+    {
+      schema: {
+        params: Type.Object({ id: Type.String() }),
+        body: Type.Object(
+          { tier: Type.String({ minLength: 1 }), daily_limit: Type.Optional(Type.Union([Type.Integer({ minimum: 1 }), Type.Null()])) },
+          { additionalProperties: false },
+        ),
+        response: { 200: Type.Object({ data: AccountOut }) },
+      },
+    },
+    async (request) => {
+      const { id } = request.params as { id: string };
+      const body = request.body as { tier: string; daily_limit?: number | null };
+      const account = await deps.accounts.setTier(id, body.tier, body.daily_limit);
+      deps.cache.evictAccount(id);
+      return { data: accountOut(account) };
+    },
+  );
+}
+
+/** Create, list and revoke API keys (admin API). */
+function registerKeyRoutes(admin: FastifyInstance, deps: UsageHttpDeps): void {
+  admin.post(
+    '/admin/v1/accounts/:id/keys',
+    {
+      schema: {
+        params: Type.Object({ id: Type.String() }),
+        response: { 201: Type.Object({ data: Type.Object({ ...KeyOut.properties, api_key: Type.String() }) }) },
+      },
+    },
+    async (request, reply) => {
+      const { id } = request.params as { id: string };
+      const { key, apiKey } = await deps.accounts.createKey(id);
+      return reply.code(201).send({ data: { ...keyOut(key), api_key: apiKey } });
+    },
+  );
+  admin.get(
+    '/admin/v1/accounts/:id/keys',
+    { schema: { params: Type.Object({ id: Type.String() }), response: { 200: Type.Object({ data: Type.Array(KeyOut) }) } } },
+    async (request) => ({ data: (await deps.accounts.listKeys((request.params as { id: string }).id)).map(keyOut) }),
+  );
+  admin.post(
+    '/admin/v1/keys/:id/revoke',
+    { schema: { params: Type.Object({ id: Type.String() }), response: { 200: Type.Object({ data: KeyOut }) } } },
+    async (request) => {
+      const key = await deps.accounts.revokeKey((request.params as { id: string }).id);
+      deps.cache.evictAccount(key.accountId);
+      return { data: keyOut(key) };
+    },
+  );
+}
+
 /** Health endpoints and the token-protected internal admin API (same operations as the CLI). */
 export function buildUsageHttpApp(deps: UsageHttpDeps): FastifyInstance {
   const app = Fastify(baseFastifyOptions(deps.logger, deps.http));
@@ -67,93 +162,8 @@ export function buildUsageHttpApp(deps: UsageHttpDeps): FastifyInstance {
       'onRequest',
       requireBearerToken(deps.adminToken, { message: 'A valid admin token is required in the Authorization header.' }),
     );
-    const accountOut = (a: { id: string; name: string; tier: string; dailyLimit: number; createdAt: string }) => ({
-      id: a.id,
-      name: a.name,
-      tier: a.tier,
-      daily_limit: a.dailyLimit,
-      created_at: a.createdAt,
-    });
-    const keyOut = (k: { id: string; accountId: string; last4: string; createdAt: string; revokedAt: string | null }) => ({
-      id: k.id,
-      account_id: k.accountId,
-      last4: k.last4,
-      created_at: k.createdAt,
-      revoked_at: k.revokedAt,
-    });
-
-    admin.post(
-      '/admin/v1/accounts',
-      {
-        schema: {
-          body: Type.Object(
-            {
-              name: Type.String({ minLength: 1, maxLength: 200 }),
-              tier: Type.String({ minLength: 1 }),
-              daily_limit: Type.Optional(Type.Integer({ minimum: 1 })),
-            },
-            { additionalProperties: false },
-          ),
-          response: { 201: Type.Object({ data: AccountOut }) },
-        },
-      },
-      async (request, reply) => {
-        const body = request.body as { name: string; tier: string; daily_limit?: number };
-        const account = await deps.accounts.createAccount({ name: body.name, tier: body.tier, dailyLimit: body.daily_limit });
-        return reply.code(201).send({ data: accountOut(account) });
-      },
-    );
-    admin.get('/admin/v1/accounts', { schema: { response: { 200: Type.Object({ data: Type.Array(AccountOut) }) } } }, async () => ({
-      data: (await deps.accounts.listAccounts()).map(accountOut),
-    }));
-    admin.patch(
-      '/admin/v1/accounts/:id',
-      {
-        schema: {
-          params: Type.Object({ id: Type.String() }),
-          body: Type.Object(
-            { tier: Type.String({ minLength: 1 }), daily_limit: Type.Optional(Type.Union([Type.Integer({ minimum: 1 }), Type.Null()])) },
-            { additionalProperties: false },
-          ),
-          response: { 200: Type.Object({ data: AccountOut }) },
-        },
-      },
-      async (request) => {
-        const { id } = request.params as { id: string };
-        const body = request.body as { tier: string; daily_limit?: number | null };
-        const account = await deps.accounts.setTier(id, body.tier, body.daily_limit);
-        deps.cache.evictAccount(id);
-        return { data: accountOut(account) };
-      },
-    );
-    admin.post(
-      '/admin/v1/accounts/:id/keys',
-      {
-        schema: {
-          params: Type.Object({ id: Type.String() }),
-          response: { 201: Type.Object({ data: Type.Object({ ...KeyOut.properties, api_key: Type.String() }) }) },
-        },
-      },
-      async (request, reply) => {
-        const { id } = request.params as { id: string };
-        const { key, apiKey } = await deps.accounts.createKey(id);
-        return reply.code(201).send({ data: { ...keyOut(key), api_key: apiKey } });
-      },
-    );
-    admin.get(
-      '/admin/v1/accounts/:id/keys',
-      { schema: { params: Type.Object({ id: Type.String() }), response: { 200: Type.Object({ data: Type.Array(KeyOut) }) } } },
-      async (request) => ({ data: (await deps.accounts.listKeys((request.params as { id: string }).id)).map(keyOut) }),
-    );
-    admin.post(
-      '/admin/v1/keys/:id/revoke',
-      { schema: { params: Type.Object({ id: Type.String() }), response: { 200: Type.Object({ data: KeyOut }) } } },
-      async (request) => {
-        const key = await deps.accounts.revokeKey((request.params as { id: string }).id);
-        deps.cache.evictAccount(key.accountId);
-        return { data: keyOut(key) };
-      },
-    );
+    registerAccountRoutes(admin, deps);
+    registerKeyRoutes(admin, deps);
   });
 
   app.setNotFoundHandler(async (request) => {

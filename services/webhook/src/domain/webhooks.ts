@@ -14,7 +14,7 @@ import {
 import {
   checkWebhookUrl,
   DEFAULT_EVENT_RETENTION_DAYS,
-  type DeliveryStore,
+  type DeliveryLog,
   type DeliveryView,
   type EventLog,
   generateSecret,
@@ -69,7 +69,7 @@ export interface RecoveryView {
 
 export interface WebhookServiceOptions {
   store: SubscriptionStore;
-  deliveries: DeliveryStore;
+  deliveries: DeliveryLog;
   /** The event log recovery reads. */
   events: EventLog;
   /** EVENT_RETENTION_DAYS: how far back a recovery may reach. */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { envelopeText } from './deliveries';
+import { envelopeText } from './envelope';
 
 describe('envelopeText (a delivery stored without its body)', () => {
   it('sends the payload as compact JSON with the keys in the order id, type, created_at, data', () => {

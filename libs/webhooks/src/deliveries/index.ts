@@ -1,0 +1,7 @@
+export * from './bookkeeping';
+export * from './envelope';
+export * from './log';
+export * from './queue';
+export * from './secret-cache';
+export * from './store';
+export * from './types';

@@ -1,0 +1,158 @@
+import type { Clock } from '@fcd/service-kit';
+import type { Logger } from 'pino';
+import { digestApiKey, isWellFormedKey } from '../domain/api-key';
+import type { KeyCache } from '../domain/key-cache';
+import { decide, type MeterResult, meterWindow, type UsageReport, unauthenticated, unavailable } from '../domain/meter-decision';
+import type { KeyPrincipal } from '../domain/tiers';
+import type { UsageMetrics } from '../metrics';
+import type { AccountStore } from '../store/accounts';
+import type { CounterStore } from '../store/counters';
+import { Counting } from './count';
+import { PostgresHealth } from './postgres-health';
+import { UsageReports } from './report';
+import { WriteBehind } from './write-behind';
+
+export interface MeterOptions {
+  /**
+   * Unix ms after which the batch must not be counted (the deadline travelling with it; 0 = none).
+   * Checked before each store call and, on Redis's clock, inside the counting script itself.
+   */
+  countBy?: number;
+}
+
+export interface MeterRequest {
+  apiKey: string;
+  includeUsage?: boolean;
+  /** Authenticate and apply the hard limit without counting (a conditional GET that may end in 304). */
+  peek?: boolean;
+}
+
+export interface MeterDeps {
+  accounts: AccountStore;
+  counters: CounterStore;
+  cache: KeyCache;
+  clock: Clock;
+  logger: Logger;
+  metrics: UsageMetrics;
+  /** Operator opt-in: when Redis is down, count in Postgres instead of refusing with 503. */
+  failOpen: boolean;
+  /** How long the persisted counts of earlier days of the month are reused for usage reports. */
+  reportCacheTtlMs?: number;
+  /** After a failed Postgres call, how long lookups go straight to the outage fallbacks (default 1 s). */
+  postgresRetryMs?: number;
+}
+
+type Lookup = KeyPrincipal | null | 'unavailable';
+
+/**
+ * Authenticates and meters batches of requests: one key lookup per unknown key
+ * (then cached), one Redis Lua call per batch (`Counting`), the decision per
+ * request (`decide`, pure), and a batched, idempotent flush of counters to
+ * Postgres (`WriteBehind`).
+ */
+export class UsageMeter {
+  private readonly postgres: PostgresHealth;
+  private readonly writeBehind: WriteBehind;
+  private readonly counting: Counting;
+  private readonly reports: UsageReports;
+
+  constructor(private readonly deps: MeterDeps) {
+    this.postgres = new PostgresHealth(deps, deps.postgresRetryMs ?? 1000);
+    this.writeBehind = new WriteBehind(deps);
+    this.counting = new Counting({ ...deps, writeBehind: this.writeBehind });
+    this.reports = new UsageReports({ ...deps, postgres: this.postgres, writeBehind: this.writeBehind });
+  }
+
+  async authorize(requests: Array<string | MeterRequest>, options: MeterOptions = {}): Promise<MeterResult[]> {
+    const items = requests.map((r) => (typeof r === 'string' ? { apiKey: r } : r));
+    const { clock, metrics } = this.deps;
+    const now = clock.now();
+    const window = meterWindow(now);
+    const countBy = options.countBy ?? 0;
+    const tooLate = () => countBy > 0 && clock.now() > countBy;
+    const principals: Lookup[] = tooLate() ? items.map(() => 'unavailable') : await this.resolve(items.map((i) => i.apiKey));
+    const results = principals.map((p) => (p === 'unavailable' ? unavailable(window) : unauthenticated(window)));
+    const toCount = principals.flatMap((p, index) => (p && p !== 'unavailable' && !p.revoked ? [{ index, principal: p }] : []));
+    if (toCount.length > 0) {
+      const counterItems = toCount.map(({ index, principal }) => ({
+        accountId: principal.accountId,
+        day: window.day,
+        limit: principal.dailyLimit,
+        hard: principal.hardLimit,
+        peek: items[index]?.peek === true,
+      }));
+      const outcomes = tooLate() ? counterItems.map(() => 'unavailable' as const) : await this.counting.count(counterItems, countBy);
+      outcomes.forEach((outcome, i) => {
+        const { index, principal } = toCount[i] as { index: number; principal: KeyPrincipal };
+        if (outcome !== 'unavailable' && outcome.kind === 'counted')
+          this.writeBehind.remember(principal.accountId, window.day, outcome.count);
+        results[index] = decide(principal, outcome, window);
+      });
+    }
+    await this.attachReports(results, items, now);
+    metrics.batchSize.observe(items.length);
+    for (const r of results) metrics.decisions.inc({ tier: r.principal?.tier ?? 'none', outcome: r.decision });
+    return results;
+  }
+
+  /** The usage report of each allowed request that asked for one (a failed report leaves it out). */
+  private async attachReports(results: MeterResult[], items: MeterRequest[], now: number): Promise<void> {
+    await Promise.all(
+      results.map(async (r, i) => {
+        if (r.decision !== 'allowed' || !items[i]?.includeUsage || !r.principal) return;
+        try {
+          r.usage = await this.reports.report(r.principal, r.count, now);
+        } catch (err) {
+          this.deps.logger.warn({ err: { message: (err as Error).message } }, 'usage report failed');
+        }
+      }),
+    );
+  }
+
+  /** Key → principal (or null when malformed/unknown), from the cache or one query for all misses. */
+  private async resolve(apiKeys: string[]): Promise<Lookup[]> {
+    const { cache, accounts, metrics } = this.deps;
+    const digests = apiKeys.map((k) => (isWellFormedKey(k) ? digestApiKey(k) : undefined));
+    const out: Lookup[] = digests.map((d) => (d === undefined ? null : (cache.get(d) ?? null)));
+    const misses = [...new Set(digests.filter((d, i): d is string => d !== undefined && cache.get(d) === undefined && out[i] === null))];
+    if (misses.length === 0) return out;
+    try {
+      if (this.postgres.down()) throw new Error('postgres unavailable (retrying shortly)');
+      const found = await accounts.principalsByDigest(misses);
+      for (const d of misses) cache.set(d, found.get(d) ?? null);
+      digests.forEach((d, i) => {
+        if (d !== undefined && misses.includes(d)) out[i] = found.get(d) ?? null;
+      });
+    } catch (err) {
+      if (!this.postgres.down()) this.postgres.failed(err, 'key lookup');
+      // A key this replica knew keeps being served while the key store is unreachable; an unknown
+      // one is 503 (never 401: it may exist).
+      digests.forEach((d, i) => {
+        if (d === undefined || !misses.includes(d)) return;
+        const known = cache.getDuringOutage(d);
+        if (known) metrics.keysServedDuringOutage.inc();
+        out[i] = known ?? 'unavailable';
+      });
+    }
+    return out;
+  }
+
+  pendingCount(): number {
+    return this.writeBehind.size();
+  }
+
+  /** Writes the highest counts seen since the last flush; on failure they are kept for the next one. */
+  flush(): Promise<number> {
+    return this.writeBehind.flush();
+  }
+
+  /** Copies every counter in Redis into Postgres (see `WriteBehind.reconcile`). */
+  reconcile(): Promise<number> {
+    return this.writeBehind.reconcile();
+  }
+
+  /** Usage of an account without counting a request (unary GetUsage). */
+  usage(accountId: string): Promise<UsageReport | undefined> {
+    return this.reports.usage(accountId);
+  }
+}

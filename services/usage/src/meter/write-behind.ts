@@ -1,0 +1,69 @@
+import type { UsageMetrics } from '../metrics';
+import type { AccountStore } from '../store/accounts';
+import type { CounterStore } from '../store/counters';
+
+export const pairKey = (accountId: string, day: string) => `${accountId}|${day}`;
+
+export interface DayCountOf {
+  accountId: string;
+  day: string;
+  count: number;
+}
+
+/**
+ * The write-behind of the counters: the highest count seen per (account,
+ * day) since the last flush, written to Postgres in one idempotent batch
+ * (GREATEST), and the reconciliation that copies every Redis counter there.
+ */
+export class WriteBehind {
+  private pending = new Map<string, DayCountOf>();
+
+  constructor(private readonly deps: { accounts: AccountStore; counters: CounterStore; metrics: UsageMetrics }) {}
+
+  remember(accountId: string, day: string, count: number): void {
+    const k = pairKey(accountId, day);
+    const prev = this.pending.get(k);
+    if (!prev || prev.count < count) this.pending.set(k, { accountId, day, count });
+  }
+
+  /** The unflushed count of (account, day); undefined: none. */
+  get(accountId: string, day: string): number | undefined {
+    return this.pending.get(pairKey(accountId, day))?.count;
+  }
+
+  /** Every unflushed count. */
+  values(): IterableIterator<DayCountOf> {
+    return this.pending.values();
+  }
+
+  size(): number {
+    return this.pending.size;
+  }
+
+  /** Writes the highest counts seen since the last flush; on failure they are kept for the next one. */
+  async flush(): Promise<number> {
+    if (this.pending.size === 0) return 0;
+    const batch = this.pending;
+    this.pending = new Map();
+    try {
+      await this.deps.accounts.upsertDailyCounts([...batch.values()]);
+      this.deps.metrics.flushed.inc(batch.size);
+      return batch.size;
+    } catch (err) {
+      for (const v of batch.values()) this.remember(v.accountId, v.day, v.count);
+      this.deps.metrics.storeErrors.inc({ store: 'postgres' });
+      throw err;
+    }
+  }
+
+  /**
+   * Copies every counter in Redis into Postgres (GREATEST). Run at start-up and
+   * periodically, so counts of a replica that died before its flush still
+   * reach Postgres as long as Redis kept them.
+   */
+  async reconcile(): Promise<number> {
+    const all = await this.deps.counters.scanAll();
+    for (let i = 0; i < all.length; i += 1000) await this.deps.accounts.upsertDailyCounts(all.slice(i, i + 1000));
+    return all.length;
+  }
+}
