@@ -18,13 +18,13 @@ import {
 } from '@fcd/service-kit';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { AuthorizationBatcher } from './auth/batcher';
-import { registerExports } from './exports';
+import { sendAnswer, type Upstream } from './clients/proxy';
 import { cacheControl, ifNoneMatchMatches, strongEtag } from './http/conditional';
 import { IDEMPOTENCY_KEY_PATTERN, IdempotencyStore, type StoredAnswer } from './http/idempotency';
 import { registerApiReference } from './openapi';
+import { registerExports } from './routes/exports';
 import { ALL_METHODS, maxAgeOf, PUBLIC_ROUTES, type Target, TIER_GATED_PREFIXES } from './routes/table';
 import { NoQuery, UsageResponseSchema } from './routes/usage-schema';
-import { sendAnswer, type Upstream } from './upstream/proxy';
 
 export interface GatewayDeps {
   logger: Logger;
