@@ -27,7 +27,7 @@ import {
 } from '@fcd/service-kit';
 import { deactivateAccountSubscriptions, WEBHOOK_SCHEMA, webhookMigrations } from '@fcd/webhooks';
 import { Type } from '@sinclair/typebox';
-import { ConfigSchema } from './config';
+import { WebhookConfigSchema } from './config';
 
 const USAGE = 'usage: webhook-cli migrate\n       webhook-cli deactivate-account --account ID [--reason REASON] [--json]\n';
 /** Reasons are shown to clients in `deactivation_reason`: a short snake_case word. */
@@ -39,7 +39,7 @@ const OPTIONS = {
   json: { type: 'boolean', default: false },
 } as const;
 
-const CliConfigSchema = Type.Pick(ConfigSchema, [
+const CliConfigSchema = Type.Pick(WebhookConfigSchema, [
   'DATABASE_URL',
   'LOG_LEVEL',
   'DATABASE_PASSWORD',
