@@ -1,5 +1,6 @@
 export * from './backends';
 export * from './bearer-token';
+export * from './cli';
 export * from './clock';
 export * from './config';
 export * from './cursor';

@@ -31,7 +31,7 @@ export interface AppDeps {
   ingestToken: string;
   ingestMaxBodyBytes: number;
   readiness: Record<string, Check>;
-  shuttingDown?: () => boolean;
+  isShuttingDown?: () => boolean;
   /** Timeouts and connection cap of the HTTP server. */
   http?: HttpServerSettings;
 }
@@ -44,7 +44,7 @@ const METHODS: HTTPMethods[] = ['DELETE', 'GET', 'PATCH', 'POST', 'PUT'];
  * the ingestion API (bearer token). Unknown paths are 404 NOT_FOUND; a known
  * path with another method is 405 METHOD_NOT_ALLOWED with Allow.
  */
-export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
+export async function buildFacilityApp(deps: AppDeps): Promise<FastifyInstance> {
   const app = Fastify(baseFastifyOptions(deps.logger, deps.http));
   installHttpConventions(app, deps.metrics ? { metrics: deps.metrics } : {});
 
@@ -55,7 +55,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     methodsByUrl.set(route.url, set);
   });
 
-  await app.register(healthRoutes, { checks: deps.readiness, isShuttingDown: deps.shuttingDown ?? (() => false) });
+  await app.register(healthRoutes, { checks: deps.readiness, isShuttingDown: deps.isShuttingDown ?? (() => false) });
 
   await app.register(async (scope) => {
     scope.addHook('onRequest', requireGatewayAccount(deps.auth));

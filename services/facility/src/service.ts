@@ -14,7 +14,7 @@ import {
   systemClock,
   uuidSource,
 } from '@fcd/service-kit';
-import { buildApp } from './app';
+import { buildFacilityApp } from './app';
 import type { FacilityConfig } from './config';
 import { createFacilityMetrics } from './metrics';
 import { OutboxRelay } from './outbox/relay';
@@ -93,7 +93,7 @@ export async function startFacility(config: FacilityConfig, options: { clock?: C
   });
 
   let shuttingDown = false;
-  const app = await buildApp({
+  const app = await buildFacilityApp({
     logger,
     metrics,
     db: guardedDb(pool),
@@ -102,7 +102,7 @@ export async function startFacility(config: FacilityConfig, options: { clock?: C
     ingestToken: config.INGEST_TOKEN,
     ingestMaxBodyBytes: config.INGEST_MAX_BODY_BYTES,
     readiness: { postgres: () => pool.query('SELECT 1'), nats: () => bus.check() },
-    shuttingDown: () => shuttingDown,
+    isShuttingDown: () => shuttingDown,
     http: config,
   });
   await app.listen({ port: config.PORT, host: config.HOST });

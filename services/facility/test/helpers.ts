@@ -20,7 +20,7 @@ import { createTestDatabase, freePort, type TestDatabase } from '@fcd/testing';
 import { type JetStreamManager, jetstreamManager } from '@nats-io/jetstream';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import type { FastifyInstance } from 'fastify';
-import { buildApp } from '../src/app';
+import { buildFacilityApp } from '../src/app';
 import { createFacilityMetrics, type FacilityMetrics } from '../src/metrics';
 import { guardedDb, SCHEMA, schemaConnectionString } from '../src/store/db';
 import { Ingestion } from '../src/store/ingestion';
@@ -83,7 +83,7 @@ export async function buildTestApp(
   const clock = options.clock ?? systemClock;
   const metrics = createFacilityMetrics(() => outboxStats(pool, new Date(clock.now()).toISOString()));
   const ingestion = new Ingestion({ pool, clock, ids: options.ids ?? sequentialIds(), rowsCounter: metrics.ingestRows });
-  const app = await buildApp({
+  const app = await buildFacilityApp({
     logger: silentLogger,
     metrics,
     db: guardedDb(pool),
@@ -92,7 +92,7 @@ export async function buildTestApp(
     ingestToken: INGEST_TOKEN,
     ingestMaxBodyBytes: 16 * 1024 * 1024,
     readiness: options.readiness ?? { postgres: () => pool.query('SELECT 1') },
-    ...(options.shuttingDown ? { shuttingDown: options.shuttingDown } : {}),
+    ...(options.shuttingDown ? { isShuttingDown: options.shuttingDown } : {}),
   });
   await app.ready();
   return { app, ingestion, metrics };

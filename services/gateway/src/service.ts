@@ -16,10 +16,10 @@ import {
 import { Redis } from 'ioredis';
 import { buildGatewayApp } from './app';
 import { AuthorizationBatcher } from './auth/batcher';
+import { Upstream } from './clients/proxy';
+import { UsageHealth } from './clients/usage-health';
 import type { GatewayConfig } from './config';
 import { IdempotencyStore } from './http/idempotency';
-import { Upstream } from './upstream/proxy';
-import { UsageHealth } from './upstream/usage-health';
 
 export interface GatewayService {
   port: number;

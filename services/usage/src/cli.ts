@@ -11,8 +11,23 @@
  *   usage-cli keys revoke --key KEY_ID [--json]
  *   usage-cli demo [--json]                            (a demo Free and a demo Pro account, one key each)
  */
-import { parseArgs } from 'node:util';
-import { AppError, ConfigError, createLogger, createPool, migrate, PostgresEnv, parseConfig, postgresOptions } from '@fcd/service-kit';
+import {
+  AppError,
+  type CliIo,
+  CliUsageError,
+  ConfigError,
+  createLogger,
+  createPool,
+  EXIT_FAILURE,
+  EXIT_OK,
+  migrate,
+  type Pool,
+  PostgresEnv,
+  parseCliArgs,
+  parseConfig,
+  postgresOptions,
+  runCliIfMain,
+} from '@fcd/service-kit';
 import { Type } from '@sinclair/typebox';
 import { AccountStore } from './store/accounts';
 import { migrations, USAGE_SCHEMA } from './store/migrations';
@@ -26,116 +41,151 @@ const OPTIONS = {
   json: { type: 'boolean', default: false },
 } as const;
 
-/** One line on stderr (JSON with --json), exit code 1: the only way this CLI reports an error. */
-function fail(json: boolean, message: string): never {
-  process.stderr.write(json ? `${JSON.stringify({ error: message })}\n` : `usage-cli: ${message}\n`);
-  process.exit(1);
+type Values = ReturnType<typeof parseCliArgs<typeof OPTIONS>>['values'];
+
+/** usage.accounts.daily_limit_override is a positive Postgres integer. */
+const MAX_DAILY_LIMIT = 2_147_483_647;
+
+/** One command: its parsed options, the account store and where it prints. */
+interface Command {
+  values: Values;
+  pool: Pool;
+  accounts: AccountStore;
+  out(json: unknown, text: string): void;
 }
 
-function parseCommandLine() {
-  try {
-    return parseArgs({ allowPositionals: true, options: OPTIONS });
-  } catch (err) {
-    // An unknown option or an option without its value: a one-line error, not a stack trace.
-    return fail(process.argv.includes('--json'), (err as Error).message.replace(/\s*\n\s*/g, ' '));
-  }
-}
-const { positionals, values } = parseCommandLine();
-
-const out = (json: unknown, text: string): void => void process.stdout.write(values.json ? `${JSON.stringify(json)}\n` : `${text}\n`);
-const need = (name: 'name' | 'tier' | 'account' | 'key'): string => {
+function need(values: Values, name: 'name' | 'tier' | 'account' | 'key'): string {
   const v = values[name];
   if (!v) throw new AppError('VALIDATION_ERROR', `--${name} is required`);
   return v;
-};
-/** usage.accounts.daily_limit_override is a positive Postgres integer. */
-const MAX_DAILY_LIMIT = 2_147_483_647;
-const dailyLimit = (): number | undefined => {
+}
+
+function dailyLimit(values: Values): number | undefined {
   const raw = values['daily-limit'];
   if (raw === undefined) return undefined;
   const n = /^[1-9][0-9]*$/.test(raw) ? Number(raw) : Number.NaN;
   if (!(n <= MAX_DAILY_LIMIT)) throw new AppError('VALIDATION_ERROR', `--daily-limit must be an integer from 1 to ${MAX_DAILY_LIMIT}`);
   return n;
-};
-
-const databaseUrl = process.env.DATABASE_URL;
-if (!databaseUrl) fail(values.json, 'DATABASE_URL is required');
-const logger = createLogger({ service: 'usage-cli', level: 'warn', destination: process.stderr });
-let pgEnv: Record<string, unknown> = {};
-try {
-  pgEnv = parseConfig(Type.Object(PostgresEnv));
-} catch (err) {
-  fail(values.json, err instanceof ConfigError ? err.message : String(err));
 }
-const pool = createPool({
-  connectionString: databaseUrl,
-  applicationName: 'usage-cli',
-  logger,
-  max: 2,
-  connection: postgresOptions(pgEnv),
-});
-const accounts = new AccountStore(pool);
 
-async function run(): Promise<void> {
-  const [group, action] = positionals;
-  switch (`${group} ${action ?? ''}`.trim()) {
-    case 'migrate': {
-      const applied = await migrate(pool, USAGE_SCHEMA, migrations);
-      return out({ applied }, applied.length ? `applied: ${applied.join(', ')}` : 'up to date');
+async function accountsCommand(action: string | undefined, { values, accounts, out }: Command): Promise<boolean> {
+  switch (action) {
+    case 'create': {
+      const a = await accounts.createAccount({ name: need(values, 'name'), tier: need(values, 'tier'), dailyLimit: dailyLimit(values) });
+      out(a, `${a.id}\t${a.tier}\t${a.dailyLimit}/day\t${a.name}`);
+      return true;
     }
-    case 'accounts create': {
-      const a = await accounts.createAccount({ name: need('name'), tier: need('tier'), dailyLimit: dailyLimit() });
-      return out(a, `${a.id}\t${a.tier}\t${a.dailyLimit}/day\t${a.name}`);
-    }
-    case 'accounts list': {
+    case 'list': {
       const list = await accounts.listAccounts();
-      return out(list, list.map((a) => `${a.id}\t${a.tier}\t${a.dailyLimit}/day\t${a.name}`).join('\n'));
+      out(list, list.map((a) => `${a.id}\t${a.tier}\t${a.dailyLimit}/day\t${a.name}`).join('\n'));
+      return true;
     }
-    case 'accounts set-tier': {
-      const a = await accounts.setTier(need('account'), need('tier'), dailyLimit());
-      return out(a, `${a.id}\t${a.tier}\t${a.dailyLimit}/day`);
-    }
-    case 'keys create': {
-      const { key, apiKey } = await accounts.createKey(need('account'));
-      return out({ ...key, apiKey }, `${apiKey}\n(key id ${key.id}; shown once, store it now)`);
-    }
-    case 'keys list': {
-      const accountId = need('account');
-      // An unknown account is an error, not an empty list (a mistyped id must not look like "no keys").
-      if (!(await accounts.accountWithTier(accountId))) throw new AppError('NOT_FOUND', `No such account: ${accountId}`);
-      const keys = await accounts.listKeys(accountId);
-      return out(keys, keys.map((k) => `${k.id}\t…${k.last4}\t${k.revokedAt ? `revoked ${k.revokedAt}` : 'active'}`).join('\n'));
-    }
-    case 'keys revoke': {
-      const k = await accounts.revokeKey(need('key'));
-      return out(k, `${k.id} revoked at ${k.revokedAt}`);
-    }
-    case 'demo': {
-      await migrate(pool, USAGE_SCHEMA, migrations);
-      const result: Record<string, { accountId: string; apiKey: string }> = {};
-      for (const tier of ['free', 'pro']) {
-        const a = await accounts.createAccount({ name: `Demo ${tier}`, tier });
-        const { apiKey } = await accounts.createKey(a.id);
-        result[tier] = { accountId: a.id, apiKey };
-      }
-      return out(
-        result,
-        Object.entries(result)
-          .map(([t, v]) => `${t.padEnd(5)} ${v.apiKey}  (${v.accountId})`)
-          .join('\n'),
-      );
+    case 'set-tier': {
+      const a = await accounts.setTier(need(values, 'account'), need(values, 'tier'), dailyLimit(values));
+      out(a, `${a.id}\t${a.tier}\t${a.dailyLimit}/day`);
+      return true;
     }
     default:
-      throw new AppError('VALIDATION_ERROR', `unknown command: ${positionals.join(' ') || '(none)'}`);
+      return false;
   }
 }
 
-try {
-  await run();
-} catch (err) {
-  const message = err instanceof AppError ? err.message : `failed: ${(err as Error).message}`;
-  process.stderr.write(values.json ? `${JSON.stringify({ error: message })}\n` : `usage-cli: ${message}\n`);
-  process.exitCode = 1;
-} finally {
-  await pool.end();
+async function keysCommand(action: string | undefined, { values, accounts, out }: Command): Promise<boolean> {
+  switch (action) {
+    case 'create': {
+      const { key, apiKey } = await accounts.createKey(need(values, 'account'));
+      out({ ...key, apiKey }, `${apiKey}\n(key id ${key.id}; shown once, store it now)`);
+      return true;
+    }
+    case 'list': {
+      const accountId = need(values, 'account');
+      // An unknown account is an error, not an empty list (a mistyped id must not look like "no keys").
+      if (!(await accounts.accountWithTier(accountId))) throw new AppError('NOT_FOUND', `No such account: ${accountId}`);
+      const keys = await accounts.listKeys(accountId);
+      out(keys, keys.map((k) => `${k.id}\t…${k.last4}\t${k.revokedAt ? `revoked ${k.revokedAt}` : 'active'}`).join('\n'));
+      return true;
+    }
+    case 'revoke': {
+      const k = await accounts.revokeKey(need(values, 'key'));
+      out(k, `${k.id} revoked at ${k.revokedAt}`);
+      return true;
+    }
+    default:
+      return false;
+  }
 }
+
+async function demo({ pool, accounts, out }: Command): Promise<void> {
+  await migrate(pool, USAGE_SCHEMA, migrations);
+  const result: Record<string, { accountId: string; apiKey: string }> = {};
+  for (const tier of ['free', 'pro']) {
+    const a = await accounts.createAccount({ name: `Demo ${tier}`, tier });
+    const { apiKey } = await accounts.createKey(a.id);
+    result[tier] = { accountId: a.id, apiKey };
+  }
+  out(
+    result,
+    Object.entries(result)
+      .map(([t, v]) => `${t.padEnd(5)} ${v.apiKey}  (${v.accountId})`)
+      .join('\n'),
+  );
+}
+
+async function dispatch(positionals: string[], command: Command): Promise<void> {
+  const [group, action] = positionals;
+  if (group === 'migrate' && action === undefined) {
+    const applied = await migrate(command.pool, USAGE_SCHEMA, migrations);
+    return command.out({ applied }, applied.length ? `applied: ${applied.join(', ')}` : 'up to date');
+  }
+  if (group === 'demo' && action === undefined) return demo(command);
+  if (group === 'accounts' && (await accountsCommand(action, command))) return;
+  if (group === 'keys' && (await keysCommand(action, command))) return;
+  throw new AppError('VALIDATION_ERROR', `unknown command: ${positionals.join(' ') || '(none)'}`);
+}
+
+function openPool(io: CliIo, databaseUrl: string): Pool {
+  const logger = createLogger({ service: 'usage-cli', level: 'warn', destination: io.stderr as NodeJS.WritableStream });
+  const pgEnv = parseConfig(Type.Object(PostgresEnv), io.env);
+  return createPool({ connectionString: databaseUrl, applicationName: 'usage-cli', logger, max: 2, connection: postgresOptions(pgEnv) });
+}
+
+/**
+ * Runs one usage-cli command. Every error is one line on stderr (JSON with --json) and exit code 1,
+ * argument errors included.
+ */
+export async function run(argv: string[], io: CliIo): Promise<number> {
+  let json = argv.includes('--json');
+  const fail = (message: string): number => {
+    io.stderr.write(json ? `${JSON.stringify({ error: message })}\n` : `usage-cli: ${message}\n`);
+    return EXIT_FAILURE;
+  };
+  let parsed: ReturnType<typeof parseCliArgs<typeof OPTIONS>>;
+  try {
+    parsed = parseCliArgs(argv, OPTIONS);
+  } catch (err) {
+    // An unknown option or an option without its value: a one-line error, not a stack trace.
+    if (err instanceof CliUsageError) return fail(err.message);
+    throw err;
+  }
+  const { positionals, values } = parsed;
+  json = values.json;
+  const databaseUrl = io.env.DATABASE_URL;
+  if (!databaseUrl) return fail('DATABASE_URL is required');
+  let pool: Pool;
+  try {
+    pool = openPool(io, databaseUrl);
+  } catch (err) {
+    return fail(err instanceof ConfigError ? err.message : String(err));
+  }
+  const out = (doc: unknown, text: string): void => void io.stdout.write(json ? `${JSON.stringify(doc)}\n` : `${text}\n`);
+  try {
+    await dispatch(positionals, { values, pool, accounts: new AccountStore(pool), out });
+    return EXIT_OK;
+  } catch (err) {
+    return fail(err instanceof AppError ? err.message : `failed: ${(err as Error).message}`);
+  } finally {
+    await pool.end();
+  }
+}
+
+runCliIfMain(import.meta.url, 'usage-cli', run);

@@ -1,6 +1,6 @@
 import { createLogger, installProcessGuard, installShutdown, loadConfigOrExit } from '@fcd/service-kit';
 import { UsageConfigSchema, usageConfigProblems } from './config';
-import { startUsageService } from './service';
+import { startUsage } from './service';
 
 const config = loadConfigOrExit('usage', UsageConfigSchema);
 const problems = usageConfigProblems(config);
@@ -11,7 +11,7 @@ if (problems.length > 0) {
 const logger = createLogger({ service: 'usage', level: config.LOG_LEVEL });
 installProcessGuard(logger);
 try {
-  const service = await startUsageService(config, { logger });
+  const service = await startUsage(config, { logger });
   installShutdown(logger, [{ name: 'usage', run: () => service.stop() }]);
   logger.info({ port: service.httpPort, grpcPort: service.grpcPort, metricsPort: service.metricsPort }, 'ready');
 } catch (err) {

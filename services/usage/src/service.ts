@@ -57,7 +57,7 @@ function firstConnection(redis: RedisClient, timeoutMs: number): Promise<void> {
 }
 
 /** Wires the usage service from a parsed config; main.ts and in-process tests both use it. */
-export async function startUsageService(config: UsageConfig, options: { clock?: Clock; logger?: Logger } = {}): Promise<UsageService> {
+export async function startUsage(config: UsageConfig, options: { clock?: Clock; logger?: Logger } = {}): Promise<UsageService> {
   const clock = options.clock ?? systemClock;
   const logger = options.logger ?? createLogger({ service: 'usage', level: config.LOG_LEVEL });
   const metrics = createUsageMetrics();

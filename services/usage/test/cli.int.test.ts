@@ -18,10 +18,13 @@ import {
 import { Redis } from 'ioredis';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { run } from '../src/cli';
 
 /**
  * The operator CLI as operators run it: the built services/usage/dist/cli.js in
  * a child process (like libs/testing's stack.ts), against this file's own database.
+ * Most commands run the same `run(argv, io)` in-process (the entry only calls it; a
+ * process each would take most of a minute): the ones passed `cli` show the real process.
  */
 const CLI = resolve(repoRoot, 'services/usage/dist/cli.js');
 const KEY = /^fcd_[A-Za-z0-9]{32}$/;
@@ -75,15 +78,29 @@ function cli(args: string[]): Promise<CliResult> {
   });
 }
 
-/** Runs a command that must succeed: exit 0, nothing on stderr. */
-async function ok(args: string[]): Promise<string> {
-  const r = await cli(args);
+/** The CLI's `run` in this process, with the child process's environment and exit code. */
+async function cliInProcess(args: string[]): Promise<CliResult> {
+  let stdout = '';
+  let stderr = '';
+  const code = await run(args, {
+    stdout: { write: (t: string) => (stdout += t) },
+    stderr: { write: (t: string) => (stderr += t) },
+    env: { PATH: process.env.PATH ?? '', DATABASE_URL: db.url },
+  });
+  return { code, stdout, stderr };
+}
+
+type Runner = (args: string[]) => Promise<CliResult>;
+
+/** Runs a command that must succeed: exit 0, nothing on stderr (in-process unless `via` is the child process). */
+async function ok(args: string[], via: Runner = cliInProcess): Promise<string> {
+  const r = await via(args);
   expect(r, `usage-cli ${args.join(' ')}`).toMatchObject({ code: 0, stderr: '' });
   return r.stdout;
 }
 
-async function okJson<T>(args: string[]): Promise<T> {
-  const stdout = await ok([...args, '--json']);
+async function okJson<T>(args: string[], via: Runner = cliInProcess): Promise<T> {
+  const stdout = await ok([...args, '--json'], via);
   expect(stdout.endsWith('\n')).toBe(true);
   expect(stdout.slice(0, -1)).not.toContain('\n'); // one JSON document on one line
   return JSON.parse(stdout) as T;
@@ -121,9 +138,9 @@ afterAll(async () => {
 // Each command is a Node process of its own (about half a second on a busy machine): generous time per test.
 describe('usage admin CLI (built dist/cli.js, own database)', { timeout: 120_000 }, () => {
   it('migrates the schema once, then reports it up to date in both modes', async () => {
-    expect(await okJson(['migrate'])).toEqual({ applied: ['0001_accounts_keys_usage'] });
-    expect(await okJson(['migrate'])).toEqual({ applied: [] });
-    expect(await ok(['migrate'])).toBe('up to date\n');
+    expect(await okJson(['migrate'], cli)).toEqual({ applied: ['0001_accounts_keys_usage'] });
+    expect(await okJson(['migrate'], cli)).toEqual({ applied: [] });
+    expect(await ok(['migrate'], cli)).toBe('up to date\n');
   });
 
   it('creates accounts of each tier (--json and human output) and lists them in creation order', async () => {
@@ -138,7 +155,7 @@ describe('usage admin CLI (built dist/cli.js, own database)', { timeout: 120_000
     const free = await createAccount('Small Shop', 'free');
     expect(free).toMatchObject({ name: 'Small Shop', tier: 'free', dailyLimit: 100 });
 
-    const human = await ok(['accounts', 'create', '--name', 'Big Corp', '--tier', 'enterprise', '--daily-limit', '300000']);
+    const human = await ok(['accounts', 'create', '--name', 'Big Corp', '--tier', 'enterprise', '--daily-limit', '300000'], cli);
     const match = /^(acct_[0-9a-f-]{36})\tenterprise\t300000\/day\tBig Corp\n$/.exec(human);
     expect(match, human).not.toBeNull();
     const enterpriseId = match?.[1] as string;
@@ -162,7 +179,7 @@ describe('usage admin CLI (built dist/cli.js, own database)', { timeout: 120_000
   it('prints a new key exactly once (fcd_ + 32 base62) and stores only its SHA-256 digest and last 4 characters', async () => {
     const account = await createAccount('Key Holder', 'pro');
 
-    const json = await ok(['keys', 'create', '--account', account.id, '--json']);
+    const json = await ok(['keys', 'create', '--account', account.id, '--json'], cli);
     const key = JSON.parse(json) as Key & { apiKey: string };
     expect(key).toEqual({
       id: expect.stringMatching(KEY_ID),
@@ -332,6 +349,15 @@ describe('usage admin CLI (built dist/cli.js, own database)', { timeout: 120_000
     }
   });
 
+  it("refuses a bad command as a process too: the entry passes on run()'s exit code and output", async () => {
+    expect(await cli(['bogus'])).toEqual({ code: 1, stdout: '', stderr: 'usage-cli: unknown command: bogus\n' });
+    expect(await cli(['--json', 'keys', 'list'])).toEqual({
+      code: 1,
+      stdout: '',
+      stderr: `${JSON.stringify({ error: '--account is required' })}\n`,
+    });
+  });
+
   it('refuses bad commands with exit code 1, one line on stderr (JSON with --json), nothing on stdout and nothing written', async () => {
     const account = await createAccount('Untouched', 'pro');
     await okJson(['keys', 'create', '--account', account.id]);
@@ -365,12 +391,12 @@ describe('usage admin CLI (built dist/cli.js, own database)', { timeout: 120_000
     ];
     const before = await snapshot();
     for (const [args, message] of cases) {
-      const [human, json] = await Promise.all([cli(args), cli(['--json', ...args])]);
+      const [human, json] = await Promise.all([cliInProcess(args), cliInProcess(['--json', ...args])]);
       expect({ args, ...human }).toEqual({ args, code: 1, stdout: '', stderr: `usage-cli: ${message}\n` });
       expect({ args, ...json }).toEqual({ args, code: 1, stdout: '', stderr: `${JSON.stringify({ error: message })}\n` });
     }
     // An option given without its value before --json: Node's parser takes "--json" for the value and says so.
-    expect(await cli(['accounts', 'create', '--name', 'X', '--tier', '--json'])).toEqual({
+    expect(await cliInProcess(['accounts', 'create', '--name', 'X', '--tier', '--json'])).toEqual({
       code: 1,
       stdout: '',
       stderr: `${JSON.stringify({
@@ -379,7 +405,7 @@ describe('usage admin CLI (built dist/cli.js, own database)', { timeout: 120_000
       })}\n`,
     });
     // An unknown option: Node's parser message, still one line and no stack trace.
-    const unknown = await cli(['accounts', 'list', '--frob']);
+    const unknown = await cliInProcess(['accounts', 'list', '--frob']);
     expect(unknown).toMatchObject({ code: 1, stdout: '' });
     expect(unknown.stderr).toMatch(/^usage-cli: Unknown option '--frob'\.[^\n]*\n$/);
     expect(await snapshot()).toEqual(before);

@@ -15,7 +15,7 @@ import type { Resolver, SecretBox } from '@fcd/webhooks';
 import { DeliveryLog, EventLog, parseAllowedPorts, SubscriptionStore } from '@fcd/webhooks';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { FacilityDirectory } from './clients/facility';
-import type { Config } from './config';
+import type { WebhookConfig } from './config';
 import { EventsService } from './domain/events';
 import { WebhookService } from './domain/webhooks';
 import { eventRoutes } from './routes/events';
@@ -23,8 +23,8 @@ import { healthRoutes } from './routes/health';
 import { webhookRoutes } from './routes/webhooks';
 
 export interface AppDeps {
-  config: Pick<Config, 'WEBHOOK_ALLOW_PRIVATE_URLS' | 'WEBHOOK_MAX_SUBSCRIPTIONS'> &
-    Partial<Pick<Config, 'EVENT_RETENTION_DAYS' | 'WEBHOOK_ALLOWED_PORTS'>>;
+  config: Pick<WebhookConfig, 'WEBHOOK_ALLOW_PRIVATE_URLS' | 'WEBHOOK_MAX_SUBSCRIPTIONS'> &
+    Partial<Pick<WebhookConfig, 'EVENT_RETENTION_DAYS' | 'WEBHOOK_ALLOWED_PORTS'>>;
   logger: Logger;
   pool: Pool;
   internalAuth: InternalAuth;
@@ -60,7 +60,7 @@ function domainMetrics(metrics: ServiceMetrics | undefined) {
 }
 
 /** The webhook service's HTTP app: conventions, health, /v1/webhooks and /v1/events. */
-export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
+export async function buildWebhookApp(deps: AppDeps): Promise<FastifyInstance> {
   const app = Fastify(baseFastifyOptions(deps.logger, deps.http));
   installHttpConventions(app, { metrics: deps.metrics });
   const counters = domainMetrics(deps.metrics);

@@ -3,7 +3,7 @@ import { DEFAULT_EVENT_RETENTION_DAYS, MAX_EVENT_RETENTION_DAYS, MIN_EVENT_RETEN
 import { type Static, Type } from '@sinclair/typebox';
 
 /** Every setting of the webhook service, parsed once from the environment (docs/webhooks.md). */
-export const ConfigSchema = Type.Object({
+export const WebhookConfigSchema = Type.Object({
   PORT: Env.port(8082),
   METRICS_PORT: Env.port(9466),
   HOST: Type.String({ default: '0.0.0.0' }),
@@ -34,8 +34,8 @@ export const ConfigSchema = Type.Object({
   ...PostgresEnv,
 });
 
-export type Config = Static<typeof ConfigSchema>;
+export type WebhookConfig = Static<typeof WebhookConfigSchema>;
 
-export function loadConfig(env: Record<string, string | undefined> = process.env): Readonly<Config> {
-  return parseConfig(ConfigSchema, env);
+export function loadConfig(env: Record<string, string | undefined> = process.env): Readonly<WebhookConfig> {
+  return parseConfig(WebhookConfigSchema, env);
 }

@@ -4,7 +4,7 @@ import { type AccountClaims, createLogger, createPool, InternalAuth, migrate, ty
 import { createTestDatabase, type TestDatabase } from '@fcd/testing';
 import { type ResolvedAddress, type Resolver, SecretBox, WEBHOOK_SCHEMA, webhookMigrations } from '@fcd/webhooks';
 import Fastify, { type FastifyInstance, type InjectOptions } from 'fastify';
-import { buildApp } from '../src/app';
+import { buildWebhookApp } from '../src/app';
 import { type FacilityDirectory, HttpFacilityDirectory } from '../src/clients/facility';
 
 export const INTERNAL_SECRET = 'test-internal-auth-secret-0123456789abcdef';
@@ -151,7 +151,7 @@ export interface AppOptions {
 export async function testApp(ctx: TestContext, options: AppOptions): Promise<{ app: FastifyInstance; facilities: FacilityDirectory }> {
   const facilities =
     options.facilities ?? new HttpFacilityDirectory({ baseUrl: options.facilityUrl ?? 'http://127.0.0.1:9', internalAuth });
-  const app = await buildApp({
+  const app = await buildWebhookApp({
     config: { WEBHOOK_ALLOW_PRIVATE_URLS: options.allowPrivate ?? false, WEBHOOK_MAX_SUBSCRIPTIONS: options.maxSubscriptions ?? 25 },
     logger: options.logger ?? createLogger({ service: 'webhook-test', level: 'silent' }),
     pool: ctx.pool,

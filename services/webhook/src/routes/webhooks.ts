@@ -87,10 +87,8 @@ function methodNotAllowed(app: FastifyInstance, url: string, allowed: readonly s
   });
 }
 
-/** /v1/webhooks and /v1/webhooks/{id}: authenticated by the gateway's signed header, Pro and above. */
-export async function webhookRoutes(app: FastifyInstance, options: WebhookRoutesOptions): Promise<void> {
-  const { service, internalAuth } = options;
-
+/** The gateway's signed header, verified on every request; Pro and above only. */
+function authenticate(app: FastifyInstance, internalAuth: InternalAuth): void {
   app.addHook('onRequest', async (request) => {
     const claims = internalAuth.verify(request.headers[INTERNAL_AUTH_HEADER], requestTarget(request, 'webhook'));
     if (!claims) throw unauthorized();
@@ -102,7 +100,10 @@ export async function webhookRoutes(app: FastifyInstance, options: WebhookRoutes
     }
     accounts.set(request, claims);
   });
+}
 
+/** Create, list, read, change and delete subscriptions. */
+function subscriptionRoutes(app: FastifyInstance, service: WebhookService): void {
   app.post<{ Body: Static<typeof CreateBody> }>(
     '/v1/webhooks',
     {
@@ -142,7 +143,10 @@ export async function webhookRoutes(app: FastifyInstance, options: WebhookRoutes
     await service.delete(account(request), request.params.id);
     return reply.code(204).send();
   });
+}
 
+/** A subscription's deliveries and actions: list, retry, test, rotate the secret, recover. */
+function actionRoutes(app: FastifyInstance, service: WebhookService): void {
   app.get<{ Params: Static<typeof IdParams>; Querystring: Static<typeof ListQuery> }>(
     '/v1/webhooks/:id/deliveries',
     { schema: { querystring: ListQuery, response: { 200: DeliveryList } } },
@@ -186,7 +190,14 @@ export async function webhookRoutes(app: FastifyInstance, options: WebhookRoutes
     async (request, reply) =>
       reply.code(202).send({ data: await service.recover(account(request), request.params.id, request.body, schemaProblems(request)) }),
   );
+}
 
+/** /v1/webhooks and /v1/webhooks/{id}: authenticated by the gateway's signed header, Pro and above. */
+export async function webhookRoutes(app: FastifyInstance, options: WebhookRoutesOptions): Promise<void> {
+  const { service, internalAuth } = options;
+  authenticate(app, internalAuth);
+  subscriptionRoutes(app, service);
+  actionRoutes(app, service);
   methodNotAllowed(app, '/v1/webhooks', ['GET', 'POST']);
   methodNotAllowed(app, '/v1/webhooks/:id/recover', ['POST']);
   methodNotAllowed(app, '/v1/webhooks/:id/deliveries', ['GET']);

@@ -2,9 +2,9 @@ import { Readable } from 'node:stream';
 import { Decision } from '@fcd/proto';
 import { AppError, type InternalAuth, UNAUTHORIZED_MESSAGE, validationError } from '@fcd/service-kit';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import type { AuthorizationBatcher } from './auth/batcher';
-import { EXPORT_KINDS, EXPORT_PAGE_ROWS } from './routes/table';
-import { sendAnswer, type Upstream, type UpstreamAnswer } from './upstream/proxy';
+import type { AuthorizationBatcher } from '../auth/batcher';
+import { sendAnswer, type Upstream, type UpstreamAnswer } from '../clients/proxy';
+import { EXPORT_KINDS, EXPORT_PAGE_ROWS } from './table';
 
 /**
  * GET /v1/exports/{facilities,violations,cases} (Pro and above; docs/api.md, "Bulk export";

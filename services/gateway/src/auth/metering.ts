@@ -1,0 +1,153 @@
+import { type AuthorizeResult, Decision } from '@fcd/proto';
+import { AppError, errorBody, serviceUnavailable, UNAUTHORIZED_MESSAGE } from '@fcd/service-kit';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { cacheControl, ifNoneMatchMatches, strongEtag } from '../http/conditional';
+import { maxAgeOf, TIER_GATED_PREFIXES } from '../routes/table';
+import type { AuthorizationBatcher } from './batcher';
+
+export const USAGE_PATH = '/v1/account/usage';
+
+/** 403 when the path lies under a tier-gated prefix the account's tier does not reach. */
+function tierGate(path: string, result: AuthorizeResult): AppError | undefined {
+  for (const gate of TIER_GATED_PREFIXES) {
+    if (path !== gate.prefix && !path.startsWith(`${gate.prefix}/`)) continue;
+    if (result.tierRank >= gate.minTierRank) return undefined;
+    return new AppError('FORBIDDEN', `${gate.feature} are available on the Pro tier and above. Upgrade the account to use them.`, {
+      details: { required_tier: gate.requiredTier, tier: result.tier },
+    });
+  }
+  return undefined;
+}
+
+const RATE_LIMIT_HEADERS = ['x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset'];
+
+function setRateLimitHeaders(reply: FastifyReply, r: AuthorizeResult): void {
+  reply.header('x-ratelimit-limit', String(r.dailyLimit));
+  reply.header('x-ratelimit-remaining', String(r.remaining));
+  reply.header('x-ratelimit-reset', r.resetsAt);
+}
+
+/** GET or HEAD with If-None-Match: authorized with a peek, counted later unless the answer is 304. */
+function isConditional(request: FastifyRequest, path: string): boolean {
+  if (request.method !== 'GET' && request.method !== 'HEAD') return false;
+  if (request.headers['if-none-match'] === undefined) return false;
+  // Exports stream and are counted per 1,000 rows: never conditional.
+  return !(path === '/v1/exports' || path.startsWith('/v1/exports/'));
+}
+
+function rateLimited(r: AuthorizeResult): AppError {
+  return new AppError(
+    'RATE_LIMIT_EXCEEDED',
+    `Daily request limit of ${r.dailyLimit} requests exceeded. The limit resets at ${r.resetsAt}.`,
+    { details: { limit: r.dailyLimit, remaining: 0, resets_at: r.resetsAt }, retryAfterSeconds: r.retryAfterSeconds },
+  );
+}
+
+/**
+ * Counts a conditional GET that was authorized with a peek (its answer is not a 304). Throws the
+ * error that replaces the answer when it cannot be counted: no answer but a 304 leaves uncounted.
+ */
+export async function countNow(
+  batcher: AuthorizationBatcher,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  includeUsage: boolean,
+): Promise<AuthorizeResult> {
+  const pending = request.uncounted;
+  if (!pending) throw new Error('countNow without a pending count');
+  request.uncounted = undefined;
+  const r = await batcher.authorize(pending.apiKey, request.method, pending.path, includeUsage);
+  switch (r.decision) {
+    case Decision.ALLOWED:
+      setRateLimitHeaders(reply, r);
+      return r;
+    case Decision.RATE_LIMITED:
+      setRateLimitHeaders(reply, r);
+      throw rateLimited(r);
+    case Decision.UNAUTHENTICATED:
+      for (const h of RATE_LIMIT_HEADERS) reply.removeHeader(h);
+      throw new AppError('UNAUTHORIZED', UNAUTHORIZED_MESSAGE);
+    default:
+      throw serviceUnavailable('usage', r.retryAfterSeconds || 1);
+  }
+}
+
+/** Authenticates and counts every /v1 request (known route or not) before anything else. */
+function installAuthentication(app: FastifyInstance, batcher: AuthorizationBatcher): void {
+  app.addHook('onRequest', async (request, reply) => {
+    if (!(request.url === '/v1' || request.url.startsWith('/v1/') || request.url.startsWith('/v1?'))) return;
+    const header = request.headers['x-api-key'];
+    const apiKey = typeof header === 'string' ? header : '';
+    if (apiKey === '') throw new AppError('UNAUTHORIZED', UNAUTHORIZED_MESSAGE);
+    const path = request.url.split('?')[0] as string;
+    const conditional = isConditional(request, path);
+    const result = await batcher.authorize(apiKey, request.method, path, path === USAGE_PATH && request.method === 'GET', conditional);
+    switch (result.decision) {
+      case Decision.ALLOWED:
+        setRateLimitHeaders(reply, result);
+        if (conditional) request.uncounted = { apiKey, path };
+        request.meterKey = apiKey;
+        {
+          // Before the body is read: a Free caller gets 403 whatever it sends.
+          const refused = tierGate(path, result);
+          if (refused) throw refused;
+        }
+        request.account = { accountId: result.accountId, tier: result.tier, tierRank: result.tierRank };
+        request.usageReport = result.usage;
+        return;
+      case Decision.RATE_LIMITED:
+        setRateLimitHeaders(reply, result);
+        throw rateLimited(result);
+      case Decision.UNAUTHENTICATED:
+        throw new AppError('UNAUTHORIZED', UNAUTHORIZED_MESSAGE);
+      default:
+        throw serviceUnavailable('usage', result.retryAfterSeconds || 1);
+    }
+  });
+}
+
+/**
+ * Every 200 to a GET/HEAD under /v1 carries a strong ETag of its bytes and a private Cache-Control;
+ * a conditional GET naming the current tag becomes a 304 (no body, not counted); any other answer
+ * to a conditional GET is counted here, before it is sent (docs/metering.md, "Conditional GETs").
+ */
+function installConditionalAnswers(app: FastifyInstance, batcher: AuthorizationBatcher): void {
+  app.addHook('onSend', async (request, reply, payload) => {
+    if (
+      request.account &&
+      (request.method === 'GET' || request.method === 'HEAD') &&
+      reply.statusCode === 200 &&
+      (typeof payload === 'string' || Buffer.isBuffer(payload))
+    ) {
+      const etag = strongEtag(payload);
+      reply.header('etag', etag);
+      reply.header('cache-control', cacheControl(maxAgeOf(request.routeOptions.url)));
+      if (request.uncounted && ifNoneMatchMatches(request.headers['if-none-match'], etag)) {
+        request.uncounted = undefined;
+        reply.code(304);
+        reply.removeHeader('content-type');
+        reply.removeHeader('content-length');
+        return '';
+      }
+    }
+    if (!request.uncounted) return payload;
+    try {
+      await countNow(batcher, request, reply, false);
+      return payload;
+    } catch (err) {
+      // The answer is replaced by the refusal: a conditional GET is never answered uncounted but by a 304.
+      const appError = err instanceof AppError ? err : serviceUnavailable('usage', 1, err);
+      for (const h of ['etag', 'cache-control', 'location', 'link', 'allow', 'x-usage-stale']) reply.removeHeader(h);
+      if (appError.retryAfterSeconds !== undefined) reply.header('retry-after', String(appError.retryAfterSeconds));
+      reply.code(appError.status);
+      reply.header('content-type', 'application/json; charset=utf-8');
+      return JSON.stringify(errorBody(appError.code, appError.message, appError.details));
+    }
+  });
+}
+
+/** The metering of /v1: authentication, tier gates, rate-limit headers, conditional GETs. */
+export function installMetering(app: FastifyInstance, batcher: AuthorizationBatcher): void {
+  installAuthentication(app, batcher);
+  installConditionalAnswers(app, batcher);
+}
