@@ -84,6 +84,22 @@ afterAll(async () => {
 
 const path = () => `/hook/${randomUUID()}`;
 
+/**
+ * A sentinel for "nothing was fanned out": publishes one event for a facility of its own, to a
+ * subscription of its own, and waits until its delivery exists. The one consumer hands events to
+ * the fan-out in stream order and the fan-out commits one batch at a time, in that order, so every
+ * event published before it has been fanned out (committed) by then.
+ */
+async function fannedOutSoFar(): Promise<void> {
+  const facility = randomUUID();
+  const sentinel = await subscribe(db, { url: receiver.url(path()), facility_ids: [facility] });
+  await bus.publish(violationEvent(facility));
+  await eventually(
+    () => deliveriesOf(db, sentinel.id),
+    (d) => d.length === 1,
+  );
+}
+
 describe('matching and sending', () => {
   it('delivers a violation.new for a watched facility: the envelope, the documented headers, a signature that verifies independently', async () => {
     const facility = randomUUID();
@@ -121,8 +137,8 @@ describe('matching and sending', () => {
   it('sends nothing for a non-matching type, an unwatched facility or an inactive subscription', async () => {
     const watched = randomUUID();
     const [pType, pFacility, pInactive, pSentinel] = [path(), path(), path(), path()];
-    await subscribe(db, { url: receiver.url(pType), events: ['case.new'], facility_ids: [watched] });
-    await subscribe(db, { url: receiver.url(pFacility), facility_ids: [randomUUID()] });
+    const byType = await subscribe(db, { url: receiver.url(pType), events: ['case.new'], facility_ids: [watched] });
+    const byFacility = await subscribe(db, { url: receiver.url(pFacility), facility_ids: [randomUUID()] });
     const inactive = await subscribe(db, { url: receiver.url(pInactive), facility_ids: [watched] });
     await db.subscriptions.update('acct_test', inactive.id, { is_active: false }, Date.now());
     await subscribe(db, { url: receiver.url(pSentinel), facility_ids: [watched] });
@@ -135,7 +151,10 @@ describe('matching and sending', () => {
       async () => receiver.at(pSentinel),
       (r) => r.length === 2,
     );
-    await sleep(300);
+    // Both events' fan-outs (one statement each, for every subscription) committed before the sentinel's
+    // POSTs: no delivery row for the others now means no POST to them ever.
+    expect(await deliveriesOf(db, byType.id)).toEqual([]);
+    expect(await deliveriesOf(db, byFacility.id)).toEqual([]);
     expect(receiver.at(pType)).toHaveLength(0);
     expect(receiver.at(pFacility)).toHaveLength(0);
     expect(receiver.at(pInactive)).toHaveLength(0);
@@ -167,9 +186,14 @@ describe('matching and sending', () => {
       async () => receiver.at(p),
       (r) => r.length === 1,
     );
-    await sleep(400);
+    // Published after both copies, the sentinel is fanned out after them: no second delivery can come later.
+    await fannedOutSoFar();
+    const deliveries = await eventually(
+      () => deliveriesOf(db, sub.id),
+      (d) => d.every((x) => x.status !== 'pending'),
+    );
+    expect(deliveries).toEqual([expect.objectContaining({ event_id: event.id, status: 'succeeded', attempt_count: 1 })]);
     expect(receiver.at(p)).toHaveLength(1);
-    expect(await deliveriesOf(db, sub.id)).toHaveLength(1);
   });
 
   it('terminates a message that is not an envelope', async () => {
@@ -208,7 +232,8 @@ describe('retries and deactivation', () => {
     );
     // Deactivated: a new event creates nothing.
     await bus.publish(violationEvent(facility));
-    await sleep(300);
+    // Published after that event, the sentinel is fanned out after it.
+    await fannedOutSoFar();
     expect(await deliveriesOf(db, sub.id)).toHaveLength(1);
   });
 
