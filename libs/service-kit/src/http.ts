@@ -280,14 +280,20 @@ export function installHttpConventions(app: FastifyInstance, options: HttpConven
 
   if (options.metrics) {
     const { requestDuration, requestsTotal } = options.metrics;
+    // The label-bound children, one per route × method × status (a bounded set: routes are the
+    // registered patterns), so a response costs no label hashing in prom-client.
+    const children = new Map<string, { duration: { observe(v: number): void }; total: { inc(): void } }>();
     app.addHook('onResponse', async (request, reply) => {
-      const labels = {
-        route: request.routeOptions.url ?? 'unmatched',
-        method: request.method,
-        status: String(reply.statusCode),
-      };
-      requestDuration.observe(labels, reply.elapsedTime / 1000);
-      requestsTotal.inc(labels);
+      const route = request.routeOptions.url ?? 'unmatched';
+      const key = `${request.method} ${reply.statusCode} ${route}`;
+      let child = children.get(key);
+      if (!child) {
+        const labels = { route, method: request.method, status: String(reply.statusCode) };
+        child = { duration: requestDuration.labels(labels), total: requestsTotal.labels(labels) };
+        children.set(key, child);
+      }
+      child.duration.observe(reply.elapsedTime / 1000);
+      child.total.inc();
     });
   }
 }
