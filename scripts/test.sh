@@ -39,6 +39,7 @@ check() {
   if "$@"; then static_passed=$((static_passed + 1)); else echo "FAILED: $name"; static_failed=$((static_failed + 1)); fi
 }
 check "lint (biome)" npx biome check .
+check "unused code (knip)" npx knip
 check "typecheck (tsc --noEmit)" npx tsc -p tsconfig.json --noEmit
 check "generated protobuf code is up to date" bash scripts/proto-gen.sh --check
 check "protobuf contracts compatible with the previous commit (buf breaking)" bash scripts/proto-breaking.sh

@@ -1,4 +1,4 @@
-import { Env, HttpServerEnv, NatsEnv, PostgresEnv, PostgresPoolEnv, parseConfig } from '@fcd/service-kit';
+import { Env, HttpServerEnv, NatsEnv, PostgresEnv, PostgresPoolEnv } from '@fcd/service-kit';
 import { type Static, Type } from '@sinclair/typebox';
 
 /** Environment of the facility service (HTTP API, ingestion API and outbox relay). */
@@ -35,10 +35,6 @@ export const FacilityConfigSchema = Type.Object({
 });
 
 export type FacilityConfig = Readonly<Static<typeof FacilityConfigSchema>>;
-
-export function parseFacilityConfig(env: Record<string, string | undefined> = process.env): FacilityConfig {
-  return parseConfig(FacilityConfigSchema, env);
-}
 
 /** The CLI (migrate, import, seed, simulate) only talks to Postgres. */
 export const CliConfigSchema = Type.Object({

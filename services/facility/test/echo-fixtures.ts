@@ -33,7 +33,7 @@ export const ZIPS: Record<string, EchoFileName[]> = {
   'case_downloads.zip': ['CASE_ENFORCEMENTS.csv', 'CASE_FACILITIES.csv', 'CASE_ENFORCEMENT_CONCLUSIONS.csv', 'CASE_PENALTIES.csv'],
 };
 
-export function writeZip(path: string, files: Array<[string, string | Buffer]>): Promise<void> {
+function writeZip(path: string, files: Array<[string, string | Buffer]>): Promise<void> {
   const zip = new yazl.ZipFile();
   for (const [name, body] of files)
     zip.addBuffer(Buffer.isBuffer(body) ? body : Buffer.from(body), name, { mtime: new Date(Date.UTC(2026, 10, 1)) });

@@ -1,4 +1,4 @@
-import { Env, HttpServerEnv, PostgresEnv, PostgresPoolEnv, parseConfig } from '@fcd/service-kit';
+import { Env, HttpServerEnv, PostgresEnv, PostgresPoolEnv } from '@fcd/service-kit';
 import { DEFAULT_EVENT_RETENTION_DAYS, MAX_EVENT_RETENTION_DAYS, MIN_EVENT_RETENTION_DAYS, SECRET_KEY_PATTERN } from '@fcd/webhooks';
 import { type Static, Type } from '@sinclair/typebox';
 
@@ -35,7 +35,3 @@ export const WebhookConfigSchema = Type.Object({
 });
 
 export type WebhookConfig = Static<typeof WebhookConfigSchema>;
-
-export function loadConfig(env: Record<string, string | undefined> = process.env): Readonly<WebhookConfig> {
-  return parseConfig(WebhookConfigSchema, env);
-}

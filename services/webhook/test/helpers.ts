@@ -28,7 +28,7 @@ export const SUBSCRIPTION_KEYS = [
   'url',
 ];
 
-export const TIER_RANK = { free: 0, pro: 1, enterprise: 2 } as const;
+const TIER_RANK = { free: 0, pro: 1, enterprise: 2 } as const;
 export type Tier = keyof typeof TIER_RANK;
 
 export function newAccount(): string {
@@ -51,10 +51,10 @@ export function target(options: InjectOptions): { method: string; url: string } 
   return { method: options.method ?? 'GET', url: options.url };
 }
 
-export const dnsError = (code: string) => Object.assign(new Error(code), { code });
+const dnsError = (code: string) => Object.assign(new Error(code), { code });
 
 /** A resolver answering from a table; names not in it do not exist. */
-export function tableResolver(table: Record<string, string[] | Error>): Resolver {
+function tableResolver(table: Record<string, string[] | Error>): Resolver {
   return async (hostname: string): Promise<ResolvedAddress[]> => {
     const entry = table[hostname];
     if (entry === undefined) throw dnsError('ENOTFOUND');
@@ -65,7 +65,7 @@ export function tableResolver(table: Record<string, string[] | Error>): Resolver
 
 export const PUBLIC_HOST = 'hooks.example.com';
 export const PRIVATE_HOST = 'private.example.test';
-export const defaultResolver = tableResolver({
+const defaultResolver = tableResolver({
   [PUBLIC_HOST]: ['93.184.215.14', '2606:2800:21f:cb07:6820:80da:af6b:8b2c'],
   [PRIVATE_HOST]: ['10.1.2.3'],
 });

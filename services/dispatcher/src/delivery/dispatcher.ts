@@ -46,7 +46,7 @@ export interface DispatcherDeps {
 }
 
 /** The deactivation reason a client sees after a downgrade below Pro. */
-export const TIER_DEACTIVATION_REASON = 'tier_downgraded';
+const TIER_DEACTIVATION_REASON = 'tier_downgraded';
 /** When deactivating a refused account's subscriptions fails, its claimed deliveries come back after this. */
 const ENTITLEMENT_RETRY_MS = 30_000;
 

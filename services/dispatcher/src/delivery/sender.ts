@@ -17,11 +17,11 @@ import { type AttemptTimings, NO_TIMINGS, type TimingProbe, timedConnector, timi
  */
 
 /** Response headers kept for the log: name and value bytes together, in the order received. */
-export const MAX_RESPONSE_HEADER_BYTES = 8192;
+const MAX_RESPONSE_HEADER_BYTES = 8192;
 /** The response body kept for the log (and read at most, plus one byte to know it was cut). */
-export const MAX_RESPONSE_BODY_BYTES = 4096;
+const MAX_RESPONSE_BODY_BYTES = 4096;
 
-export type FailureKind = 'http_status' | 'timeout' | 'connect_timeout' | 'blocked' | 'dns' | 'tls' | 'connection' | 'invalid_url';
+type FailureKind = 'http_status' | 'timeout' | 'connect_timeout' | 'blocked' | 'dns' | 'tls' | 'connection' | 'invalid_url';
 
 export interface SendResult {
   status: number | null;
@@ -70,7 +70,7 @@ export function boundHeaders(
 }
 
 /** Bytes of a response body → text for the log: UTF-8 with replacement characters; NUL (which Postgres text refuses) replaced too. */
-export function bodyText(bytes: Buffer): string {
+function bodyText(bytes: Buffer): string {
   return new TextDecoder('utf-8', { fatal: false }).decode(bytes).replaceAll('\u0000', '\uFFFD');
 }
 

@@ -11,7 +11,7 @@ import { syncLock } from './sync-lock';
 
 const UNIT_ALIASES: Record<string, UnitName[]> = { violations: ['icis-air', 'rcra', 'npdes'] };
 
-export function onlyUnits(value: string | undefined): Set<UnitName> | undefined {
+function onlyUnits(value: string | undefined): Set<UnitName> | undefined {
   if (value === undefined) return undefined;
   const out = new Set<UnitName>();
   for (const name of value.split(',').map((s) => s.trim())) {

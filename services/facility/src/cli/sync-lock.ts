@@ -5,7 +5,7 @@ import type { CliConfig } from '../config';
 const SYNC_LOCK_KEY = 'facility:echo-sync';
 
 /** Another sync holds the lock: this one changed nothing. */
-export class SyncBusyError extends Error {}
+class SyncBusyError extends Error {}
 
 export interface SyncLock {
   ensure(): Promise<void>;

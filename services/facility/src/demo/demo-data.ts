@@ -110,7 +110,7 @@ const STREETS = ['Industrial', 'Refinery', 'River', 'Plant', 'Commerce', 'Harbor
 const STREET_KINDS = ['Rd', 'Pkwy', 'Blvd', 'Dr', 'Ave', 'Hwy'];
 
 /** Violation types by program, after ECHO's categories. */
-export const VIOLATION_TYPES: Record<Program, readonly string[]> = {
+const VIOLATION_TYPES: Record<Program, readonly string[]> = {
   CAA: [
     'Emission limit exceedance',
     'Failure to monitor',
@@ -138,7 +138,7 @@ const SEVERITY_WEIGHTS: ReadonlyArray<[Severity, number]> = [
 
 const DAY_MS = 86_400_000;
 
-export function addDays(date: string, days: number): string {
+function addDays(date: string, days: number): string {
   return new Date(Date.parse(`${date}T00:00:00Z`) + days * DAY_MS).toISOString().slice(0, 10);
 }
 
@@ -147,7 +147,7 @@ function pad(n: number, width: number): string {
 }
 
 /** FRS-style 12-digit registry id, unique per index. */
-export function demoRegistryId(index: number): string {
+function demoRegistryId(index: number): string {
   return `1100${pad(index + 1, 8)}`;
 }
 
@@ -213,7 +213,7 @@ export function makePenalty(rng: Rng): string {
   return `${amount}.00`;
 }
 
-export function makeCase(rng: Rng, caseNumber: string, registryIds: string[], filedDate: string, asOf: string): CaseRecord {
+function makeCase(rng: Rng, caseNumber: string, registryIds: string[], filedDate: string, asOf: string): CaseRecord {
   const case_type = rng.weighted(CASE_TYPE_WEIGHTS, ([, w]) => w)[0];
   const ageDays = (Date.parse(asOf) - Date.parse(filedDate)) / DAY_MS;
   let status: CaseStatus = 'filed';
@@ -246,7 +246,7 @@ export function makeCase(rng: Rng, caseNumber: string, registryIds: string[], fi
 }
 
 /** ECHO-style case number: <program>-<EPA region>-<year>-<serial>. */
-export function caseNumber(program: Program, state: string, filedDate: string, serial: number): string {
+function caseNumber(program: Program, state: string, filedDate: string, serial: number): string {
   return `${program}-${pad(REGION_BY_STATE.get(state) ?? 0, 2)}-${filedDate.slice(0, 4)}-${pad(serial, 5)}`;
 }
 

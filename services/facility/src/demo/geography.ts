@@ -3,7 +3,7 @@
  * (roughly population, so Texas and California get the most facilities) and
  * two cities with county, coordinates and a ZIP code.
  */
-export interface City {
+interface City {
   city: string;
   county: string;
   lat: number;

@@ -60,7 +60,7 @@ export const STATES_AND_DC = [
 ] as const;
 
 /** Territories with USPS codes that ECHO also covers. */
-export const TERRITORIES = ['AS', 'GU', 'MP', 'PR', 'VI'] as const;
+const TERRITORIES = ['AS', 'GU', 'MP', 'PR', 'VI'] as const;
 
 export const STATE_CODES: readonly string[] = [...STATES_AND_DC, ...TERRITORIES];
 const STATE_SET = new Set(STATE_CODES);

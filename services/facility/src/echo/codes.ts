@@ -52,7 +52,7 @@ export function echoNumber(value: string | undefined, column: string, opts: { mi
 }
 
 /** ECHO_EXPORTER.FAC_COMPLIANCE_STATUS → compliance_status. */
-export const COMPLIANCE_STATUS: Record<string, ComplianceStatus> = {
+const COMPLIANCE_STATUS: Record<string, ComplianceStatus> = {
   'No Violation Identified': 'no_violation',
   'Violation Identified': 'violation',
   Violation: 'violation',
@@ -78,9 +78,6 @@ export const PROGRAM_FLAGS: ReadonlyArray<readonly [string, Program]> = [
   ['RCRA_FLAG', 'RCRA'],
   ['SDWIS_FLAG', 'SDWA'],
 ];
-
-/** FRS program-system acronyms (FRS_PROGRAM_LINKS.PGM_SYS_ACRNM) → program, for the systems violations come from. */
-export const PROGRAM_OF_SYSTEM: Record<string, Program> = { AIR: 'CAA', NPDES: 'CWA', RCRAINFO: 'RCRA', SDWIS: 'SDWA' };
 
 /** ICIS-AIR_VIOLATION_HISTORY.ENF_RESPONSE_POLICY_CODE → severity. */
 export const AIR_SEVERITY: Record<string, Severity> = { HPV: 'significant', FRV: 'moderate' };

@@ -40,7 +40,7 @@ export type UnitName = 'links' | 'facilities' | 'icis-air' | 'rcra' | 'npdes' | 
 export const UNITS: UnitName[] = ['links', 'facilities', 'icis-air', 'rcra', 'npdes', 'cases'];
 
 export type Cell = string | null;
-export type Get = (column: string) => string | undefined;
+type Get = (column: string) => string | undefined;
 
 export interface FileSpec {
   file: EchoFileName;

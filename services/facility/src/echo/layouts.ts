@@ -321,5 +321,3 @@ export const PUBLISHED_HEADERS = {
 } as const;
 
 export type EchoFileName = keyof typeof PUBLISHED_HEADERS;
-
-export const ECHO_FILES = Object.keys(PUBLISHED_HEADERS) as EchoFileName[];

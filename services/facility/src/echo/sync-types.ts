@@ -40,7 +40,7 @@ export interface SyncSummary {
   seconds: number;
 }
 
-export type Retry = <T>(fn: () => Promise<T>) => Promise<T>;
+type Retry = <T>(fn: () => Promise<T>) => Promise<T>;
 
 export interface SyncOptions {
   pool: Pool;

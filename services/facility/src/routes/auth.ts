@@ -2,7 +2,7 @@ import { INTERNAL_AUTH_HEADER, type InternalAuth, requestTarget, unauthorized } 
 import type { onRequestAsyncHookHandler } from 'fastify';
 
 /** The name the facility service is signed for (the gateway's upstream name). */
-export const FACILITY_AUDIENCE = 'facility';
+const FACILITY_AUDIENCE = 'facility';
 
 /**
  * Requests must carry the gateway's signed account header (x-fcd-account),

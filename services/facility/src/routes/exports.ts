@@ -26,7 +26,7 @@ const Paging = {
 const optionalObject = <P extends Record<string, import('@sinclair/typebox').TSchema>>(props: P) =>
   Type.Partial(Type.Object(props), { additionalProperties: false });
 
-export const ExportQuery = {
+const ExportQuery = {
   facilities: optionalObject({
     state: StringEnum(STATE_CODES),
     program: StringEnum(PROGRAMS),

@@ -18,7 +18,7 @@ import {
 } from './ingest';
 import type { Queryable } from './queries';
 
-export interface KindCounts {
+interface KindCounts {
   received: number;
   inserted: number;
   updated: number;

@@ -59,7 +59,7 @@ const MAX_TRACESTATE_CHARS = 256;
  * time the gateway stops waiting and answers 503, so an item counted just in time is also answered
  * in time: a quarter of the deadline, at most 500 ms.
  */
-export function countByMargin(deadlineMs: number): number {
+function countByMargin(deadlineMs: number): number {
   return Math.min(500, Math.floor(deadlineMs / 4));
 }
 

@@ -22,20 +22,20 @@ type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 type JsonObject = { [key: string]: Json };
 
 export const OPENAPI_DOCUMENT = document as unknown as JsonObject;
-export const ASYNCAPI_DOCUMENT = asyncapi as unknown as JsonObject;
+const ASYNCAPI_DOCUMENT = asyncapi as unknown as JsonObject;
 
 /** The pinned `@scalar/api-reference` version whose bundle is served (a devDependency of the gateway). */
 export const SCALAR_VERSION = '1.72.1';
 export const SCALAR_BUNDLE_PATH = `/docs/assets/scalar-api-reference-${SCALAR_VERSION}.js`;
 export const DOCS_INIT_PATH = '/docs/assets/init.js';
 /** Where the gateway's build copies the bundle, beside dist/main.js (package.json buildAssets). */
-export const BUILT_BUNDLE = 'docs-assets/scalar-api-reference.standalone.js';
+const BUILT_BUNDLE = 'docs-assets/scalar-api-reference.standalone.js';
 
 /**
  * The Scalar bundle: the copy the build put beside the gateway's bundle (dist/, what the image
  * runs), else the installed package's own file (running from the sources).
  */
-export function scalarBundleFile(): string {
+function scalarBundleFile(): string {
   const here = dirname(fileURLToPath(import.meta.url));
   const candidates = [resolve(here, BUILT_BUNDLE)];
   try {
@@ -54,7 +54,7 @@ export function scalarBundleFile(): string {
  * AI agent, MCP, a request proxy): the page talks only to the gateway. Code samples: curl,
  * JavaScript (fetch), Node.js (fetch) and Python (requests).
  */
-export const SCALAR_CONFIGURATION = {
+const SCALAR_CONFIGURATION = {
   url: '/openapi.json',
   withDefaultFonts: false,
   telemetry: false,

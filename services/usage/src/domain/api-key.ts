@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 
 /** API keys (docs/metering.md): `fcd_` + 32 characters [A-Za-z0-9] from a CSPRNG. */
-export const API_KEY_PREFIX = 'fcd_';
+const API_KEY_PREFIX = 'fcd_';
 const ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
 const KEY_PATTERN = /^fcd_[A-Za-z0-9]{32}$/;
 

@@ -13,7 +13,7 @@ import { decide, toUsage } from './results';
 export const HEALTH_SERVICE_NAME = UsageService.typeName;
 
 /** At most this many account ids per GetAccounts call. */
-export const MAX_ACCOUNTS_PER_CALL = 1000;
+const MAX_ACCOUNTS_PER_CALL = 1000;
 
 export interface GrpcLimits {
   /** Shared secret of the per-call tokens (every method but the standard health service needs one). */

@@ -8,12 +8,12 @@ import { EVENT_TYPES, isEventType } from '@fcd/webhooks';
  * problems and these merge into one list without repeats.
  */
 
-export const MAX_FACILITY_IDS = 1000;
+const MAX_FACILITY_IDS = 1000;
 /** More problems than this are summarised in one extra entry, so the error stays small. */
 export const MAX_REPORTED_PROBLEMS = 100;
-export const PATCHABLE_FIELDS = ['url', 'events', 'facility_ids', 'is_active', 'rate_limit_per_second', 'max_in_flight'] as const;
+const PATCHABLE_FIELDS = ['url', 'events', 'facility_ids', 'is_active', 'rate_limit_per_second', 'max_in_flight'] as const;
 
-export function isUuid(value: string): boolean {
+function isUuid(value: string): boolean {
   return UUID_ANY_CASE.test(value);
 }
 

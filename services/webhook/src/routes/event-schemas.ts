@@ -7,10 +7,10 @@ const StringEnum = <T extends readonly string[]>(values: T, options: Record<stri
   Type.Unsafe<T[number]>({ type: 'string', enum: [...values], ...options });
 const Nullable = <T extends TSchema>(t: T) => Type.Union([t, Type.Null()]);
 
-export const EVENT_ID_PATTERN = '^evt_[A-Za-z0-9-]{1,100}$';
+const EVENT_ID_PATTERN = '^evt_[A-Za-z0-9-]{1,100}$';
 
 /** The envelope exactly as webhooks carry it (docs/webhooks.md), keys in the order id, type, created_at, data. */
-export const EventEnvelopeSchema = Type.Object(
+const EventEnvelopeSchema = Type.Object(
   {
     id: Type.String({ pattern: EVENT_ID_PATTERN, description: 'Event id, `evt_<uuid>`: the `webhook-id` of its deliveries.' }),
     type: StringEnum(EVENT_TYPES),

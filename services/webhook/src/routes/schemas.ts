@@ -16,13 +16,13 @@ import { type TSchema, Type } from '@sinclair/typebox';
 
 export const WEBHOOK_ID_PATTERN = prefixedIdPattern('wh');
 export const DELIVERY_ID_PATTERN = prefixedIdPattern('dlv');
-export const EVENT_ID_PATTERN = prefixedIdPattern('evt');
+const EVENT_ID_PATTERN = prefixedIdPattern('evt');
 /** ISO 8601 UTC with milliseconds and Z. */
 export const TIMESTAMP_PATTERN = '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$';
 /** Every type a delivery can carry: the four subscribable event types and the test event. */
-export const DELIVERY_EVENT_TYPES = [...EVENT_TYPES, TEST_EVENT_TYPE] as const;
-export const DELIVERY_STATUSES = ['pending', 'succeeded', 'failed', 'cancelled'] as const;
-export const ATTEMPT_OUTCOMES = ['success', 'failure'] as const;
+const DELIVERY_EVENT_TYPES = [...EVENT_TYPES, TEST_EVENT_TYPE] as const;
+const DELIVERY_STATUSES = ['pending', 'succeeded', 'failed', 'cancelled'] as const;
+const ATTEMPT_OUTCOMES = ['success', 'failure'] as const;
 
 const Timestamp = (description?: string) =>
   Type.String({ format: 'date-time', pattern: TIMESTAMP_PATTERN, ...(description ? { description } : {}) });
@@ -118,7 +118,7 @@ export function shapeOnly(schema: unknown): unknown {
 }
 
 /** Most a rotation may keep the previous secret signing: 7 days. */
-export const MAX_OVERLAP_SECONDS = 604_800;
+const MAX_OVERLAP_SECONDS = 604_800;
 
 export const RotateBody = Type.Object(
   { overlap_seconds: Type.Optional(Type.Integer({ minimum: 0, maximum: MAX_OVERLAP_SECONDS })) },
@@ -137,7 +137,7 @@ export const IdParams = Type.Object({ id: Type.String() });
 /** Routes without query parameters still refuse unknown ones (VALIDATION_ERROR naming the parameter: docs/api.md "Errors"). */
 export const NoQuery = Type.Object({}, { additionalProperties: false });
 
-export const SubscriptionSchema = Type.Object({
+const SubscriptionSchema = Type.Object({
   id: Type.String({ pattern: WEBHOOK_ID_PATTERN, description: '`wh_` + UUID.' }),
   url: Type.String({
     format: 'uri',
@@ -186,7 +186,7 @@ export const DeliveryParams = Type.Object({ id: Type.String(), delivery_id: Type
 const Millis = (description: string) => Type.Union([Type.Number({ minimum: 0 }), Type.Null()], { description });
 const HeaderMap = Type.Record(Type.String({ pattern: "^[!#$%&'*+.^_`|~0-9a-z-]+$" }), Type.String(), { additionalProperties: false });
 
-export const AttemptSchema = Type.Object({
+const AttemptSchema = Type.Object({
   attempt: Type.Integer({ minimum: 1, description: '1 is the first attempt.' }),
   started_at: Timestamp(),
   latency_ms: Type.Union([Type.Integer({ minimum: 0 }), Type.Null()], { description: 'The whole attempt, in ms.' }),
@@ -238,7 +238,7 @@ export const AttemptSchema = Type.Object({
   ),
 });
 
-export const DeliverySchema = Type.Object({
+const DeliverySchema = Type.Object({
   id: Type.String({ pattern: DELIVERY_ID_PATTERN, description: '`dlv_` + UUID.' }),
   event_id: Type.String({ pattern: EVENT_ID_PATTERN, description: "The event's id: the same on every attempt (`webhook-id`)." }),
   event_type: Type.Union(DELIVERY_EVENT_TYPES.map((t) => Type.Literal(t))),
