@@ -1,6 +1,6 @@
 import Fastify, { type FastifyInstance } from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
-import { healthRoutes, methodNotAllowed } from './health-routes';
+import { healthRoutes, methodNotAllowed, registerHealthRoutes } from './health-routes';
 import { baseFastifyOptions, installHttpConventions } from './http';
 import { createLogger } from './logger';
 
@@ -63,6 +63,18 @@ describe('healthRoutes', () => {
     const res = await a.inject({ url: '/readyz' });
     expect(res.statusCode).toBe(200);
     expect(res.json()).toEqual({ data: { status: 'degraded', checks: { postgres: { status: 'up' }, redis: { status: 'down' } } } });
+  });
+});
+
+describe('registerHealthRoutes', () => {
+  it('adds the same routes to the app itself, at once', async () => {
+    const a = await app((a) => {
+      registerHealthRoutes(a, { checks: { postgres: up }, isShuttingDown: () => false });
+      expect(a.hasRoute({ method: 'GET', url: '/healthz' })).toBe(true);
+      expect(a.hasRoute({ method: 'GET', url: '/readyz' })).toBe(true);
+    });
+    expect((await a.inject({ url: '/healthz' })).json()).toEqual({ data: { status: 'ok' } });
+    expect((await a.inject({ url: '/readyz' })).json()).toEqual({ data: { status: 'ready', checks: { postgres: { status: 'up' } } } });
   });
 });
 

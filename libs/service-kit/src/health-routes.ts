@@ -22,6 +22,14 @@ export interface HealthRoutesOptions {
  * state (and `process: down` once shutdown began). Unauthenticated.
  */
 export async function healthRoutes(app: FastifyInstance, o: HealthRoutesOptions): Promise<void> {
+  registerHealthRoutes(app, o);
+}
+
+/**
+ * The routes of `healthRoutes`, added to `app` itself at once rather than as a plugin loaded at
+ * `ready()`: for an app built synchronously, keeping its routes in declaration order.
+ */
+export function registerHealthRoutes(app: FastifyInstance, o: HealthRoutesOptions): void {
   app.get('/healthz', async () => ({ data: { status: 'ok' } }));
   app.get('/readyz', async (request) => {
     const report = await checkReadiness(o.checks, o.timeoutMs ?? 1000, o.optional ?? []);

@@ -20,7 +20,7 @@ export interface AppDeps {
 }
 
 /** The dispatcher's HTTP surface: GET /healthz and GET /readyz (Postgres and NATS). */
-export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
+export async function buildDispatcherApp(deps: AppDeps): Promise<FastifyInstance> {
   const app = Fastify(baseFastifyOptions(deps.logger, deps.http));
   installHttpConventions(app, { metrics: deps.metrics });
   app.setNotFoundHandler(async () => {

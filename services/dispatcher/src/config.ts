@@ -4,7 +4,7 @@ import { type Static, Type } from '@sinclair/typebox';
 import { RETRY_SCHEDULE_PATTERN } from './domain/retry';
 
 /** Every setting of the dispatcher, parsed once from the environment (docs/dispatcher.md). */
-export const ConfigSchema = Type.Object({
+export const DispatcherConfigSchema = Type.Object({
   PORT: Env.port(8083),
   METRICS_PORT: Env.port(9467),
   HOST: Type.String({ default: '0.0.0.0' }),
@@ -79,8 +79,8 @@ export const ConfigSchema = Type.Object({
   ...NatsEnv,
 });
 
-export type Config = Readonly<Static<typeof ConfigSchema>>;
+export type DispatcherConfig = Readonly<Static<typeof DispatcherConfigSchema>>;
 
-export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
-  return parseConfig(ConfigSchema, env);
+export function loadConfig(env: Record<string, string | undefined> = process.env): DispatcherConfig {
+  return parseConfig(DispatcherConfigSchema, env);
 }

@@ -1,8 +1,8 @@
 import { createLogger, installProcessGuard, installShutdown, loadConfigOrExit } from '@fcd/service-kit';
-import { ConfigSchema } from './config';
+import { DispatcherConfigSchema } from './config';
 import { DispatcherConfigError, MigrationError, startDispatcher } from './service';
 
-const config = loadConfigOrExit('dispatcher', ConfigSchema);
+const config = loadConfigOrExit('dispatcher', DispatcherConfigSchema);
 const logger = createLogger({ service: 'dispatcher', level: config.LOG_LEVEL });
 installProcessGuard(logger);
 try {

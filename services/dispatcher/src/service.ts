@@ -10,9 +10,9 @@ import {
   systemClock,
 } from '@fcd/service-kit';
 import { SecretBox, WEBHOOK_SCHEMA, webhookMigrations } from '@fcd/webhooks';
-import { buildApp } from './app';
+import { buildDispatcherApp } from './app';
 import { UsageAccountDirectory } from './clients/usage-directory';
-import type { Config } from './config';
+import type { DispatcherConfig } from './config';
 import { Dispatcher } from './delivery/dispatcher';
 import { createDispatcherMetrics } from './metrics';
 
@@ -33,7 +33,10 @@ export class MigrationError extends Error {}
  * Wires the dispatcher from a parsed config: migrate the webhook schema → app and metrics →
  * listen → consume and deliver. main.ts and in-process tests both use it.
  */
-export async function startDispatcher(config: Config, options: { clock?: Clock; logger?: Logger } = {}): Promise<DispatcherService> {
+export async function startDispatcher(
+  config: DispatcherConfig,
+  options: { clock?: Clock; logger?: Logger } = {},
+): Promise<DispatcherService> {
   const clock = options.clock ?? systemClock;
   const logger = options.logger ?? createLogger({ service: 'dispatcher', level: config.LOG_LEVEL });
   if (config.USAGE_GRPC_ADDRESS && !config.USAGE_GRPC_SECRET) {
@@ -68,7 +71,7 @@ export async function startDispatcher(config: Config, options: { clock?: Clock; 
   if (!accounts) logger.warn('USAGE_GRPC_ADDRESS is unset: accounts downgraded below Pro keep receiving webhooks');
   const dispatcher = new Dispatcher({ config, pool, secretBox, logger, metrics, clock, ...(accounts ? { accounts } : {}) });
   let shuttingDown = false;
-  const app = await buildApp({
+  const app = await buildDispatcherApp({
     logger,
     metrics,
     checks: { postgres: () => pool.query('SELECT 1'), nats: () => dispatcher.consumer.check() },

@@ -4,12 +4,11 @@ import {
   AppError,
   baseFastifyOptions,
   type Check,
-  checkReadiness,
-  errorBody,
   type HttpServerSettings,
   type InternalAuth,
   installHttpConventions,
   type Logger,
+  registerHealthRoutes,
   type ServiceMetrics,
   UNAUTHORIZED_MESSAGE,
 } from '@fcd/service-kit';
@@ -74,18 +73,7 @@ export function buildGatewayApp(deps: GatewayDeps): FastifyInstance {
   installHttpConventions(app, { metrics: deps.metrics });
 
   // Health: unauthenticated, unversioned, never counted.
-  app.get('/healthz', async () => ({ data: { status: 'ok' } }));
-  app.get('/readyz', async (request, reply) => {
-    const report = await checkReadiness(deps.readiness);
-    // Public endpoint: each dependency's state only; the reasons (addresses, errors) go to the log.
-    const checks = Object.fromEntries(Object.entries(report.checks).map(([name, c]) => [name, { status: c.status }]));
-    if (report.ready && !deps.isShuttingDown()) return { data: { status: 'ready', checks } };
-    request.log.warn({ checks: report.checks }, 'not ready');
-    return reply
-      .code(503)
-      .header('retry-after', '1')
-      .send(errorBody('SERVICE_UNAVAILABLE', 'The API is not ready.', { checks }));
-  });
+  registerHealthRoutes(app, { checks: deps.readiness, isShuttingDown: deps.isShuttingDown, hideErrors: true });
 
   // API reference (OpenAPI document and its HTML page): outside /v1, so unauthenticated and never counted.
   registerApiReference(app);

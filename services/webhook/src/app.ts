@@ -4,6 +4,7 @@ import {
   type Clock,
   Counter,
   type HttpServerSettings,
+  healthRoutes,
   type IdSource,
   type InternalAuth,
   installHttpConventions,
@@ -19,7 +20,6 @@ import type { WebhookConfig } from './config';
 import { EventsService } from './domain/events';
 import { WebhookService } from './domain/webhooks';
 import { eventRoutes } from './routes/events';
-import { healthRoutes } from './routes/health';
 import { webhookRoutes } from './routes/webhooks';
 
 export interface AppDeps {

@@ -20,7 +20,7 @@ import {
   type Resolver,
   type SecretBox,
 } from '@fcd/webhooks';
-import type { Config } from '../config';
+import type { DispatcherConfig } from '../config';
 import { type AccountDirectory, Entitlements } from '../domain/entitlements';
 import { parseEvent } from '../domain/envelope';
 import { parseRetrySchedule } from '../domain/retry';
@@ -31,7 +31,7 @@ import { Sender } from './sender';
 import { DeliveryWorker } from './worker';
 
 export interface DispatcherDeps {
-  config: Config;
+  config: DispatcherConfig;
   pool: Pool;
   secretBox: SecretBox;
   logger: Logger;

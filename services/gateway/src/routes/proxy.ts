@@ -1,4 +1,4 @@
-import { AppError } from '@fcd/service-kit';
+import { methodNotAllowed } from '@fcd/service-kit';
 import type { FastifyInstance } from 'fastify';
 import { type GatewayDeps, requireAccount } from '../app';
 import { idempotent } from '../http/idempotent';
@@ -41,23 +41,13 @@ export function registerProxyRoutes(
   }
 }
 
-/** 405 for known paths with another method (with Allow); registered after the real routes. */
+/** 405 for known paths with another method (with Allow), after authentication; registered after the real routes. */
 export function registerMethodNotAllowed(app: FastifyInstance): void {
   for (const route of PUBLIC_ROUTES) {
-    const allowed = route.methods.includes('GET') ? [...route.methods, 'HEAD'] : route.methods;
-    const others = ALL_METHODS.filter((m) => !allowed.includes(m as never));
-    app.route({
-      method: others,
-      url: route.path,
-      handler: async (request) => {
+    methodNotAllowed(app, route.path, route.methods, {
+      methods: ALL_METHODS,
+      before: async (request) => {
         requireAccount(request);
-        throw new AppError(
-          'METHOD_NOT_ALLOWED',
-          `Method ${request.method} is not allowed on ${route.path}. Allowed: ${allowed.join(', ')}.`,
-          {
-            headers: { allow: allowed.join(', ') },
-          },
-        );
       },
     });
   }

@@ -2,10 +2,9 @@ import {
   AppError,
   baseFastifyOptions,
   type Check,
-  checkReadiness,
-  errorBody,
   type HttpServerSettings,
   installHttpConventions,
+  registerHealthRoutes,
   requireBearerToken,
   type ServiceMetrics,
 } from '@fcd/service-kit';
@@ -144,18 +143,7 @@ export function buildUsageHttpApp(deps: UsageHttpDeps): FastifyInstance {
   const app = Fastify(baseFastifyOptions(deps.logger, deps.http));
   installHttpConventions(app, { metrics: deps.metrics });
 
-  app.get('/healthz', async () => ({ data: { status: 'ok' } }));
-  app.get('/readyz', async (_req, reply) => {
-    const report = await checkReadiness(deps.checks, 1000, deps.optionalChecks);
-    if (report.ready && !deps.isShuttingDown()) {
-      const degraded = Object.values(report.checks).some((c) => c.status === 'down');
-      return { data: { status: degraded ? 'degraded' : 'ready', checks: report.checks } };
-    }
-    return reply
-      .code(503)
-      .header('retry-after', '1')
-      .send(errorBody('SERVICE_UNAVAILABLE', 'Not ready.', { checks: report.checks }));
-  });
+  registerHealthRoutes(app, { checks: deps.checks, isShuttingDown: deps.isShuttingDown, optional: deps.optionalChecks ?? [] });
 
   app.register(async (admin) => {
     admin.addHook(

@@ -1,4 +1,4 @@
-import { AppError, INTERNAL_AUTH_HEADER, type InternalAuth, requestTarget, unauthorized } from '@fcd/service-kit';
+import { INTERNAL_AUTH_HEADER, type InternalAuth, methodNotAllowed, requestTarget, unauthorized } from '@fcd/service-kit';
 import type { Static } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import type { EventsService } from '../domain/events';
@@ -8,8 +8,6 @@ export interface EventRoutesOptions {
   events: EventsService;
   internalAuth: InternalAuth;
 }
-
-const ALL_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;
 
 /**
  * GET /v1/events and GET /v1/events/{id}: authenticated by the gateway's signed header, open to
@@ -35,13 +33,6 @@ export async function eventRoutes(app: FastifyInstance, options: EventRoutesOpti
     async (request, reply) => reply.type('application/json; charset=utf-8').send(await events.get(request.params.id)),
   );
 
-  for (const url of ['/v1/events', '/v1/events/:id']) {
-    app.route({
-      method: ALL_METHODS.filter((m) => m !== 'GET'),
-      url,
-      handler: async () => {
-        throw new AppError('METHOD_NOT_ALLOWED', 'Method not allowed. Allowed: GET, HEAD.', { headers: { allow: 'GET, HEAD' } });
-      },
-    });
-  }
+  methodNotAllowed(app, '/v1/events', ['GET']);
+  methodNotAllowed(app, '/v1/events/:id', ['GET']);
 }

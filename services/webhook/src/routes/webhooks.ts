@@ -4,6 +4,7 @@ import {
   fieldProblems,
   INTERNAL_AUTH_HEADER,
   type InternalAuth,
+  methodNotAllowed,
   PRO_TIER_RANK,
   requestTarget,
   unauthorized,
@@ -72,19 +73,6 @@ function account(request: FastifyRequest): AccountClaims {
   const claims = accounts.get(request);
   if (!claims) throw unauthorized();
   return claims;
-}
-
-const ALL_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;
-
-function methodNotAllowed(app: FastifyInstance, url: string, allowed: readonly string[]): void {
-  const allow = [...allowed, ...(allowed.includes('GET') ? ['HEAD'] : [])].join(', ');
-  app.route({
-    method: ALL_METHODS.filter((m) => !allowed.includes(m)),
-    url,
-    handler: async () => {
-      throw new AppError('METHOD_NOT_ALLOWED', `Method not allowed. Allowed: ${allow}.`, { headers: { allow } });
-    },
-  });
 }
 
 /** The gateway's signed header, verified on every request; Pro and above only. */
