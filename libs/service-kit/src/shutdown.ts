@@ -7,6 +7,20 @@ export interface ShutdownStep {
 }
 
 /**
+ * Runs the steps in order. A step that throws is logged and the next one still runs: what is left
+ * open is closed all the same.
+ */
+export async function runShutdownSteps(logger: Pick<Logger, 'error'>, steps: readonly ShutdownStep[]): Promise<void> {
+  for (const step of steps) {
+    try {
+      await step.run();
+    } catch (err) {
+      logger.error({ err, step: step.name }, 'shutdown step failed');
+    }
+  }
+}
+
+/**
  * Installs SIGTERM/SIGINT handlers that run the steps in order, once:
  * not ready → stop accepting → drain → flush → close pools → flush telemetry.
  * A step that throws is logged and the next one still runs. The whole sequence
@@ -26,13 +40,7 @@ export function installShutdown(logger: Logger, steps: ShutdownStep[], timeoutMs
     const flush = telemetryShutdownHook();
     const all = flush ? [...steps, { name: 'flush telemetry', run: flush }] : steps;
     running = (async () => {
-      for (const step of all) {
-        try {
-          await step.run();
-        } catch (err) {
-          logger.error({ err, step: step.name }, 'shutdown step failed');
-        }
-      }
+      await runShutdownSteps(logger, all);
       clearTimeout(timer);
       logger.info('shutdown complete');
     })();

@@ -6,6 +6,8 @@ import {
   type Logger,
   migrate,
   postgresOptions,
+  runShutdownSteps,
+  type ShutdownStep,
   startMetricsServer,
   systemClock,
 } from '@fcd/service-kit';
@@ -82,26 +84,18 @@ export async function startDispatcher(
   const metricsServer = await startMetricsServer(metrics.registry, config.METRICS_PORT, config.HOST, config);
   dispatcher.start();
 
-  const steps: Array<[string, () => unknown]> = [
-    ['not ready', () => (shuttingDown = true)],
-    ['stop consuming, finish in-flight sends', () => dispatcher.stop()],
-    ['stop accepting', () => app.close()],
-    ['close metrics server', () => new Promise((r) => metricsServer.close(() => r(undefined)))],
-    ['close usage client', () => accounts?.close()],
-    ['close postgres pool', () => pool.end()],
+  const steps: ShutdownStep[] = [
+    { name: 'not ready', run: () => (shuttingDown = true) },
+    { name: 'stop consuming, finish in-flight sends', run: () => dispatcher.stop() },
+    { name: 'stop accepting', run: () => app.close() },
+    { name: 'close metrics server', run: () => new Promise((r) => metricsServer.close(() => r(undefined))) },
+    { name: 'close usage client', run: () => accounts?.close() },
+    { name: 'close postgres pool', run: () => pool.end() },
   ];
   return {
     port: (app.server.address() as { port: number }).port,
     metricsPort: (metricsServer.address() as { port: number }).port,
-    async stop() {
-      // Each step runs even when an earlier one failed: what is left open is closed all the same.
-      for (const [step, run] of steps) {
-        try {
-          await run();
-        } catch (err) {
-          logger.error({ err, step }, 'shutdown step failed');
-        }
-      }
-    },
+    // Each step runs even when an earlier one failed: what is left open is closed all the same.
+    stop: () => runShutdownSteps(logger, steps),
   };
 }

@@ -10,6 +10,8 @@ import {
   natsOptions,
   type Pool,
   postgresOptions,
+  runShutdownSteps,
+  type ShutdownStep,
   startMetricsServer,
   systemClock,
   uuidSource,
@@ -109,27 +111,19 @@ export async function startFacility(config: FacilityConfig, options: { clock?: C
   const metricsServer = await startMetricsServer(metrics.registry, config.METRICS_PORT, config.HOST, config);
   if (config.RELAY_ENABLED) relay.start();
 
-  const steps: Array<[string, () => unknown]> = [
-    ['not ready', () => (shuttingDown = true)],
-    ['drain keep-alive connections', () => drainConnections(app.server, config.HTTP_DRAIN_MS)],
-    ['stop accepting and drain requests', () => app.close()],
-    ['stop relay after its current batch', () => relay.stop()],
-    ['close metrics server', () => new Promise((r) => metricsServer.close(() => r(undefined)))],
-    ['close nats', () => bus.close()],
-    ['close postgres pool', () => pool.end()],
+  const steps: ShutdownStep[] = [
+    { name: 'not ready', run: () => (shuttingDown = true) },
+    { name: 'drain keep-alive connections', run: () => drainConnections(app.server, config.HTTP_DRAIN_MS) },
+    { name: 'stop accepting and drain requests', run: () => app.close() },
+    { name: 'stop relay after its current batch', run: () => relay.stop() },
+    { name: 'close metrics server', run: () => new Promise((r) => metricsServer.close(() => r(undefined))) },
+    { name: 'close nats', run: () => bus.close() },
+    { name: 'close postgres pool', run: () => pool.end() },
   ];
   return {
     port: (app.server.address() as { port: number }).port,
     metricsPort: (metricsServer.address() as { port: number }).port,
-    async stop() {
-      // Each step runs even when an earlier one failed: what is left open is closed all the same.
-      for (const [step, run] of steps) {
-        try {
-          await run();
-        } catch (err) {
-          logger.error({ err, step }, 'shutdown step failed');
-        }
-      }
-    },
+    // Each step runs even when an earlier one failed: what is left open is closed all the same.
+    stop: () => runShutdownSteps(logger, steps),
   };
 }

@@ -9,6 +9,8 @@ import {
   migrate,
   type Pool,
   postgresOptions,
+  runShutdownSteps,
+  type ShutdownStep,
   startMetricsServer,
   systemClock,
 } from '@fcd/service-kit';
@@ -77,27 +79,19 @@ export async function startWebhook(config: WebhookConfig, options: { clock?: Clo
   await app.listen({ port: config.PORT, host: config.HOST });
   const metricsServer = await startMetricsServer(metrics.registry, config.METRICS_PORT, config.HOST, config);
 
-  const steps: Array<[string, () => unknown]> = [
-    ['not ready', () => (shuttingDown = true)],
-    ['drain keep-alive connections', () => drainConnections(app.server, config.HTTP_DRAIN_MS)],
-    ['stop accepting and drain', () => app.close()],
-    ['close facility pool', () => facilities.close()],
-    ['close postgres pool', () => pool.end()],
-    ['close metrics server', () => new Promise<void>((resolve) => metricsServer.close(() => resolve()))],
+  const steps: ShutdownStep[] = [
+    { name: 'not ready', run: () => (shuttingDown = true) },
+    { name: 'drain keep-alive connections', run: () => drainConnections(app.server, config.HTTP_DRAIN_MS) },
+    { name: 'stop accepting and drain', run: () => app.close() },
+    { name: 'close facility pool', run: () => facilities.close() },
+    { name: 'close postgres pool', run: () => pool.end() },
+    { name: 'close metrics server', run: () => new Promise<void>((resolve) => metricsServer.close(() => resolve())) },
   ];
   return {
     port: (app.server.address() as { port: number }).port,
     metricsPort: (metricsServer.address() as { port: number }).port,
     secretKeyId: secretBox.keyId,
-    async stop() {
-      // Each step runs even when an earlier one failed: what is left open is closed all the same.
-      for (const [step, run] of steps) {
-        try {
-          await run();
-        } catch (err) {
-          logger.error({ err, step }, 'shutdown step failed');
-        }
-      }
-    },
+    // Each step runs even when an earlier one failed: what is left open is closed all the same.
+    stop: () => runShutdownSteps(logger, steps),
   };
 }
