@@ -30,25 +30,8 @@ import { decodeCursor, encodeCursor } from './cursor';
 import { recoveryWindow } from './recovery';
 import { emptyPatchProblems, eventProblems, facilityIdProblems, mergeProblems, unknownFacilityProblems } from './validation';
 
-/** The public form of a subscription (docs/webhooks.md). */
-export interface SubscriptionView {
-  id: string;
-  url: string;
-  events: string[];
-  facility_ids: string[] | null;
-  secret: string;
-  /** End of the last rotation's overlap (both secrets sign until then); null when it had none. */
-  secret_rotation_ends_at: string | null;
-  is_active: boolean;
-  created_at: string;
-  updated_at: string;
-  deactivated_at: string | null;
-  deactivation_reason: string | null;
-  /** Most attempts started per second (every replica); null: the dispatcher's default. */
-  rate_limit_per_second: number | null;
-  /** Most requests open at once (every replica). */
-  max_in_flight: number;
-}
+/** The public form of a subscription (docs/webhooks.md): the stored one without its bookkeeping. */
+export type SubscriptionView = Omit<Subscription, 'account_id' | 'consecutive_failures' | 'last_failure_at' | 'last_success_at'>;
 
 export interface SubscriptionListView {
   data: SubscriptionView[];
