@@ -5,7 +5,7 @@
 // The facility service is called directly with the gateway's signed header (metering is measured
 // by the usage benchmark). Rounds alternate the two queries; the facility's CPU µs per request of
 // each query from /proc/<pid>/stat over its rounds. Writes bench-results/geo-<date>.json.
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { createHmac, randomBytes } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
@@ -14,6 +14,7 @@ import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import pg from 'pg';
 import { cpuMeter, usPerUnit } from './cpu.mjs';
+import { start, stopAll } from './http-bench.mjs';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const ROWS = Number(process.env.BENCH_GEO_ROWS ?? 20_000);
@@ -61,7 +62,7 @@ await admin.query(`CREATE DATABASE ${dbName}`);
 const url = new URL(DB_URL);
 url.pathname = `/${dbName}`;
 const env = { PATH: process.env.PATH, DATABASE_URL: url.toString(), LOG_LEVEL: 'warn' };
-let child;
+let pid;
 try {
   execFileSync(process.execPath, [cli, 'migrate'], { env, stdio: 'ignore' });
   execFileSync(process.execPath, [cli, 'seed', '--facilities', String(ROWS), '--seed', 'bench-geo', '--json'], { env, stdio: 'ignore' });
@@ -74,8 +75,9 @@ try {
   );
   await db.end();
   const { latitude, longitude } = rows[0];
-  child = spawn(process.execPath, [resolve(root, 'services/facility/dist/main.js')], {
-    env: {
+  const facility = await start(
+    resolve(root, 'services/facility/dist/main.js'),
+    {
       ...env,
       LOG_LEVEL: 'info',
       PORT: '0',
@@ -86,21 +88,10 @@ try {
       RELAY_ENABLED: 'false',
       NATS_URL: process.env.NATS_URL ?? 'nats://127.0.0.1:4222',
     },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  const port = await new Promise((res, rej) => {
-    let buf = '';
-    child.stdout.on('data', (d) => {
-      buf += d;
-      for (const line of buf.split('\n')) {
-        try {
-          const l = JSON.parse(line);
-          if (l.msg === 'ready') res(l.port);
-        } catch {}
-      }
-    });
-    child.once('exit', (code) => rej(new Error(`facility exited with ${code}`)));
-  });
+    'facility',
+  );
+  const port = facility.port;
+  pid = facility.pid;
   const base = `http://127.0.0.1:${port}`;
   const plain = '/v1/facilities?state=TX&limit=25';
   const geo = `/v1/facilities?near=${latitude},${longitude}&radius_km=25&limit=25`;
@@ -109,7 +100,7 @@ try {
   await measure(base, plain);
   await measure(base, geo);
   const rounds = [];
-  const meters = { plain: cpuMeter({ facility: child.pid }), geo: cpuMeter({ facility: child.pid }) };
+  const meters = { plain: cpuMeter({ facility: pid }), geo: cpuMeter({ facility: pid }) };
   const requests = { plain: 0, geo: 0 };
   /** One measured run of `path`, its facility CPU and requests added to `side`'s. */
   const measured = async (side, path) => {
@@ -148,7 +139,7 @@ try {
   mkdirSync(resolve(root, 'bench-results'), { recursive: true });
   writeFileSync(resolve(root, `bench-results/geo-${result.date.slice(0, 10)}.json`), `${JSON.stringify(result, null, 2)}\n`);
 } finally {
-  child?.kill('SIGTERM');
+  await stopAll();
   await new Promise((r) => setTimeout(r, 500));
   await admin.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
   await admin.end();
