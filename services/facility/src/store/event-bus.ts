@@ -81,10 +81,20 @@ export class EventBus {
       sleep: this.sleep,
     });
     if (!nc) return;
+    let jsm: JetStreamManager;
+    try {
+      jsm = await jetstreamManager(nc, { timeout: this.s.publishTimeoutMs ?? 5000, checkAPI: false });
+    } catch (err) {
+      // Not connected after all: close this connection and let the next use try again.
+      this.connecting = undefined;
+      await nc.close().catch(() => undefined);
+      throw err;
+    }
+    // Published only once every part is ready, so `connected` never reports a half-made bus.
+    this.js = jetstream(nc, { timeout: this.s.publishTimeoutMs ?? 5000 });
+    this.jsm = jsm;
     this.nc = nc;
     this.isUp = true;
-    this.js = jetstream(nc, { timeout: this.s.publishTimeoutMs ?? 5000 });
-    this.jsm = await jetstreamManager(nc, { timeout: this.s.publishTimeoutMs ?? 5000, checkAPI: false });
     void this.watch(nc);
   }
 
