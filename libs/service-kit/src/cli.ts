@@ -14,6 +14,7 @@
 import { realpathSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { type ParseArgsConfig, parseArgs } from 'node:util';
+import { errMessage } from './errors';
 
 export const EXIT_OK = 0;
 export const EXIT_FAILURE = 1;
@@ -50,7 +51,7 @@ export function parseCliArgs<const O extends Options>(argv: string[], options: O
   try {
     return parseArgs({ args: argv, options, allowPositionals: true, strict: true });
   } catch (err) {
-    throw new CliUsageError((err as Error).message.replace(/\s*\n\s*/g, ' '));
+    throw new CliUsageError(errMessage(err).replace(/\s*\n\s*/g, ' '));
   }
 }
 
@@ -86,7 +87,7 @@ export function runCliIfMain(moduleUrl: string, name: string, run: CliRun): void
   run(process.argv.slice(2), processIo()).then(
     (code) => process.exit(code),
     (err: unknown) => {
-      process.stderr.write(`${name}: ${(err as Error).message}\n`);
+      process.stderr.write(`${name}: ${errMessage(err)}\n`);
       process.exit(EXIT_FAILURE);
     },
   );

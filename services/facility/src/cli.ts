@@ -3,7 +3,7 @@
  * command modules in cli/. Exit codes: 0 done, 1 failure or usage error (message and usage text on
  * stderr), 2 some rows or files rejected (import, seed, sync-echo).
  */
-import { type CliIo, CliUsageError, ConfigError, EXIT_FAILURE, runCliIfMain } from '@fcd/service-kit';
+import { type CliIo, CliUsageError, ConfigError, EXIT_FAILURE, errMessage, runCliIfMain } from '@fcd/service-kit';
 import { type Args, parseFacilityArgs } from './cli/args';
 import { cmdImport, cmdMigrate } from './cli/import';
 import { cmdSeed } from './cli/seed';
@@ -58,7 +58,7 @@ export async function run(argv: string[], io: CliIo): Promise<number> {
   } catch (err) {
     if (err instanceof CliUsageError) io.stderr.write(`facility: ${err.message}\n\n${USAGE}\n`);
     else if (err instanceof ConfigError) io.stderr.write(`facility: ${err.message}\n`);
-    else io.stderr.write(`facility: ${(err as Error).message}\n`);
+    else io.stderr.write(`facility: ${errMessage(err)}\n`);
     return EXIT_FAILURE;
   }
 }

@@ -20,6 +20,7 @@ import {
   createPool,
   EXIT_FAILURE,
   EXIT_OK,
+  errMessage,
   migrate,
   type Pool,
   PostgresEnv,
@@ -182,7 +183,7 @@ export async function run(argv: string[], io: CliIo): Promise<number> {
     await dispatch(positionals, { values, pool, accounts: new AccountStore(pool), out });
     return EXIT_OK;
   } catch (err) {
-    return fail(err instanceof AppError ? err.message : `failed: ${(err as Error).message}`);
+    return fail(err instanceof AppError ? err.message : `failed: ${errMessage(err)}`);
   } finally {
     await pool.end();
   }

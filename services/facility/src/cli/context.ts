@@ -3,6 +3,7 @@ import {
   CliUsageError,
   createLogger,
   createPool,
+  errMessage,
   isDatabaseUnavailable,
   type Logger,
   type Pool,
@@ -61,7 +62,7 @@ export function retrying(retryFor: number, logger: Logger): Retry {
       retryForMs: retryFor,
       isRetryable: isDatabaseUnavailable,
       onRetry: ({ err, attempt, delayMs }) =>
-        logger.warn({ attempt, delayMs, err: { message: (err as Error).message } }, 'postgres unavailable; retrying'),
+        logger.warn({ attempt, delayMs, err: { message: errMessage(err) } }, 'postgres unavailable; retrying'),
     }).catch((err: unknown) => {
       throw err instanceof RetryExhaustedError ? new Error(`Postgres unreachable: ${err.message}`) : err;
     });

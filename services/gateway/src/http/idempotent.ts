@@ -1,4 +1,4 @@
-import { AppError, serviceUnavailable, validationError } from '@fcd/service-kit';
+import { AppError, errMessage, serviceUnavailable, validationError } from '@fcd/service-kit';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { AuthenticatedAccount } from '../app';
 import { sendAnswer } from '../clients/proxy';
@@ -31,7 +31,7 @@ export async function idempotent(
     try {
       return await op();
     } catch (err) {
-      request.log.warn({ err: { message: (err as Error).message } }, 'idempotency store unavailable');
+      request.log.warn({ err: { message: errMessage(err) } }, 'idempotency store unavailable');
       throw serviceUnavailable('idempotency store', 1, err);
     }
   };
@@ -66,7 +66,7 @@ export async function idempotent(
           }
         } catch (err) {
           // The work is done: the client gets its answer; a retry within the lease waits, then may run again.
-          request.log.error({ err: { message: (err as Error).message } }, 'idempotency answer not stored');
+          request.log.error({ err: { message: errMessage(err) } }, 'idempotency answer not stored');
         }
       }
       return sendAnswer(reply, answer);

@@ -1,7 +1,7 @@
 import { create } from '@bufbuild/protobuf';
 import { type ServiceImpl, toGrpcError } from '@fcd/grpc';
 import { type AuthorizeItem, type AuthorizeResult, AuthorizeStreamResponseSchema, Decision, UsageService } from '@fcd/proto';
-import { AppError, extractTraceContext, type Span, SpanKind, SpanStatusCode, trace } from '@fcd/service-kit';
+import { AppError, errMessage, extractTraceContext, type Span, SpanKind, SpanStatusCode, trace } from '@fcd/service-kit';
 import type { Logger } from 'pino';
 import type { UsageMeter } from '../meter/index';
 import type { UsageMetrics } from '../metrics';
@@ -112,7 +112,7 @@ export class AuthorizeStreams {
         metrics.requestDuration.observe({ route: 'AuthorizeStream', method: 'grpc', status: 'OK' }, (performance.now() - t0) / 1000);
         metrics.requestsTotal.inc({ route: 'AuthorizeStream', method: 'grpc', status: 'OK' });
       })
-      .catch((err: unknown) => logger.error({ err }, 'authorize batch answer failed'));
+      .catch((err: unknown) => logger.error({ err: { message: errMessage(err) } }, 'authorize batch answer failed'));
   }
 
   /**
