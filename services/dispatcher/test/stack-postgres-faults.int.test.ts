@@ -180,8 +180,13 @@ function processes(): ServiceProcess[] {
 }
 
 function expectAlive(): void {
+  // On a failure, the process's last log lines (its fatal line says what escaped).
   for (const p of processes())
-    expect({ name: p.name, exit: p.proc.exitCode, signal: p.proc.signalCode }).toEqual({ name: p.name, exit: null, signal: null });
+    expect({ name: p.name, exit: p.proc.exitCode, signal: p.proc.signalCode }, p.output.slice(-5).join('\n')).toEqual({
+      name: p.name,
+      exit: null,
+      signal: null,
+    });
 }
 
 /** Every answer is a 2xx, or a 503 SERVICE_UNAVAILABLE envelope with Retry-After; none hangs, none is a 500. */
