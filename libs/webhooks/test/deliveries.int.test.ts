@@ -200,6 +200,53 @@ describe('DeliveryStore.recordAttempts', () => {
     ]);
   });
 
+  it('records a batch of successes as the transaction would: counters reset, a pause kept, a stale attempt not applied', async () => {
+    const { sub, claimed, events } = await scenario([1, 1, 2]);
+    await pool.query(
+      `UPDATE webhook.subscriptions SET consecutive_failures = 4, connection_failures = 3, last_success_at = $2,
+              paused_until = $3, pause_reason = 'unreachable' WHERE id = $1`,
+      [sub.id, new Date(T0 - 1000), new Date(T0 + 1500)],
+    );
+    // The third was claimed again meanwhile (attempt 2): its attempt-1 success is recorded, not applied.
+    const items: AttemptRecord[] = claimed.map((c, i) => ({
+      claimed: i === 2 ? { ...c, attempt: 1 } : c,
+      result: {
+        startedAt: T0 + 2000 + i * 10,
+        finishedAt: T0 + 2005 + i * 10,
+        durationMs: 5,
+        responseStatus: 200,
+        error: null,
+        success: true,
+      },
+    }));
+    const outcomes = await deliveries.recordAttempts(items, decide);
+    expect(outcomes).toEqual([
+      { decision: { status: 'succeeded' }, applied: true, deactivated: false, cancelled: 0, paused: null },
+      { decision: { status: 'succeeded' }, applied: true, deactivated: false, cancelled: 0, paused: null },
+      { decision: { status: 'succeeded' }, applied: false, deactivated: false, cancelled: 0 },
+    ]);
+    const after = await state(
+      sub.id,
+      events.map((e) => e.id),
+    );
+    expect(after.subscription).toEqual({
+      is_active: true,
+      deactivation_reason: null,
+      consecutive_failures: 0,
+      last_success_at: new Date(T0 + 2010),
+      last_failure_at: null,
+    });
+    const pause = await pool.query('SELECT connection_failures, paused_until, pause_reason FROM webhook.subscriptions WHERE id = $1', [
+      sub.id,
+    ]);
+    expect(pause.rows[0]).toEqual({ connection_failures: 0, paused_until: new Date(T0 + 1500), pause_reason: 'unreachable' });
+    expect(after.deliveries.map((d: { status: string; attempts: unknown }) => [d.status, d.attempts])).toEqual([
+      ['succeeded', [{ attempt: 1, outcome: 'success', status: 200, error: null }]],
+      ['succeeded', [{ attempt: 1, outcome: 'success', status: 200, error: null }]],
+      ['pending', [{ attempt: 1, outcome: 'success', status: 200, error: null }]],
+    ]);
+  });
+
   it('decrypts the secret again after a rotation (the cache is keyed on the ciphertext)', async () => {
     const type = `facility.status_changed.${randomUUID()}`;
     const sub = await subscription(null, [type]);

@@ -178,3 +178,21 @@ export function bookkeep(
   }
   return out;
 }
+
+/**
+ * The outcomes of a batch of successes recorded without reading anything first (`recordSuccesses`):
+ * what `bookkeep` gives each, `applied` being the deliveries still pending on that attempt. A success
+ * starts no pause and deactivates nothing, and its decision does not depend on the subscription.
+ */
+export function successOutcomes(
+  items: readonly AttemptRecord[],
+  applied: ReadonlySet<string>,
+  decide: (input: DecisionInput) => AttemptDecision,
+): RecordOutcome[] {
+  return items.map((item) => {
+    const decision = decide(decisionInput(item, null));
+    return applied.has(item.claimed.id)
+      ? { decision, applied: true, deactivated: false, cancelled: 0, paused: null }
+      : { decision, applied: false, deactivated: false, cancelled: 0 };
+  });
+}

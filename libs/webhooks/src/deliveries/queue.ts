@@ -1,8 +1,8 @@
 import { type Pool, UUID_LOWER_CASE, withTransaction } from '@fcd/service-kit';
 import { DEFAULT_BREAKER_COOLDOWN_MS, DEFAULT_BREAKER_THRESHOLD, type PauseOptions } from '../limits';
-import { bookkeep } from './bookkeeping';
+import { bookkeep, successOutcomes } from './bookkeeping';
 import { claimRows, withSecrets } from './claim';
-import { lockForRecord, writeBookkeeping } from './record';
+import { lockForRecord, recordSuccesses, writeBookkeeping } from './record';
 import { type SecretDecrypter, withSecretCache } from './secret-cache';
 import type {
   AttemptDecision,
@@ -248,10 +248,17 @@ export class DispatchQueue {
    * cancelled. Four round trips per batch (BEGIN, lock and read, write,
    * COMMIT; plus two per deactivation); the subscriptions and then the
    * deliveries are locked in id order, so concurrent batches (replicas) do not
-   * deadlock.
+   * deadlock. A batch of successes only, the common case, is one autocommit
+   * statement (`recordSuccesses`): it needs nothing read first, and holds the
+   * subscription's row for that statement only, not across round trips that
+   * a claim would wait behind.
    */
   async recordAttempts(items: readonly AttemptRecord[], decide: (input: DecisionInput) => AttemptDecision): Promise<RecordOutcome[]> {
     if (items.length === 0) return [];
+    if (items.every((i) => i.result.success)) {
+      // The common case, in one autocommit statement (`recordSuccesses`): nothing to read first.
+      return successOutcomes(items, await recordSuccesses(this.pool, items), decide);
+    }
     return withTransaction(this.pool, async (client) => {
       const subIds = [...new Set(items.map((i) => i.claimed.subscriptionId))];
       const deliveryIds = [...new Set(items.map((i) => i.claimed.id))];

@@ -1,7 +1,7 @@
 import type { Pool } from '@fcd/service-kit';
 import type { PauseReason } from '../limits';
 import type { Bookkeeping, DeliveryBefore, SubscriptionBefore } from './bookkeeping';
-import { type AttemptDebug, DEACTIVATION_CONSECUTIVE_FAILURES } from './types';
+import { type AttemptDebug, type AttemptRecord, DEACTIVATION_CONSECUTIVE_FAILURES } from './types';
 
 /**
  * The SQL of `DispatchQueue.recordAttempts`: lock and read what the
@@ -80,9 +80,9 @@ export async function lockForRecord(client: Client, subIds: readonly string[], d
 
 const isoAt = (t: number | null) => (t === null ? null : new Date(t).toISOString());
 
-/** One round trip for every write: the attempt rows, the deliveries, the subscriptions' bookkeeping. */
-const WRITE_SQL = `WITH attempts AS (
-   INSERT INTO webhook.delivery_attempts (delivery_id, attempt, started_at, duration_ms, response_status, error, outcome,
+/** The attempt rows' INSERT, a CTE of both writes below: `a` is the unnest of their columns (`from`). */
+function insertAttempts(from: string): string {
+  return `INSERT INTO webhook.delivery_attempts (delivery_id, attempt, started_at, duration_ms, response_status, error, outcome,
                                           request_headers, response_headers, response_headers_truncated, response_body,
                                           response_body_truncated, dns_ms, connect_ms, tls_ms, first_byte_ms, connection_reused,
                                           paused_until, pause_reason)
@@ -92,10 +92,15 @@ const WRITE_SQL = `WITH attempts AS (
           COALESCE((a.debug->>'response_body_truncated')::boolean, false), (a.debug->>'dns_ms')::float8,
           (a.debug->>'connect_ms')::float8, (a.debug->>'tls_ms')::float8, (a.debug->>'first_byte_ms')::float8,
           (a.debug->>'connection_reused')::boolean, a.paused_until, a.pause_reason
-     FROM unnest($1::text[], $2::int[], $3::timestamptz[], $4::int[], $5::int[], $6::text[], $7::text[], $17::jsonb[],
+     FROM ${from}
+   ON CONFLICT (delivery_id, attempt) DO NOTHING`;
+}
+
+/** One round trip for every write: the attempt rows, the deliveries, the subscriptions' bookkeeping. */
+const WRITE_SQL = `WITH attempts AS (
+   ${insertAttempts(`unnest($1::text[], $2::int[], $3::timestamptz[], $4::int[], $5::int[], $6::text[], $7::text[], $17::jsonb[],
                  $18::timestamptz[], $19::text[])
-          AS a(id, attempt, started_at, duration_ms, response_status, error, outcome, debug, paused_until, pause_reason)
-   ON CONFLICT (delivery_id, attempt) DO NOTHING),
+          AS a(id, attempt, started_at, duration_ms, response_status, error, outcome, debug, paused_until, pause_reason)`)}),
  deliveries AS (
    UPDATE webhook.deliveries d SET status = u.status, next_attempt_at = u.next_at, leased_until = NULL, manual = false, updated_at = u.at
      FROM unnest($8::text[], $9::text[], $10::timestamptz[], $11::timestamptz[]) AS u(id, status, next_at, at)
@@ -108,6 +113,48 @@ const WRITE_SQL = `WITH attempts AS (
    FROM unnest($12::text[], $13::bool[], $14::int[], $15::timestamptz[], $16::timestamptz[], $20::timestamptz[], $21::text[], $22::int[])
         AS u(id, reset, failures, success_at, failure_at, paused_until, pause_reason, connection_failures)
   WHERE s.id = u.id`;
+
+/**
+ * A batch of successes in one autocommit statement, with what `bookkeep` gives them: a success
+ * needs nothing read first. Its delivery succeeds if it is still pending on this attempt (else only
+ * the attempt row is written: `applied` false); its subscription's failure counters reset and
+ * last_success_at advances; a pause stays as it is. The subscriptions are locked first, in id order,
+ * as in `lockForRecord`. Returns the ids of the applied deliveries.
+ */
+const SUCCESSES_SQL = `WITH subs AS (
+   SELECT id FROM webhook.subscriptions WHERE id = ANY($8::text[]) ORDER BY id FOR NO KEY UPDATE),
+ u AS (SELECT * FROM unnest($1::text[], $2::int[], $3::timestamptz[], $7::timestamptz[]) AS u(id, attempt, started_at, at)),
+ applied AS (
+   UPDATE webhook.deliveries d SET status = 'succeeded', next_attempt_at = NULL, leased_until = NULL, manual = false, updated_at = u.at
+     FROM u
+    WHERE d.id = u.id AND d.status = 'pending' AND d.attempt_count = u.attempt AND d.subscription_id IN (SELECT id FROM subs)
+   RETURNING d.id, d.subscription_id, u.started_at),
+ attempts AS (
+   ${insertAttempts(`(SELECT v.*, NULL::text AS error, 'success'::text AS outcome, NULL::timestamptz AS paused_until, NULL::text AS pause_reason
+             FROM unnest($1::text[], $2::int[], $3::timestamptz[], $4::int[], $5::int[], $6::jsonb[])
+                  AS v(id, attempt, started_at, duration_ms, response_status, debug)
+            WHERE EXISTS (SELECT 1 FROM webhook.deliveries e WHERE e.id = v.id)) AS a`)}),
+ touched AS (
+   UPDATE webhook.subscriptions s
+      SET consecutive_failures = 0, connection_failures = 0, last_success_at = GREATEST(s.last_success_at, t.success_at)
+     FROM (SELECT subscription_id, max(started_at) AS success_at FROM applied GROUP BY subscription_id) t
+    WHERE s.id = t.subscription_id)
+ SELECT id FROM applied`;
+
+/** Records a batch of successful attempts (`SUCCESSES_SQL`); the ids of the deliveries it applied to. */
+export async function recordSuccesses(client: Client, items: readonly AttemptRecord[]): Promise<Set<string>> {
+  const { rows } = await client.query<{ id: string }>(SUCCESSES_SQL, [
+    items.map((i) => i.claimed.id),
+    items.map((i) => i.claimed.attempt),
+    items.map((i) => isoAt(i.result.startedAt)),
+    items.map((i) => Math.round(i.result.durationMs)),
+    items.map((i) => i.result.responseStatus),
+    items.map((i) => debugColumns(i.result.debug)),
+    items.map((i) => isoAt(i.result.finishedAt)),
+    [...new Set(items.map((i) => i.claimed.subscriptionId))],
+  ]);
+  return new Set(rows.map((r) => r.id));
+}
 
 /** The parameters of WRITE_SQL, column by column. */
 function writeParams(b: Bookkeeping): unknown[] {
