@@ -64,7 +64,10 @@ function spawnDispatcher({ dbUrl, stream, secretKey, concurrency, pollMs }) {
   if (!existsSync(resolve(root, 'services/dispatcher/dist/main.js'))) {
     execFileSync('npm', ['run', 'build', '-w', '@fcd/dispatcher'], { cwd: root, stdio: 'inherit' });
   }
-  const child = spawn(process.execPath, [resolve(root, 'services/dispatcher/dist/main.js')], {
+  // BENCH_NODE_ARGS: extra node flags for the dispatcher, to profile it (`--cpu-prof --cpu-prof-dir=/tmp/p`,
+  // `--perf-basic-prof`); stop() then ends it with SIGTERM, so a profile is written.
+  const nodeArgs = process.env.BENCH_NODE_ARGS ? process.env.BENCH_NODE_ARGS.split(' ') : [];
+  const child = spawn(process.execPath, [...nodeArgs, resolve(root, 'services/dispatcher/dist/main.js')], {
     env: {
       PATH: process.env.PATH,
       LOG_LEVEL: 'warn',
@@ -128,7 +131,11 @@ export async function startDispatcherBench({ name, concurrency, pollMs, subscrip
   /** Kills the dispatcher, deletes the stream, drops the database. */
   async function stop() {
     child.removeAllListeners('exit');
-    child.kill('SIGKILL');
+    if (process.env.BENCH_NODE_ARGS) {
+      const exited = new Promise((r) => child.once('exit', r));
+      child.kill('SIGTERM');
+      await exited;
+    } else child.kill('SIGKILL');
     await jsm.streams.delete(stream).catch(() => undefined);
     await nc.close().catch(() => undefined);
     await pool.end().catch(() => undefined);
