@@ -189,9 +189,9 @@ export class EventLog {
         count += wanted.length;
         if (!r.dryRun && wanted.length > 0) {
           await client.query(
-            `INSERT INTO webhook.deliveries (id, subscription_id, event_id, event_type, payload, body, status, attempt_count,
+            `INSERT INTO webhook.deliveries (id, subscription_id, event_id, event_type, body, status, attempt_count,
                                              next_attempt_at, created_at, updated_at, recovery)
-             SELECT 'dlv_' || gen_random_uuid(), $1, v.event_id, v.type, v.body::jsonb, v.body, 'pending', 0, $2, $2, $2, true
+             SELECT 'dlv_' || gen_random_uuid(), $1, v.event_id, v.type, v.body, 'pending', 0, $2, $2, $2, true
                FROM unnest($3::text[], $4::text[], $5::text[]) AS v(event_id, type, body)`,
             [r.subscriptionId, new Date(r.now), wanted.map((e) => e.id), wanted.map((e) => e.type), wanted.map((e) => e.body)],
           );

@@ -247,6 +247,25 @@ describe('DeliveryStore.recordAttempts', () => {
     ]);
   });
 
+  it('sends a row from before the body column (migration 0003) from its payload, and new rows store no payload', async () => {
+    const type = `case.new.${randomUUID()}`;
+    const sub = await subscription(null, [type]);
+    const e = event(type, []);
+    await deliveries.fanOutMany([e], T0);
+    const stored = await pool.query('SELECT payload, body FROM webhook.deliveries WHERE subscription_id = $1', [sub.id]);
+    expect(stored.rows).toEqual([{ payload: null, body: e.body }]);
+    await pool.query(
+      `UPDATE webhook.deliveries SET body = NULL, payload = '{"data": {"n": 1}, "type": "case.new", "id": "evt_old", "created_at": "2026-01-01T00:00:00Z"}'
+        WHERE subscription_id = $1`,
+      [sub.id],
+    );
+    await pool.query("UPDATE webhook.deliveries SET next_attempt_at = '2100-01-01' WHERE status = 'pending' AND subscription_id <> $1", [
+      sub.id,
+    ]);
+    const claimed = await deliveries.claimDue(T0 + 1000, 10, T0 + 2000);
+    expect(claimed.map((c) => c.body)).toEqual(['{"id":"evt_old","type":"case.new","created_at":"2026-01-01T00:00:00Z","data":{"n":1}}']);
+  });
+
   it('decrypts the secret again after a rotation (the cache is keyed on the ciphertext)', async () => {
     const type = `facility.status_changed.${randomUUID()}`;
     const sub = await subscription(null, [type]);

@@ -19,7 +19,8 @@ export interface ClaimRow {
   event_id: string;
   event_type: string;
   body: string | null;
-  payload_text: string;
+  /** Rows from before migration 0003 only (no body). */
+  payload_text: string | null;
   attempt_count: number;
   manual: boolean;
   first_attempt_at: Date;
@@ -111,7 +112,8 @@ const CLAIM_SQL = `WITH lim AS (
    UPDATE webhook.subscriptions s SET rate_tat = to_timestamp((lim.base + n.k * lim.step) / 1000.0)
      FROM lim JOIN (SELECT subscription_id, count(*)::int AS k FROM claimed GROUP BY subscription_id) n ON n.subscription_id = lim.id
     WHERE s.id = lim.id AND lim.step > 0)
- SELECT 'd'::text AS kind, c.id, c.subscription_id, c.event_id, c.event_type, c.body, c.payload::text AS payload_text, c.attempt_count,
+ SELECT 'd'::text AS kind, c.id, c.subscription_id, c.event_id, c.event_type, c.body,
+        CASE WHEN c.body IS NULL THEN c.payload::text END AS payload_text, c.attempt_count,
         c.manual, c.first_attempt_at, c.prev_first AS prev_first_attempt_at, c.prev_last AS prev_last_attempt_at,
         c.created_at, s.url, s.account_id, s.secret_ciphertext,
         CASE WHEN s.secret_rotation_ends_at > $1 THEN s.previous_secret_ciphertext END AS previous_secret_ciphertext,
@@ -197,7 +199,8 @@ export function withSecrets(rows: readonly ClaimRow[], secrets: SecretDecrypter)
       accountId: r.account_id,
       eventId: r.event_id,
       eventType: r.event_type,
-      body: r.body ?? envelopeText(r.payload_text),
+      // Every row has its body, or (from before migration 0003) its payload.
+      body: r.body ?? envelopeText(r.payload_text as string),
       attempt: r.attempt_count,
       manual: r.manual,
       firstAttemptAt: r.first_attempt_at.getTime(),

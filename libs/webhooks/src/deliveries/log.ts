@@ -170,11 +170,9 @@ export class DeliveryLog {
   async createManual(input: { id: string; subscriptionId: string; eventId: string; eventType: string; body: string; now: number }) {
     const at = new Date(input.now);
     await this.pool.query(
-      `INSERT INTO webhook.deliveries (id, subscription_id, event_id, event_type, payload, body, status, manual, attempt_count, next_attempt_at, created_at, updated_at)
-       VALUES ($1, $2, $3, $4, $5::jsonb, $7::text, 'pending', true, 0, $6, $6, $6)`,
-      // The body is its own text parameter: one parameter used as jsonb too would be typed jsonb,
-      // and the stored body (what is signed and sent) would come back with jsonb's key order.
-      [input.id, input.subscriptionId, input.eventId, input.eventType, input.body, at, input.body],
+      `INSERT INTO webhook.deliveries (id, subscription_id, event_id, event_type, body, status, manual, attempt_count, next_attempt_at, created_at, updated_at)
+       VALUES ($1, $2, $3, $4, $5, 'pending', true, 0, $6, $6, $6)`,
+      [input.id, input.subscriptionId, input.eventId, input.eventType, input.body, at],
     );
     return this.get(input.subscriptionId, input.id) as Promise<DeliveryView>;
   }

@@ -96,8 +96,8 @@ export class DispatchQueue {
           .join(',')}}`,
     );
     const { rows } = await db.query<{ id: string; event_id: string }>(
-      `INSERT INTO webhook.deliveries (id, subscription_id, event_id, event_type, payload, body, status, attempt_count, next_attempt_at, created_at, updated_at, trace_context)
-       SELECT 'dlv_' || gen_random_uuid(), s.id, e.id, e.type, e.body::jsonb, e.body, 'pending', 0, $6, $6, $6, e.trace_context
+      `INSERT INTO webhook.deliveries (id, subscription_id, event_id, event_type, body, status, attempt_count, next_attempt_at, created_at, updated_at, trace_context)
+       SELECT 'dlv_' || gen_random_uuid(), s.id, e.id, e.type, e.body, 'pending', 0, $6, $6, $6, e.trace_context
          FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[]) AS e(id, type, body, facility_ids, trace_context)
          JOIN webhook.subscriptions s
            ON s.is_active AND s.events @> ARRAY[e.type]
