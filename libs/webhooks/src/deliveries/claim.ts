@@ -52,20 +52,24 @@ interface PlanItem {
 }
 
 /**
- * Locks the active, unpaused subscriptions with due work (in id order); their pacing state and the database clock.
- * The subscriptions with pending work are found by a skip scan of `deliveries_due_subscription` (one index probe per
- * such subscription, each reading its earliest pending delivery), so a claim costs the same with 10 or 100,000
- * deliveries due: scanning the due deliveries themselves made every claim of a backlog read all of it.
+ * The subscriptions with pending deliveries, each with its earliest next_attempt_at (`due`): a
+ * recursive skip scan of `deliveries_due_subscription`, one index probe per such subscription, so
+ * its cost follows the number of subscriptions with work, not the deliveries waiting (a join or a
+ * semi-join on the due deliveries read every row of a backlog, and stale statistics during a burst
+ * made the planner choose that). A CTE to start a `WITH RECURSIVE` with.
  */
-async function lockDue(client: Client, now: number) {
-  const { rows } = await client.query<{ id: string; rate: number | null; tat: number | null; db_now: number }>(
-    `WITH RECURSIVE pending AS (
+export const PENDING_SUBSCRIPTIONS_CTE = `pending AS (
        (SELECT d.subscription_id AS id, d.next_attempt_at AS due FROM webhook.deliveries d
          WHERE d.status = 'pending' ORDER BY d.subscription_id, d.next_attempt_at LIMIT 1)
        UNION ALL
        SELECT n.id, n.due FROM pending p CROSS JOIN LATERAL (
          SELECT d.subscription_id AS id, d.next_attempt_at AS due FROM webhook.deliveries d
-          WHERE d.status = 'pending' AND d.subscription_id > p.id ORDER BY d.subscription_id, d.next_attempt_at LIMIT 1) n),
+          WHERE d.status = 'pending' AND d.subscription_id > p.id ORDER BY d.subscription_id, d.next_attempt_at LIMIT 1) n)`;
+
+/** Locks the active, unpaused subscriptions with due work (in id order); their pacing state and the database clock. */
+async function lockDue(client: Client, now: number) {
+  const { rows } = await client.query<{ id: string; rate: number | null; tat: number | null; db_now: number }>(
+    `WITH RECURSIVE ${PENDING_SUBSCRIPTIONS_CTE},
      locked AS (
        SELECT s.id, s.rate_limit_per_second, s.rate_tat FROM webhook.subscriptions s JOIN pending p ON p.id = s.id
         WHERE p.due <= $1 AND s.is_active AND (s.paused_until IS NULL OR s.paused_until <= $1)

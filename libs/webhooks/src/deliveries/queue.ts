@@ -1,7 +1,7 @@
 import { type Pool, UUID_LOWER_CASE, withTransaction } from '@fcd/service-kit';
 import { DEFAULT_BREAKER_COOLDOWN_MS, DEFAULT_BREAKER_THRESHOLD, type PauseOptions } from '../limits';
 import { bookkeep, successOutcomes } from './bookkeeping';
-import { claimRows, withSecrets } from './claim';
+import { claimRows, PENDING_SUBSCRIPTIONS_CTE, withSecrets } from './claim';
 import { lockForRecord, recordSuccesses, writeBookkeeping } from './record';
 import { type SecretDecrypter, withSecretCache } from './secret-cache';
 import type {
@@ -206,14 +206,22 @@ export class DispatchQueue {
 
   /**
    * Cancels due pending deliveries of inactive subscriptions (pending retries
-   * stop when a subscription is deactivated). Returns how many.
+   * stop when a subscription is deactivated). Returns how many. Runs every
+   * poll, so the common case (none) costs one skip scan of the subscriptions
+   * with pending work; the UPDATE runs only for the inactive ones found.
    */
   async cancelInactiveDue(now: number): Promise<number> {
+    const { rows } = await this.pool.query<{ id: string }>(
+      `WITH RECURSIVE ${PENDING_SUBSCRIPTIONS_CTE}
+       SELECT s.id FROM pending p JOIN webhook.subscriptions s ON s.id = p.id WHERE p.due <= $1 AND NOT s.is_active`,
+      [new Date(now)],
+    );
+    if (rows.length === 0) return 0;
     const { rowCount } = await this.pool.query(
       `UPDATE webhook.deliveries d SET status = 'cancelled', next_attempt_at = NULL, updated_at = $1
-         FROM webhook.subscriptions s
-        WHERE s.id = d.subscription_id AND d.status = 'pending' AND d.next_attempt_at <= $1 AND NOT s.is_active`,
-      [new Date(now)],
+        WHERE d.subscription_id = ANY ($2::text[]) AND d.status = 'pending' AND d.next_attempt_at <= $1
+          AND NOT EXISTS (SELECT 1 FROM webhook.subscriptions s WHERE s.id = d.subscription_id AND s.is_active)`,
+      [new Date(now), rows.map((r) => r.id)],
     );
     return rowCount ?? 0;
   }
