@@ -69,10 +69,15 @@ export function boundHeaders(
   return { headers: out, truncated };
 }
 
+const UTF8 = new TextDecoder('utf-8', { fatal: false });
+
 /** Bytes of a response body → text for the log: UTF-8 with replacement characters; NUL (which Postgres text refuses) replaced too. */
 function bodyText(bytes: Buffer): string {
-  return new TextDecoder('utf-8', { fatal: false }).decode(bytes).replaceAll('\u0000', '\uFFFD');
+  return UTF8.decode(bytes).replaceAll('\u0000', '\uFFFD');
 }
+
+/** URLs whose check is kept (a few per subscription); past this the cache starts over. */
+const URL_CACHE_SIZE = 10_000;
 
 /** Retry-After as ms from now: delay-seconds or an HTTP date; null when absent or unreadable. */
 export function parseRetryAfter(value: string | string[] | undefined, nowMs: number): number | null {
@@ -127,6 +132,8 @@ function classify(err: unknown, timedOut: boolean): { kind: FailureKind; error: 
 export class Sender {
   private readonly agent: Agent;
   private readonly maxResponseBytes: number;
+  /** parseWebhookUrl's verdict per URL: it depends on the URL and this sender's options only. */
+  private readonly urls = new Map<string, ReturnType<typeof parseWebhookUrl>>();
 
   constructor(private readonly options: SenderOptions) {
     this.maxResponseBytes = options.maxResponseBytes ?? MAX_RESPONSE_BODY_BYTES;
@@ -165,7 +172,7 @@ export class Sender {
       requestHeaders: { ...headers },
       timings: r.kind === 'invalid_url' ? NO_TIMINGS : timingsOf(probe),
     });
-    const parsed = parseWebhookUrl(url, this.options.allowPrivate, this.options.allowedPorts);
+    const parsed = this.checkUrl(url);
     if (!parsed.ok) return done({ status: null, success: false, kind: 'invalid_url', error: `url refused: ${parsed.message}` });
 
     const controller = new AbortController();
@@ -218,6 +225,15 @@ export class Sender {
     } finally {
       clearTimeout(timer);
     }
+  }
+
+  private checkUrl(url: string): ReturnType<typeof parseWebhookUrl> {
+    const cached = this.urls.get(url);
+    if (cached) return cached;
+    const parsed = parseWebhookUrl(url, this.options.allowPrivate, this.options.allowedPorts);
+    if (this.urls.size >= URL_CACHE_SIZE) this.urls.clear();
+    this.urls.set(url, parsed);
+    return parsed;
   }
 
   async close(): Promise<void> {
