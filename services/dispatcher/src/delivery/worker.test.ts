@@ -1,6 +1,6 @@
 import { ManualClock } from '@fcd/service-kit';
 import { describe, expect, it } from 'vitest';
-import { DeliveryWorker } from './worker';
+import { DeliveryWorker, eventCreatedAt } from './worker';
 
 const HOUR_MS = 3_600_000;
 const silent = { info: () => undefined, warn: () => undefined, error: () => undefined, debug: () => undefined };
@@ -52,4 +52,15 @@ describe('DeliveryWorker.nudge', () => {
     expect(fake.claims).toBe(2);
     await worker.stop();
   }, 5000);
+});
+
+describe('eventCreatedAt', () => {
+  it('reads the envelope in the contract order from its start, and parses a body in another shape', () => {
+    const at = Date.parse('2026-11-27T05:00:00.123Z');
+    expect(eventCreatedAt('{"id":"evt_1","type":"violation.new","created_at":"2026-11-27T05:00:00.123Z","data":{"x":1}}')).toBe(at);
+    // Another key order: the top-level created_at, not the one in data.
+    expect(eventCreatedAt('{"data":{"created_at":"2020-01-01T00:00:00Z"},"created_at":"2026-11-27T05:00:00.123Z","id":"evt_1"}')).toBe(at);
+    expect(eventCreatedAt('{"id":"evt_1","type":"violation.new","created_at":"not a date","data":{}}')).toBeUndefined();
+    expect(eventCreatedAt('not json')).toBeUndefined();
+  });
 });
