@@ -157,21 +157,32 @@ export function countPostgresError(pool: pg.Pool, err: unknown): void {
  * failover, a fast shutdown) emits 'error', and with no listener that is an
  * unhandled 'error' event that kills the process. `release()` destroys the
  * client when it broke (or when `err` says the connection is gone).
+ *
+ * The listener is added in pool.connect's callback, in the same turn the pool
+ * hands the client over, never after an `await`: a new client is handed over
+ * from inside the parsing of its ReadyForQuery, and when a backend is
+ * terminated right after its startup, the FATAL ErrorResponse behind it in the
+ * same socket read is parsed before any promise continuation runs.
  */
 export async function checkout(pool: pg.Pool): Promise<{ client: pg.PoolClient; release(err?: unknown): void }> {
-  let client: pg.PoolClient;
-  try {
-    client = await pool.connect();
-  } catch (err) {
-    countPostgresError(pool, err);
-    throw err;
-  }
   let broken: Error | undefined;
   const onError = (err: Error) => {
     broken ??= err;
     errorCounters.get(pool)?.('checked_out_client');
   };
-  client.on('error', onError);
+  let client: pg.PoolClient;
+  try {
+    client = await new Promise<pg.PoolClient>((resolve, reject) => {
+      pool.connect((err, c) => {
+        if (err || !c) return reject(err ?? new Error('pool.connect gave no client'));
+        c.on('error', onError);
+        resolve(c);
+      });
+    });
+  } catch (err) {
+    countPostgresError(pool, err);
+    throw err;
+  }
   let released = false;
   return {
     client,
