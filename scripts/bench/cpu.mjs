@@ -47,3 +47,30 @@ export function cpuMeter(pids) {
     seconds: (name) => totals[name],
   };
 }
+
+/**
+ * CPU seconds used so far by the Postgres backends serving database `dbName` (every connection of
+ * every process to it, the bench's own included), by reading /proc for the pids pg_stat_activity
+ * lists: `pool` may be connected to any database of the server. Backends that end between two
+ * readings drop out of the second; the benchmarks keep their pools open throughout.
+ * @returns {Promise<Map<number, number>>} pid → CPU seconds
+ */
+export async function postgresBackendsCpu(pool, dbName) {
+  const { rows } = await pool.query('SELECT pid FROM pg_stat_activity WHERE datname = $1', [dbName]);
+  const out = new Map();
+  for (const { pid } of rows) {
+    try {
+      out.set(pid, cpuSeconds(pid));
+    } catch {
+      // The backend ended meanwhile.
+    }
+  }
+  return out;
+}
+
+/** The CPU seconds the backends alive at `to` used since `from` (a backend new since `from` counts from 0). */
+export function postgresCpuBetween(from, to) {
+  let total = 0;
+  for (const [pid, seconds] of to) total += seconds - (from.get(pid) ?? 0);
+  return total;
+}

@@ -7,7 +7,8 @@
 //    (services/dispatcher/dist, built when missing) delivers them to a keep-alive receiver.
 //    Reports events/s ingested, deliveries/s, event-to-delivery latency p50/p99 (receiver
 //    clock minus the envelope's created_at, set at publish) and the dispatcher's CPU µs per delivery
-//    (utime + stime from /proc/<pid>/stat, from the first publish until the last delivery).
+//    (utime + stime from /proc/<pid>/stat, from the first publish until the last delivery), and the
+//    Postgres backends' CPU per delivery over the same window (every connection to the bench database).
 // 2. The limit: a bare undici POST loop to the same receiver, same body, same concurrency.
 // Writes bench-results/delivery-<date>.json (and BENCH_DELIVERY_RESULT, when set, for run.mjs).
 import { randomUUID } from 'node:crypto';
@@ -15,7 +16,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { resolve } from 'node:path';
 import { Agent, request } from 'undici';
-import { cpuSeconds } from './cpu.mjs';
+import { cpuSeconds, postgresBackendsCpu, postgresCpuBetween } from './cpu.mjs';
 import { latencyStats, root, sleep, startDispatcherBench } from './dispatcher-bench.mjs';
 
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 5000);
@@ -68,6 +69,7 @@ latencies.length = 0;
 // 1. Through the dispatcher -----------------------------------------------------
 const publishStart = Date.now();
 const cpuStart = cpuSeconds(bench.pid);
+const pgStart = await postgresBackendsCpu(bench.pool, bench.dbName);
 const inFlight = new Set();
 for (let i = 0; i < EVENTS; i++) {
   const p = bench.publishViolation(facility).finally(() => inFlight.delete(p));
@@ -79,6 +81,7 @@ const publishMs = Date.now() - publishStart;
 const deadline = Date.now() + 120_000;
 while (received < EVENTS && Date.now() < deadline) await sleep(50);
 const dispatcherCpu = cpuSeconds(bench.pid) - cpuStart;
+const postgresCpu = postgresCpuBetween(pgStart, await postgresBackendsCpu(bench.pool, bench.dbName));
 const dispatcherResult = {
   events: EVENTS,
   warmup: WARMUP,
@@ -87,6 +90,7 @@ const dispatcherResult = {
   deliveries_per_s: Math.round((received / Math.max(1, lastAt - publishStart)) * 1000),
   event_to_delivery_ms: latencyStats(latencies),
   cpu_us_per_delivery: Math.round((dispatcherCpu * 1e6) / Math.max(1, received)),
+  postgres_cpu_us_per_delivery: Math.round((postgresCpu * 1e6) / Math.max(1, received)),
 };
 
 // 2. Bare undici POST loop (the limit) ------------------------------------------
@@ -122,7 +126,7 @@ const result = {
 };
 console.log(JSON.stringify(result, null, 2));
 console.log(
-  `backlog: ${dispatcherResult.deliveries_per_s} deliveries/s, bare undici ${bareResult.requests_per_s} POST/s, ratio ${result.ratio}; dispatcher CPU ${dispatcherResult.cpu_us_per_delivery} µs per delivery`,
+  `backlog: ${dispatcherResult.deliveries_per_s} deliveries/s, bare undici ${bareResult.requests_per_s} POST/s, ratio ${result.ratio}; CPU per delivery: dispatcher ${dispatcherResult.cpu_us_per_delivery} µs, Postgres ${dispatcherResult.postgres_cpu_us_per_delivery} µs`,
 );
 mkdirSync(resolve(root, 'bench-results'), { recursive: true });
 writeFileSync(resolve(root, `bench-results/delivery-${result.date.slice(0, 10)}.json`), `${JSON.stringify(result, null, 2)}\n`);

@@ -114,7 +114,7 @@ const violationPublisher = (js, stream) => (facilityId) => {
  * Starts a dispatcher on a fresh database and stream named after `name`, with `subscriptions`
  * created first (each `{ url, facility_ids?, rate_limit_per_second?, max_in_flight? }`; their ids
  * are returned in the same order). Resolves once the dispatcher's consumer exists, with the
- * dispatcher's `pid`, the `databaseUrl` and the `stream` (its subjects: `<stream in lower case>.>`).
+ * dispatcher's `pid`, the `databaseUrl` (database `dbName`) and the `stream` (its subjects: `<stream in lower case>.>`).
  */
 export async function startDispatcherBench({ name, concurrency, pollMs, subscriptions }) {
   const tag = randomBytes(4).toString('hex');
@@ -161,5 +161,5 @@ export async function startDispatcherBench({ name, concurrency, pollMs, subscrip
   }
 
   const publishViolation = violationPublisher(js, stream);
-  return { pool, subscriptionIds, publishViolation, stop, pid: child.pid, databaseUrl: dbUrl.toString(), stream };
+  return { pool, subscriptionIds, publishViolation, stop, pid: child.pid, databaseUrl: dbUrl.toString(), dbName, stream };
 }
