@@ -27,7 +27,8 @@
 //              claim → delivery_attempts.started_at (signing starts) and → arrival (sign + POST).
 // CPU per delivery: the dispatcher's utime + stime (/proc/<pid>/stat) from the start of the measured
 // window until every delivery arrived, over the deliveries that arrived meanwhile; the facility's
-// per event. Prints a table; writes bench-results/paced-<date>.json.
+// per event; Postgres's per delivery (every backend of the stack's database: ingestion, relay and
+// delivery together). Prints a table; writes bench-results/paced-<date>.json.
 import { spawn } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
@@ -35,7 +36,7 @@ import { resolve } from 'node:path';
 import { jetstream } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
 import { Agent, request } from 'undici';
-import { cpuSeconds } from './cpu.mjs';
+import { cpuSeconds, postgresBackendsCpu, postgresCpuBetween } from './cpu.mjs';
 import { latencyStats, root, sleep, startDispatcherBench } from './dispatcher-bench.mjs';
 
 const RATE = Number(process.env.BENCH_PACED_RATE ?? 300);
@@ -280,13 +281,18 @@ async function run(label, rate) {
     const from = started + WARMUP_SECONDS * 1000;
     const to = from + SECONDS * 1000;
     let cpuFrom;
+    let pgFrom = new Map();
     setTimeout(() => {
       cpuFrom = { dispatcher: cpuSeconds(bench.pid), facility: cpuSeconds(facility.pid) };
+      postgresBackendsCpu(bench.pool, bench.dbName).then((m) => {
+        pgFrom = m;
+      });
     }, from - started);
     const sent = await pace(facility, rate, WARMUP_SECONDS + SECONDS, tag);
     const committed = sent.filter((r) => r.ok).length;
     const drainedAt = await drain(receiver, bench.pool, (prewarm + committed) * SUBSCRIPTIONS);
     const cpuTo = { dispatcher: cpuSeconds(bench.pid), facility: cpuSeconds(facility.pid) };
+    const postgresCpu = postgresCpuBetween(pgFrom, await postgresBackendsCpu(bench.pool, bench.dbName));
     const arrivedInWindow = [...receiver.arrivals.values()].filter((at) => at >= from && at <= drainedAt).length;
     const times = await recordedTimes(bench.pool);
     const jsTimes = await streamTimes(bench.stream);
@@ -306,6 +312,7 @@ async function run(label, rate) {
       retries: receiver.retries(),
       dispatcher_cpu_us_per_delivery: Math.round(((cpuTo.dispatcher - cpuFrom.dispatcher) * 1e6) / Math.max(1, arrivedInWindow)),
       facility_cpu_us_per_event: Math.round(((cpuTo.facility - cpuFrom.facility) * 1e6) / Math.max(1, arrivedInWindow / SUBSCRIPTIONS)),
+      postgres_cpu_us_per_delivery: Math.round((postgresCpu * 1e6) / Math.max(1, arrivedInWindow)),
     };
   } finally {
     facility.kill();
@@ -327,6 +334,7 @@ function print(results) {
       send: fmt(r.latency.send),
       'dispatcher CPU µs/delivery': r.dispatcher_cpu_us_per_delivery,
       'facility CPU µs/event': r.facility_cpu_us_per_event,
+      'Postgres CPU µs/delivery': r.postgres_cpu_us_per_delivery,
     })),
   );
   console.table(
