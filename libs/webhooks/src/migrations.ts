@@ -204,6 +204,10 @@ export const webhookMigrations: Migration[] = [
       -- deliveries_due_subscription (0008) leads with the same column under the same predicate:
       -- this one only cost an index entry on every insert and claim.
       DROP INDEX deliveries_pending_subscription;
+      -- Every reader of the due work now goes by subscription (the claim's skip scan of
+      -- deliveries_due_subscription, the sweep, the worker's next wake-up): one index entry less
+      -- on every insert and claim.
+      DROP INDEX deliveries_due;
     `,
   },
 ];

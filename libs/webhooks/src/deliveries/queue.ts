@@ -226,10 +226,14 @@ export class DispatchQueue {
     return rowCount ?? 0;
   }
 
-  /** The earliest next_attempt_at of pending work (the worker sleeps until then); null when none. */
+  /**
+   * The earliest next_attempt_at of pending work (the worker sleeps until then); null when none.
+   * Read from each subscription's earliest (the skip scan), so no index on next_attempt_at alone
+   * is kept up to date on every write for this idle-time question.
+   */
   async nextDueAt(): Promise<number | null> {
     const { rows } = await this.pool.query<{ at: Date | null }>(
-      `SELECT min(next_attempt_at) AS at FROM webhook.deliveries WHERE status = 'pending'`,
+      `WITH RECURSIVE ${PENDING_SUBSCRIPTIONS_CTE} SELECT min(due) AS at FROM pending`,
     );
     return rows[0]?.at ? rows[0].at.getTime() : null;
   }
