@@ -167,4 +167,37 @@ describe('GET /v1/facilities?near=…&radius_km=…', () => {
     const found = await get(`/v1/facilities?near=${CENTRE.lat},${CENTRE.lon}&radius_km=0.2`);
     expect(found.body.data.map((f) => f.registry_id)).toEqual(['GEO-PSQL']);
   });
+
+  it('inlines facility_point (no SET clause; the same point as ll_to_earth, NULL for NULL)', async () => {
+    const { rows: fn } = await db.pool.query<{ proconfig: string[] | null; provolatile: string; proparallel: string }>(
+      `SELECT proconfig, provolatile, proparallel FROM pg_proc WHERE oid = 'facility_point(float8, float8)'::regprocedure`,
+    );
+    expect(fn).toEqual([{ proconfig: null, provolatile: 'i', proparallel: 's' }]);
+    // Columns, not constants: an immutable call on constants is folded either way.
+    const { rows } = await db.pool.query<{ 'QUERY PLAN': string }>(
+      'EXPLAIN (VERBOSE) SELECT facility_point(latitude, longitude) FROM facilities',
+    );
+    const plan = rows.map((r) => r['QUERY PLAN']).join('\n');
+    expect(plan).not.toContain('facility_point(');
+    expect(plan).toContain('cube(cube(cube(');
+    // The same point as ll_to_earth (what the index held before 0006), NULL for a NULL coordinate.
+    const { rows: same } = await db.pool.query<{ compared: number; differ: number; nulls: boolean }>(
+      `SELECT count(*)::int AS compared, count(*) FILTER (WHERE facility_point(latitude, longitude)::text IS DISTINCT FROM ll_to_earth(latitude, longitude)::text) AS differ,
+              bool_and(facility_point(NULL, longitude) IS NULL AND facility_point(latitude, NULL) IS NULL) AS nulls
+         FROM facilities WHERE latitude IS NOT NULL AND longitude IS NOT NULL`,
+    );
+    expect(same).toEqual([{ compared: expect.any(Number), differ: 0, nulls: true }]);
+    expect(same[0]?.compared).toBeGreaterThan(SEEDS.length);
+    // Inlined from a session whose search_path lacks the extensions' schema, too (psql, a restore).
+    const client = new pg.Client({ connectionString: db.database.url });
+    await client.connect();
+    try {
+      const { rows: other } = await client.query<{ 'QUERY PLAN': string }>(
+        'EXPLAIN (VERBOSE) SELECT facility.facility_point(latitude, longitude) FROM facility.facilities',
+      );
+      expect(other.map((r) => r['QUERY PLAN']).join('\n')).not.toContain('facility_point(');
+    } finally {
+      await client.end();
+    }
+  });
 });

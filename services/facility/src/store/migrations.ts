@@ -163,4 +163,37 @@ CREATE TABLE echo_sync_runs (
 CREATE INDEX echo_sync_runs_success_idx ON echo_sync_runs (finished_at) WHERE outcome IN ('applied', 'rows_rejected');
 `,
   },
+  {
+    id: '0006_facility_point_inlinable',
+    // facility_point (0004) pinned the extensions' schemas with SET search_path, so Postgres could
+    // not inline it: every call went through the function manager and set the GUC (42.6 s per
+    // 1,000,000 rows of an ECHO first load, docs/benchmarks.md). Same signature and result, now
+    // inlinable: no SET clause, a single SELECT of ll_to_earth's own expression (earthdistance
+    // 1.1) with every function, operator and type schema-qualified (found here, as in 0004), so
+    // the body parses the same under any search_path. Not STRICT: earth() is not strict, and a
+    // strict SQL function whose body has a non-strict call is not inlined (a NULL argument still
+    // gives NULL: cube() is strict and a domain cast passes NULL). The index expression is
+    // inlined the same way (the planner simplifies index expressions like the query's), so the
+    // index still matches; it is rebuilt because its function's body changed (same values).
+    sql: `
+DO $$
+DECLARE cube_schema text; earth_schema text;
+BEGIN
+  SELECT n.nspname INTO cube_schema FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'cube';
+  SELECT n.nspname INTO earth_schema FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'earthdistance';
+  EXECUTE format(
+    'CREATE OR REPLACE FUNCTION facility_point(lat float8, lon float8) RETURNS %1$I.earth
+       LANGUAGE sql IMMUTABLE CALLED ON NULL INPUT PARALLEL SAFE
+       AS %3$L',
+    earth_schema, cube_schema,
+    format(
+      'SELECT %2$I.cube(%2$I.cube(%2$I.cube('
+        '%1$I.earth() OPERATOR(pg_catalog.*) pg_catalog.cos(pg_catalog.radians(lat)) OPERATOR(pg_catalog.*) pg_catalog.cos(pg_catalog.radians(lon))), '
+        '%1$I.earth() OPERATOR(pg_catalog.*) pg_catalog.cos(pg_catalog.radians(lat)) OPERATOR(pg_catalog.*) pg_catalog.sin(pg_catalog.radians(lon))), '
+        '%1$I.earth() OPERATOR(pg_catalog.*) pg_catalog.sin(pg_catalog.radians(lat)))::%1$I.earth',
+      earth_schema, cube_schema));
+END $$;
+REINDEX INDEX facilities_earth_idx;
+`,
+  },
 ];

@@ -91,9 +91,10 @@ export function nearQuery(f: NearFilter): { text: string; values: unknown[] } {
   const w = new Where();
   const centre = `ll_to_earth(${w.param(f.latitude)}::float8, ${w.param(f.longitude)}::float8)`;
   const radius = `${w.param(f.radius_km * 1000)}::float8`;
-  // The index condition names the index's expression, facility_point (migration 0004: ll_to_earth
-  // with the extensions' schemas pinned). Distances use ll_to_earth itself, which Postgres inlines
-  // (a function with its own search_path is called, setting it, for every row: about 20 times slower).
+  // The index condition names the index's expression, facility_point (ll_to_earth's expression with
+  // the extensions' schemas qualified; inlined since migration 0006, in the index expression too).
+  // Distances use ll_to_earth itself, a plain SQL function call per row (not inlined: it is strict
+  // and earth() is not); before 0006, facility_point also set its search_path on every call.
   const distance = `earth_distance(${centre}, ll_to_earth(latitude, longitude))`;
   w.add(() => 'latitude IS NOT NULL AND longitude IS NOT NULL');
   w.add(() => `earth_box(${centre}, ${radius}) @> facility_point(latitude, longitude)`);
