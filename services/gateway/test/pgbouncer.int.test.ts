@@ -364,6 +364,8 @@ describe('the system through PgBouncer in transaction pooling mode', () => {
       "SELECT current_setting('search_path') AS search_path, current_setting('statement_timeout') AS statement_timeout",
     );
     expect(rows[0]).toEqual({ search_path: '"$user", public', statement_timeout: '0' });
+    // No named prepared statement (the dispatcher's hot statements stay unnamed in transaction mode).
+    expect(await count('SELECT count(*)::int AS n FROM pg_prepared_statements')).toBe(0);
     // No advisory lock outlived its transaction (a session lock would stay on a pooled server connection).
     expect(
       await count(
