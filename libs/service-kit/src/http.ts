@@ -18,7 +18,7 @@ import {
   DEFAULT_HTTP_SERVER_SETTINGS,
   type HttpServerSettings,
   onConnectionShed,
-  rawRequestIds,
+  setRawRequestId,
 } from './http-server';
 import type { ServiceMetrics } from './metrics';
 import { classifyDatabaseError } from './pg';
@@ -109,7 +109,7 @@ export function baseFastifyOptions(
     childLoggerFactory: lazyChildLogger,
     genReqId: (req) => {
       const id = requestIdFrom(req.headers['x-request-id']);
-      rawRequestIds.set(req, id);
+      setRawRequestId(req, id);
       return id;
     },
     serverFactory: (handler) => createHttpServer(http, handler, { clientErrors: false }),
