@@ -75,14 +75,24 @@ export function maxConnections(settings: HttpServerSettings, limit = descriptorL
   return limit === undefined ? 0 : Math.max(64, limit - DESCRIPTOR_RESERVE);
 }
 
-/** Request ids of requests Fastify has seen, so an error on their socket quotes the same id. */
-export const rawRequestIds = new WeakMap<IncomingMessage, string>();
+/**
+ * Request ids of requests Fastify has seen, so an error on their socket quotes the same id: a
+ * property of the request (a WeakMap keyed by every request costs the garbage collector an
+ * ephemeron per request).
+ */
+const REQUEST_ID = Symbol('fcd.requestId');
+type WithRequestId = IncomingMessage & { [REQUEST_ID]?: string };
 
-interface Exchange {
-  req: IncomingMessage;
-  res: ServerResponse;
+export function setRawRequestId(req: IncomingMessage, id: string): void {
+  (req as WithRequestId)[REQUEST_ID] = id;
 }
-const exchanges = new WeakMap<Socket, Exchange>();
+
+function rawRequestId(req: IncomingMessage): string | undefined {
+  return (req as WithRequestId)[REQUEST_ID];
+}
+
+/** Each socket's last response (its request is `res.req`). */
+const exchanges = new WeakMap<Socket, ServerResponse>();
 const answered = new WeakSet<Socket>();
 
 const CLIENT_ERRORS: Record<string, { code: ErrorCode; message: string }> = {
@@ -106,15 +116,15 @@ export function answerClientError(err: Error & { code?: string }, socket: Socket
   }
   // The socket's last exchange, unless it is over (the next request's head may be arriving).
   const last = exchanges.get(socket);
-  const current = last && !(last.req.complete && last.res.writableEnded) ? last : undefined;
-  if (current?.res.headersSent) {
+  const current = last && !(last.req.complete && last.writableEnded) ? last : undefined;
+  if (current?.headersSent) {
     // This request was already answered (its body still coming) or is being answered.
     socket.destroy();
     return;
   }
   const { code, message } = CLIENT_ERRORS[err.code ?? ''] ?? MALFORMED;
   const status = ERROR_STATUS[code];
-  const id = (current && rawRequestIds.get(current.req)) ?? `req_${randomUUID()}`;
+  const id = (current && rawRequestId(current.req)) ?? `req_${randomUUID()}`;
   const body = JSON.stringify(errorBody(code, message));
   const head = [
     `HTTP/1.1 ${status} ${STATUS_CODES[status]}`,
@@ -150,9 +160,14 @@ export function capConnections(server: Server, max: number, onShed?: () => void)
   // Insertion order = least recent activity first (a finished response moves a socket to the end).
   const open = new Map<Socket, true>();
   const busy = (socket: Socket) => {
-    const x = exchanges.get(socket);
-    return Boolean(x?.req.complete && !x.res.writableEnded);
+    const res = exchanges.get(socket);
+    return Boolean(res?.req.complete && !res.writableEnded);
   };
+  // One function for every response (a response finishes once): no closure per request.
+  function finished(this: ServerResponse): void {
+    const socket = this.req.socket;
+    if (open.delete(socket) && !socket.destroyed) open.set(socket, true);
+  }
   server.on('connection', (socket: Socket) => {
     if (open.size >= max) {
       for (const candidate of open.keys()) {
@@ -167,11 +182,7 @@ export function capConnections(server: Server, max: number, onShed?: () => void)
     open.set(socket, true);
     socket.once('close', () => open.delete(socket));
   });
-  server.on('request', (req: IncomingMessage, res: ServerResponse) => {
-    res.once('finish', () => {
-      if (open.delete(req.socket) && !req.socket.destroyed) open.set(req.socket, true);
-    });
-  });
+  server.on('request', (_req: IncomingMessage, res: ServerResponse) => res.on('finish', finished));
 }
 
 export interface HttpServerOptions {
@@ -196,7 +207,7 @@ export function nodeServerOptions(settings: HttpServerSettings) {
 /** An HTTP server with the edge rules of the settings. */
 export function createHttpServer(settings: HttpServerSettings, handler: RequestListener, options: HttpServerOptions = {}): Server {
   const server = createServer(nodeServerOptions(settings), handler);
-  server.on('request', (req: IncomingMessage, res: ServerResponse) => exchanges.set(req.socket, { req, res }));
+  server.on('request', (req: IncomingMessage, res: ServerResponse) => exchanges.set(req.socket, res));
   if (options.clientErrors !== false) server.on('clientError', answerClientError);
   capConnections(server, options.maxConnections ?? maxConnections(settings), options.onShed);
   return server;

@@ -1,3 +1,4 @@
+import { Writable } from 'node:stream';
 import Fastify from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { baseFastifyOptions, exceedsJsonDepth, installHttpConventions, MAX_JSON_DEPTH, MAX_PARAM_LENGTH } from './http';
@@ -127,5 +128,38 @@ describe('integer query parameters', () => {
   it('accepts decimal text and keeps other parameters as they are', async () => {
     const res = await app.inject({ method: 'GET', url: '/v1/list?limit=010&q=0x10' });
     expect(res.json()).toEqual({ data: { limit: 10, q: '0x10' } });
+  });
+});
+
+describe('request loggers', () => {
+  it('write the same lines as a pino child bound to the request id, and redact as the root does', async () => {
+    const lines: Array<Record<string, unknown>> = [];
+    const destination = new Writable({
+      write(chunk, _enc, done) {
+        lines.push(JSON.parse(String(chunk)));
+        done();
+      },
+    });
+    const logged = Fastify(baseFastifyOptions(createLogger({ service: 'lazy-test', level: 'info', destination })));
+    installHttpConventions(logged);
+    logged.get('/quiet', async () => ({ ok: true }));
+    logged.get('/loud', async (request) => {
+      request.log.warn({ apiKey: 'fcd_secret', n: 1 }, 'first');
+      request.log.child({ extra: 'x' }).info('second');
+      request.log.debug('below the level');
+      return { level: request.log.level };
+    });
+    await logged.ready();
+    await logged.inject({ method: 'GET', url: '/quiet', headers: { 'x-request-id': 'req-quiet' } });
+    const res = await logged.inject({ method: 'GET', url: '/loud', headers: { 'x-request-id': 'req-loud' } });
+    await logged.close();
+    expect(res.json()).toEqual({ level: 'info' });
+    const mine = lines.filter((l) => l.request_id !== undefined);
+    expect(mine.map((l) => [l.request_id, l.level, l.msg])).toEqual([
+      ['req-loud', 'warn', 'first'],
+      ['req-loud', 'info', 'second'],
+    ]);
+    expect(mine[0]).toMatchObject({ service: 'lazy-test', apiKey: '[redacted]', n: 1 });
+    expect(mine[1]).toMatchObject({ service: 'lazy-test', extra: 'x' });
   });
 });

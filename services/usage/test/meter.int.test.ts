@@ -146,6 +146,23 @@ describe('UsageMeter against real Postgres and Redis', () => {
     });
   });
 
+  it("reports an earlier day's unflushed counts of the account, and only its own", async () => {
+    const clock = new ManualClock(Date.parse('2026-11-22T23:59:59.000Z'));
+    const meter = meterWith(clock);
+    const a = await newKey('pro');
+    const b = await newKey('pro');
+    await meter.authorize([...Array(3).fill(a.apiKey), ...Array(5).fill(b.apiKey)]); // not flushed
+    clock.advance(2000);
+    const [first] = await meter.authorize([{ apiKey: a.apiKey, includeUsage: true }]);
+    expect(first?.usage?.today).toEqual({ requestCount: 1, remaining: 24_999, resetsAt: '2026-11-24T00:00:00.000Z' });
+    expect(first?.usage?.billing).toMatchObject({ start: '2026-11-01', end: '2026-11-30', totalRequests: 4, overageRequests: 0 });
+    await meter.flush();
+    expect(await storedCount(a.accountId, '2026-11-22')).toBe(3);
+    expect(await storedCount(b.accountId, '2026-11-22')).toBe(5);
+    const [again] = await meter.authorize([{ apiKey: b.apiKey, includeUsage: true }]);
+    expect(again?.usage?.billing.totalRequests).toBe(6);
+  });
+
   it('treats malformed, unknown and revoked keys alike and counts none of them', async () => {
     const clock = new ManualClock(Date.parse('2026-11-22T10:00:00.000Z'));
     const meter = meterWith(clock, { cacheTtlMs: 1000 });

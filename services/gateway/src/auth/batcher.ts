@@ -42,6 +42,7 @@ interface InFlight {
 }
 
 const tracer = trace.getTracer('@fcd/gateway');
+const NO_TRACE_CONTEXT: { traceparent?: string; tracestate?: string } = {};
 const RPC_ATTRIBUTES = { 'rpc.system': 'grpc', 'rpc.service': UsageService.typeName, 'rpc.method': 'AuthorizeStream' };
 
 /**
@@ -113,7 +114,11 @@ export class AuthorizationBatcher {
       kind: SpanKind.CLIENT,
       attributes: RPC_ATTRIBUTES,
     });
-    const { traceparent = '', tracestate = '' } = injectTraceContext(trace.setSpan(context.active(), span));
+    // W3C trace context is written only for a valid span context: without one (not tracing) there
+    // is nothing to carry, and no context and carrier are made for it.
+    const { traceparent = '', tracestate = '' } = trace.isSpanContextValid(span.spanContext())
+      ? injectTraceContext(trace.setSpan(context.active(), span))
+      : NO_TRACE_CONTEXT;
     return new Promise((resolve) => {
       const item = create(AuthorizeItemSchema, {
         apiKey: apiKey.slice(0, MAX_KEY_CHARS),

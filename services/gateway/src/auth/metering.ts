@@ -72,37 +72,68 @@ export async function countNow(
   }
 }
 
-/** Authenticates and counts every /v1 request (known route or not) before anything else. */
+/**
+ * What an authorization means for the request: its headers and account are set, or the error that
+ * answers it is returned (or thrown).
+ */
+function admit(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  apiKey: string,
+  path: string,
+  conditional: boolean,
+  result: AuthorizeResult,
+): AppError | undefined {
+  switch (result.decision) {
+    case Decision.ALLOWED: {
+      setRateLimitHeaders(reply, result);
+      if (conditional) request.uncounted = { apiKey, path };
+      request.meterKey = apiKey;
+      // Before the body is read: a Free caller gets 403 whatever it sends.
+      const refused = tierGate(path, result);
+      if (refused) return refused;
+      request.account = { accountId: result.accountId, tier: result.tier, tierRank: result.tierRank };
+      request.usageReport = result.usage;
+      return undefined;
+    }
+    case Decision.RATE_LIMITED:
+      setRateLimitHeaders(reply, result);
+      return rateLimited(result);
+    case Decision.UNAUTHENTICATED:
+      return new AppError('UNAUTHORIZED', UNAUTHORIZED_MESSAGE);
+    default:
+      return serviceUnavailable('usage', result.retryAfterSeconds || 1);
+  }
+}
+
+/**
+ * Authenticates and counts every /v1 request (known route or not) before anything else. A hook
+ * with `done` rather than an async one: the request goes on from the authorization's own `then`
+ * (no async function's promise and extra microtask hops per request).
+ */
 function installAuthentication(app: FastifyInstance, batcher: AuthorizationBatcher): void {
-  app.addHook('onRequest', async (request, reply) => {
-    if (!(request.url === '/v1' || request.url.startsWith('/v1/') || request.url.startsWith('/v1?'))) return;
+  app.addHook('onRequest', (request, reply, done) => {
+    if (!(request.url === '/v1' || request.url.startsWith('/v1/') || request.url.startsWith('/v1?'))) {
+      done();
+      return;
+    }
     const header = request.headers['x-api-key'];
     const apiKey = typeof header === 'string' ? header : '';
-    if (apiKey === '') throw new AppError('UNAUTHORIZED', UNAUTHORIZED_MESSAGE);
+    if (apiKey === '') {
+      done(new AppError('UNAUTHORIZED', UNAUTHORIZED_MESSAGE));
+      return;
+    }
     const path = request.url.split('?')[0] as string;
     const conditional = isConditional(request, path);
-    const result = await batcher.authorize(apiKey, request.method, path, path === USAGE_PATH && request.method === 'GET', conditional);
-    switch (result.decision) {
-      case Decision.ALLOWED:
-        setRateLimitHeaders(reply, result);
-        if (conditional) request.uncounted = { apiKey, path };
-        request.meterKey = apiKey;
-        {
-          // Before the body is read: a Free caller gets 403 whatever it sends.
-          const refused = tierGate(path, result);
-          if (refused) throw refused;
-        }
-        request.account = { accountId: result.accountId, tier: result.tier, tierRank: result.tierRank };
-        request.usageReport = result.usage;
-        return;
-      case Decision.RATE_LIMITED:
-        setRateLimitHeaders(reply, result);
-        throw rateLimited(result);
-      case Decision.UNAUTHENTICATED:
-        throw new AppError('UNAUTHORIZED', UNAUTHORIZED_MESSAGE);
-      default:
-        throw serviceUnavailable('usage', result.retryAfterSeconds || 1);
-    }
+    batcher.authorize(apiKey, request.method, path, path === USAGE_PATH && request.method === 'GET', conditional).then((result) => {
+      let error: unknown;
+      try {
+        error = admit(request, reply, apiKey, path, conditional, result);
+      } catch (err) {
+        error = err;
+      }
+      done(error as Error | undefined);
+    }, done);
   });
 }
 
@@ -112,7 +143,8 @@ function installAuthentication(app: FastifyInstance, batcher: AuthorizationBatch
  * to a conditional GET is counted here, before it is sent (docs/metering.md, "Conditional GETs").
  */
 function installConditionalAnswers(app: FastifyInstance, batcher: AuthorizationBatcher): void {
-  app.addHook('onSend', async (request, reply, payload) => {
+  // With `done` rather than async: only a conditional GET's answer waits (for its count).
+  app.addHook('onSend', (request, reply, payload, done) => {
     if (
       request.account &&
       (request.method === 'GET' || request.method === 'HEAD') &&
@@ -127,22 +159,41 @@ function installConditionalAnswers(app: FastifyInstance, batcher: AuthorizationB
         reply.code(304);
         reply.removeHeader('content-type');
         reply.removeHeader('content-length');
-        return '';
+        done(null, '');
+        return;
       }
     }
-    if (!request.uncounted) return payload;
-    try {
-      await countNow(batcher, request, reply, false);
-      return payload;
-    } catch (err) {
-      // The answer is replaced by the refusal: a conditional GET is never answered uncounted but by a 304.
-      const appError = err instanceof AppError ? err : serviceUnavailable('usage', 1, err);
-      for (const h of ['etag', 'cache-control', 'location', 'link', 'allow', 'x-usage-stale']) reply.removeHeader(h);
-      if (appError.retryAfterSeconds !== undefined) reply.header('retry-after', String(appError.retryAfterSeconds));
-      reply.code(appError.status);
-      reply.header('content-type', 'application/json; charset=utf-8');
-      return JSON.stringify(errorBody(appError.code, appError.message, appError.details));
+    if (!request.uncounted) {
+      done(null, payload);
+      return;
     }
+    // As Fastify does for an async hook's payload: a throw while sending it is the answer's error.
+    const send = (next: unknown) => {
+      try {
+        done(null, next);
+      } catch (err) {
+        done(err as Error);
+      }
+    };
+    countNow(batcher, request, reply, false).then(
+      () => send(payload),
+      (err: unknown) => {
+        let refusal: string;
+        try {
+          // The answer is replaced by the refusal: a conditional GET is never answered uncounted but by a 304.
+          const appError = err instanceof AppError ? err : serviceUnavailable('usage', 1, err);
+          for (const h of ['etag', 'cache-control', 'location', 'link', 'allow', 'x-usage-stale']) reply.removeHeader(h);
+          if (appError.retryAfterSeconds !== undefined) reply.header('retry-after', String(appError.retryAfterSeconds));
+          reply.code(appError.status);
+          reply.header('content-type', 'application/json; charset=utf-8');
+          refusal = JSON.stringify(errorBody(appError.code, appError.message, appError.details));
+        } catch (thrown) {
+          done(thrown as Error);
+          return;
+        }
+        send(refusal);
+      },
+    );
   });
 }
 

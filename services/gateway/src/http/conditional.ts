@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 
 /**
  * Conditional GETs (RFC 9110 §8.8.3, §13.1.2). The gateway derives a strong ETag from the exact
@@ -7,7 +7,8 @@ import { createHash } from 'node:crypto';
  * answered 304 with no body and is not counted (docs/metering.md, "Conditional GETs").
  */
 export function strongEtag(body: string | Buffer): string {
-  return `"${createHash('sha256').update(body).digest('base64url')}"`;
+  // One-shot crypto.hash: the same digest as createHash().update().digest() without a Hash object.
+  return `"${hash('sha256', body, 'base64url')}"`;
 }
 
 /**

@@ -33,4 +33,8 @@ describe('API keys', () => {
     expect(digestApiKey(key)).not.toContain('AAAA');
     expect(lastFour(key)).toBe('wxyz');
   });
+
+  it('digests the key as the stored digests were made: SHA-256 of its UTF-8 bytes, hex', () => {
+    expect(digestApiKey('fcd_AAAAbbbbCCCCdddd0123456789abcdef')).toBe('e5117418e4e028ff7170eccb3e4014978a58e7257c855f666b90677096ec710d');
+  });
 });

@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { hash, randomBytes } from 'node:crypto';
 
 /** API keys (docs/metering.md): `fcd_` + 32 characters [A-Za-z0-9] from a CSPRNG. */
 const API_KEY_PREFIX = 'fcd_';
@@ -22,7 +22,8 @@ export function generateApiKey(random: (n: number) => Buffer = randomBytes): str
 
 /** Keys are stored only as their SHA-256 digest (hex), plus the last 4 characters for display. */
 export function digestApiKey(key: string): string {
-  return createHash('sha256').update(key, 'utf8').digest('hex');
+  // One-shot crypto.hash (a string is hashed as UTF-8): the same digest without a Hash object, per item of every batch.
+  return hash('sha256', key, 'hex');
 }
 
 export function lastFour(key: string): string {

@@ -9,6 +9,8 @@ import { decide, unavailableResults } from './results';
 
 const tracer = trace.getTracer('@fcd/usage');
 const RPC_ATTRIBUTES = { 'rpc.system': 'grpc', 'rpc.service': UsageService.typeName, 'rpc.method': 'AuthorizeStream' };
+/** The labels of every answered batch's RED metrics (made once, not per batch). */
+const ANSWERED = { route: 'AuthorizeStream', method: 'grpc', status: 'OK' } as const;
 
 /** A server span per traced item of a batch, child of the gateway's span carried in the item. */
 function itemSpans(items: AuthorizeItem[]): Array<Span | undefined> {
@@ -109,8 +111,8 @@ export class AuthorizeStreams {
           if (decision === Decision.UNAVAILABLE) span.setStatus({ code: SpanStatusCode.ERROR, message: 'unavailable' });
           span.end();
         });
-        metrics.requestDuration.observe({ route: 'AuthorizeStream', method: 'grpc', status: 'OK' }, (performance.now() - t0) / 1000);
-        metrics.requestsTotal.inc({ route: 'AuthorizeStream', method: 'grpc', status: 'OK' });
+        metrics.requestDuration.observe(ANSWERED, (performance.now() - t0) / 1000);
+        metrics.requestsTotal.inc(ANSWERED);
       })
       .catch((err: unknown) => logger.error({ err: { message: errMessage(err) } }, 'authorize batch answer failed'));
   }

@@ -45,6 +45,22 @@ export interface MeterDeps {
 type Lookup = KeyPrincipal | null | 'unavailable';
 
 /**
+ * fcd_rate_limit_decisions_total for a batch: one increment per (tier, outcome) present, by the
+ * number of its items, rather than one per item (each hashes its labels in prom-client).
+ */
+function countDecisions(metrics: UsageMetrics, results: MeterResult[]): void {
+  const counts = new Map<string, { tier: string; outcome: string; n: number }>();
+  for (const r of results) {
+    const tier = r.principal?.tier ?? 'none';
+    const key = `${tier}\0${r.decision}`;
+    const c = counts.get(key);
+    if (c) c.n++;
+    else counts.set(key, { tier, outcome: r.decision, n: 1 });
+  }
+  for (const { tier, outcome, n } of counts.values()) metrics.decisions.inc({ tier, outcome }, n);
+}
+
+/**
  * Authenticates and meters batches of requests: one key lookup per unknown key
  * (then cached), one Redis Lua call per batch (`Counting`), the decision per
  * request (`decide`, pure), and a batched, idempotent flush of counters to
@@ -91,7 +107,7 @@ export class UsageMeter {
     }
     await this.attachReports(results, items, now);
     metrics.batchSize.observe(items.length);
-    for (const r of results) metrics.decisions.inc({ tier: r.principal?.tier ?? 'none', outcome: r.decision });
+    countDecisions(metrics, results);
     return results;
   }
 

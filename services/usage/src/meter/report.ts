@@ -17,6 +17,17 @@ export interface ReportDeps {
   reportCacheTtlMs?: number;
 }
 
+const DAY_MS = 86_400_000;
+
+/** Today's date and reset time of the last UTC day asked for: every report of a day has the same (hot path). */
+let lastDay: { day: number; today: string; resetsAt: string } | undefined;
+
+function dayStrings(now: number): { today: string; resetsAt: string } {
+  const day = Math.floor(now / DAY_MS);
+  if (lastDay?.day !== day) lastDay = { day, today: utcDay(now), resetsAt: isoTimestamp(nextUtcMidnight(now)) };
+  return lastDay;
+}
+
 /**
  * Usage reports: today's count (from the counting itself, or read live),
  * the month's earlier days (persisted, cached, merged with the unflushed
@@ -30,18 +41,16 @@ export class UsageReports {
 
   /** Usage report of an account given today's count (taken from the counting itself). */
   async report(p: KeyPrincipal, todayCount: number, now: number): Promise<UsageReport> {
-    const today = utcDay(now);
+    const { today, resetsAt } = dayStrings(now);
     const { start } = monthBounds(now);
     const earlier = await this.earlierDaysOf(p.accountId, start, today);
     const days = new Map(earlier.days.map((d) => [d.day, d.count]));
-    for (const q of this.deps.writeBehind.values()) {
-      if (q.accountId === p.accountId && q.day >= start && q.day < today) days.set(q.day, Math.max(days.get(q.day) ?? 0, q.count));
-    }
+    for (const q of this.deps.writeBehind.daysOf(p.accountId, start, today)) days.set(q.day, Math.max(days.get(q.day) ?? 0, q.count));
     days.set(today, todayCount);
     return {
       tier: p.tier,
       dailyLimit: p.dailyLimit,
-      today: { requestCount: todayCount, remaining: Math.max(0, p.dailyLimit - todayCount), resetsAt: isoTimestamp(nextUtcMidnight(now)) },
+      today: { requestCount: todayCount, remaining: Math.max(0, p.dailyLimit - todayCount), resetsAt },
       billing: computeBilling({
         nowMs: now,
         dailyLimit: p.dailyLimit,

@@ -17,12 +17,15 @@ export interface DayCountOf {
  */
 export class WriteBehind {
   private pending = new Map<string, DayCountOf>();
+  /** How many of the pending counts are of each day (usually one day, two just after midnight). */
+  private pendingDays = new Map<string, number>();
 
   constructor(private readonly deps: { accounts: AccountStore; counters: CounterStore; metrics: UsageMetrics }) {}
 
   remember(accountId: string, day: string, count: number): void {
     const k = pairKey(accountId, day);
     const prev = this.pending.get(k);
+    if (!prev) this.pendingDays.set(day, (this.pendingDays.get(day) ?? 0) + 1);
     if (!prev || prev.count < count) this.pending.set(k, { accountId, day, count });
   }
 
@@ -31,9 +34,18 @@ export class WriteBehind {
     return this.pending.get(pairKey(accountId, day))?.count;
   }
 
-  /** Every unflushed count. */
-  values(): IterableIterator<DayCountOf> {
-    return this.pending.values();
+  /**
+   * The unflushed counts of `accountId` for days in [from, before): a lookup per day that has any
+   * pending count (a usage report asks this per request, so it does not walk every account's).
+   */
+  daysOf(accountId: string, from: string, before: string): DayCountOf[] {
+    const out: DayCountOf[] = [];
+    for (const day of this.pendingDays.keys()) {
+      if (day < from || day >= before) continue;
+      const q = this.pending.get(pairKey(accountId, day));
+      if (q) out.push(q);
+    }
+    return out;
   }
 
   size(): number {
@@ -45,6 +57,7 @@ export class WriteBehind {
     if (this.pending.size === 0) return 0;
     const batch = this.pending;
     this.pending = new Map();
+    this.pendingDays = new Map();
     try {
       await this.deps.accounts.upsertDailyCounts([...batch.values()]);
       this.deps.metrics.flushed.inc(batch.size);
