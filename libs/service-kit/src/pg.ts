@@ -196,17 +196,6 @@ export async function checkout(pool: pg.Pool): Promise<{ client: pg.PoolClient; 
   };
 }
 
-/**
- * A hot statement's query config, for `pool` or a client of it: named on a direct pool, so each
- * server connection parses it once and, after a few runs, reuses its plan (parse and plan were
- * about a fifth of Postgres's CPU for the dispatcher's statements); unnamed under transaction
- * pooling, where the next transaction may run on a server connection that never prepared it
- * (ADR 0013). `name` must be unique to `text` in the process.
- */
-export function hotStatement(pool: pg.Pool, name: string, text: string, values: unknown[]): pg.QueryConfig {
-  return transactionPooled.has(pool) ? { text, values } : { name, text, values };
-}
-
 /** Runs fn in one transaction on one client; rolls back on any error. */
 export async function withTransaction<T>(pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
   const held = await checkout(pool);

@@ -1,4 +1,4 @@
-import { hotStatement, type Pool, withTransaction } from '@fcd/service-kit';
+import { type Pool, withTransaction } from '@fcd/service-kit';
 import { nextStartAt, type RateAllowance, rateAllowance } from '../limits';
 import { envelopeText } from './envelope';
 import type { SecretDecrypter } from './secret-cache';
@@ -67,7 +67,9 @@ export const PENDING_SUBSCRIPTIONS_CTE = `pending AS (
           WHERE d.status = 'pending' AND d.subscription_id > p.id ORDER BY d.subscription_id, d.next_attempt_at LIMIT 1) n)`;
 
 /** Locks the active, unpaused subscriptions with due work (in id order); their pacing state and the database clock. */
-const LOCK_DUE_SQL = `WITH RECURSIVE ${PENDING_SUBSCRIPTIONS_CTE},
+async function lockDue(client: Client, now: number) {
+  const { rows } = await client.query<{ id: string; rate: number | null; tat: number | null; db_now: number }>(
+    `WITH RECURSIVE ${PENDING_SUBSCRIPTIONS_CTE},
      locked AS (
        SELECT s.id, s.rate_limit_per_second, s.rate_tat FROM webhook.subscriptions s JOIN pending p ON p.id = s.id
         WHERE p.due <= $1 AND s.is_active AND (s.paused_until IS NULL OR s.paused_until <= $1)
@@ -75,11 +77,8 @@ const LOCK_DUE_SQL = `WITH RECURSIVE ${PENDING_SUBSCRIPTIONS_CTE},
         FOR NO KEY UPDATE OF s)
      SELECT id, rate_limit_per_second AS rate, extract(epoch FROM rate_tat) * 1000 AS tat,
             extract(epoch FROM clock_timestamp()) * 1000 AS db_now
-       FROM locked`;
-
-async function lockDue(pool: Pool, client: Client, now: number) {
-  const { rows } = await client.query<{ id: string; rate: number | null; tat: number | null; db_now: number }>(
-    hotStatement(pool, 'fcd_claim_lock_due', LOCK_DUE_SQL, [new Date(now)]),
+       FROM locked`,
+    [new Date(now)],
   );
   return rows;
 }
@@ -145,7 +144,7 @@ function wakeAt(plan: readonly PlanItem[], claimed: readonly ClaimRow[], now: nu
 /** Claims and leases due deliveries in one transaction (see `DispatchQueue.claim`). */
 export async function claimRows(pool: Pool, now: number, leaseUntil: number, limits: ClaimLimits) {
   return withTransaction(pool, async (client) => {
-    const locked = await lockDue(pool, client, now);
+    const locked = await lockDue(client, now);
     if (locked.length === 0) return { rows: [] as ClaimRow[], wakeAt: null, held: { rate: 0, inFlight: 0 } };
     // The database clock after the last lock: the one clock every replica shares.
     const dbNow = Math.max(...locked.map((r) => Number(r.db_now)));
@@ -155,18 +154,16 @@ export async function claimRows(pool: Pool, now: number, leaseUntil: number, lim
       const allowance = rateAllowance(rate, r.tat === null ? null : Number(r.tat), dbNow);
       return { id: r.id, rate, allowed: allowance.allowed, base: allowance.base, step: allowance.intervalMs, allowance };
     });
-    const result = await client.query<ClaimRow & { kind: 'd' | 'h' }>(
-      hotStatement(pool, 'fcd_claim', CLAIM_SQL, [
-        new Date(now),
-        limits.limit,
-        new Date(leaseUntil),
-        plan.map((p) => p.id),
-        plan.map((p) => p.allowed),
-        plan.map((p) => p.base),
-        plan.map((p) => p.step),
-        limits.breakerThreshold,
-      ]),
-    );
+    const result = await client.query<ClaimRow & { kind: 'd' | 'h' }>(CLAIM_SQL, [
+      new Date(now),
+      limits.limit,
+      new Date(leaseUntil),
+      plan.map((p) => p.id),
+      plan.map((p) => p.allowed),
+      plan.map((p) => p.base),
+      plan.map((p) => p.step),
+      limits.breakerThreshold,
+    ]);
     const rows = result.rows.filter((r) => r.kind === 'd');
     const held = {
       rate: plan.filter((p) => p.allowance !== null && p.allowed === 0).length,

@@ -1,4 +1,4 @@
-import { hotStatement, type Pool, UUID_LOWER_CASE, withTransaction } from '@fcd/service-kit';
+import { type Pool, UUID_LOWER_CASE, withTransaction } from '@fcd/service-kit';
 import { DEFAULT_BREAKER_COOLDOWN_MS, DEFAULT_BREAKER_THRESHOLD, type PauseOptions } from '../limits';
 import { bookkeep, successOutcomes } from './bookkeeping';
 import { claimRows, PENDING_SUBSCRIPTIONS_CTE, withSecrets } from './claim';
@@ -96,10 +96,7 @@ export class DispatchQueue {
           .join(',')}}`,
     );
     const { rows } = await db.query<{ id: string; event_id: string }>(
-      hotStatement(
-        this.pool,
-        'fcd_fan_out',
-        `INSERT INTO webhook.deliveries (id, subscription_id, event_id, event_type, body, status, attempt_count, next_attempt_at, created_at, updated_at, trace_context)
+      `INSERT INTO webhook.deliveries (id, subscription_id, event_id, event_type, body, status, attempt_count, next_attempt_at, created_at, updated_at, trace_context)
        SELECT 'dlv_' || gen_random_uuid(), s.id, e.id, e.type, e.body, 'pending', 0, $6, $6, $6, e.trace_context
          FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[]) AS e(id, type, body, facility_ids, trace_context)
          JOIN webhook.subscriptions s
@@ -107,15 +104,14 @@ export class DispatchQueue {
           AND (s.facility_ids IS NULL OR s.facility_ids && e.facility_ids::uuid[])
        ON CONFLICT (subscription_id, event_id) WHERE NOT recovery DO NOTHING
        RETURNING id, event_id`,
-        [
-          unique.map((e) => e.id),
-          unique.map((e) => e.type),
-          unique.map((e) => e.body),
-          facilities,
-          unique.map((e) => e.traceContext ?? null),
-          new Date(now),
-        ],
-      ),
+      [
+        unique.map((e) => e.id),
+        unique.map((e) => e.type),
+        unique.map((e) => e.body),
+        facilities,
+        unique.map((e) => e.traceContext ?? null),
+        new Date(now),
+      ],
     );
     const created = new Map<string, string[]>();
     for (const r of rows) {
@@ -216,13 +212,9 @@ export class DispatchQueue {
    */
   async cancelInactiveDue(now: number): Promise<number> {
     const { rows } = await this.pool.query<{ id: string }>(
-      hotStatement(
-        this.pool,
-        'fcd_sweep_inactive',
-        `WITH RECURSIVE ${PENDING_SUBSCRIPTIONS_CTE}
-         SELECT s.id FROM pending p JOIN webhook.subscriptions s ON s.id = p.id WHERE p.due <= $1 AND NOT s.is_active`,
-        [new Date(now)],
-      ),
+      `WITH RECURSIVE ${PENDING_SUBSCRIPTIONS_CTE}
+       SELECT s.id FROM pending p JOIN webhook.subscriptions s ON s.id = p.id WHERE p.due <= $1 AND NOT s.is_active`,
+      [new Date(now)],
     );
     if (rows.length === 0) return 0;
     const { rowCount } = await this.pool.query(
@@ -282,9 +274,9 @@ export class DispatchQueue {
     return withTransaction(this.pool, async (client) => {
       const subIds = [...new Set(items.map((i) => i.claimed.subscriptionId))];
       const deliveryIds = [...new Set(items.map((i) => i.claimed.id))];
-      const before = await lockForRecord(this.pool, client, subIds, deliveryIds);
+      const before = await lockForRecord(client, subIds, deliveryIds);
       const bookkeeping = bookkeep(items, before, decide, this.pauseOptions);
-      await writeBookkeeping(this.pool, client, bookkeeping);
+      await writeBookkeeping(client, bookkeeping);
       return bookkeeping.outcomes;
     });
   }

@@ -1,4 +1,4 @@
-import { hotStatement, type Pool } from '@fcd/service-kit';
+import type { Pool } from '@fcd/service-kit';
 import type { PauseReason } from '../limits';
 import type { Bookkeeping, DeliveryBefore, SubscriptionBefore } from './bookkeeping';
 import { type AttemptDebug, type AttemptRecord, DEACTIVATION_CONSECUTIVE_FAILURES } from './types';
@@ -32,7 +32,7 @@ function debugColumns(debug: AttemptDebug | undefined): string | null {
  * Locks the subscriptions, then the deliveries, in id order (one round trip). FOR NO KEY UPDATE
  * (what the UPDATEs take anyway) leaves the fan-out's foreign-key checks (KEY SHARE) unblocked.
  */
-export async function lockForRecord(pool: Pool, client: Client, subIds: readonly string[], deliveryIds: readonly string[]) {
+export async function lockForRecord(client: Client, subIds: readonly string[], deliveryIds: readonly string[]) {
   const locked = await client.query<{
     kind: 's' | 'd';
     id: string;
@@ -45,18 +45,14 @@ export async function lockForRecord(pool: Pool, client: Client, subIds: readonly
     pause_reason: PauseReason | null;
     connection_failures: number | null;
   }>(
-    hotStatement(
-      pool,
-      'fcd_record_lock',
-      `WITH s AS (SELECT id, last_success_at, is_active, paused_until, pause_reason, connection_failures
+    `WITH s AS (SELECT id, last_success_at, is_active, paused_until, pause_reason, connection_failures
                   FROM webhook.subscriptions WHERE id = ANY($1::text[]) ORDER BY id FOR NO KEY UPDATE),
           d AS (SELECT id, subscription_id, status, attempt_count FROM webhook.deliveries WHERE id = ANY($2::text[]) ORDER BY id FOR NO KEY UPDATE)
      SELECT 's' AS kind, id, NULL::text AS subscription_id, last_success_at, is_active, NULL::text AS status, NULL::int AS attempt_count,
             paused_until, pause_reason, connection_failures FROM s
      UNION ALL
      SELECT 'd', id, subscription_id, NULL, NULL, status, attempt_count, NULL, NULL, NULL FROM d`,
-      [subIds, deliveryIds],
-    ),
+    [subIds, deliveryIds],
   );
   const subscriptions = new Map<string, SubscriptionBefore>();
   const deliveries = new Map<string, DeliveryBefore>();
@@ -146,19 +142,17 @@ const SUCCESSES_SQL = `WITH subs AS (
  SELECT id FROM applied`;
 
 /** Records a batch of successful attempts (`SUCCESSES_SQL`); the ids of the deliveries it applied to. */
-export async function recordSuccesses(pool: Pool, items: readonly AttemptRecord[]): Promise<Set<string>> {
-  const { rows } = await pool.query<{ id: string }>(
-    hotStatement(pool, 'fcd_record_successes', SUCCESSES_SQL, [
-      items.map((i) => i.claimed.id),
-      items.map((i) => i.claimed.attempt),
-      items.map((i) => isoAt(i.result.startedAt)),
-      items.map((i) => Math.round(i.result.durationMs)),
-      items.map((i) => i.result.responseStatus),
-      items.map((i) => debugColumns(i.result.debug)),
-      items.map((i) => isoAt(i.result.finishedAt)),
-      [...new Set(items.map((i) => i.claimed.subscriptionId))],
-    ]),
-  );
+export async function recordSuccesses(client: Client, items: readonly AttemptRecord[]): Promise<Set<string>> {
+  const { rows } = await client.query<{ id: string }>(SUCCESSES_SQL, [
+    items.map((i) => i.claimed.id),
+    items.map((i) => i.claimed.attempt),
+    items.map((i) => isoAt(i.result.startedAt)),
+    items.map((i) => Math.round(i.result.durationMs)),
+    items.map((i) => i.result.responseStatus),
+    items.map((i) => debugColumns(i.result.debug)),
+    items.map((i) => isoAt(i.result.finishedAt)),
+    [...new Set(items.map((i) => i.claimed.subscriptionId))],
+  ]);
   return new Set(rows.map((r) => r.id));
 }
 
@@ -192,8 +186,8 @@ function writeParams(b: Bookkeeping): unknown[] {
 }
 
 /** Writes the bookkeeping of a batch; fills in each deactivation's `cancelled`. */
-export async function writeBookkeeping(pool: Pool, client: Client, b: Bookkeeping): Promise<void> {
-  await client.query(hotStatement(pool, 'fcd_record_write', WRITE_SQL, writeParams(b)));
+export async function writeBookkeeping(client: Client, b: Bookkeeping): Promise<void> {
+  await client.query(WRITE_SQL, writeParams(b));
   for (const d of b.deactivations) {
     const at = new Date(d.at);
     await client.query(
