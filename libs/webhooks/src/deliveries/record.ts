@@ -104,7 +104,7 @@ const WRITE_SQL = `WITH attempts AS (
  deliveries AS (
    UPDATE webhook.deliveries d SET status = u.status, next_attempt_at = u.next_at, leased_until = NULL, manual = false, updated_at = u.at
      FROM unnest($8::text[], $9::text[], $10::timestamptz[], $11::timestamptz[]) AS u(id, status, next_at, at)
-    WHERE d.id = u.id)
+    WHERE d.id = ANY ($8::text[]) AND d.id = u.id)
  UPDATE webhook.subscriptions s
     SET consecutive_failures = CASE WHEN u.reset THEN u.failures ELSE s.consecutive_failures + u.failures END,
         last_success_at = GREATEST(s.last_success_at, u.success_at),
@@ -115,6 +115,10 @@ const WRITE_SQL = `WITH attempts AS (
   WHERE s.id = u.id`;
 
 /**
+ * The deliveries are found by primary key (`id = ANY`): joined to the unnest alone, a fresh table
+ * without statistics let the planner take the pending-only index for the small side and read every
+ * pending row of a backlog per statement (seen under the paced benchmark).
+ *
  * A batch of successes in one autocommit statement, with what `bookkeep` gives them: a success
  * needs nothing read first. Its delivery succeeds if it is still pending on this attempt (else only
  * the attempt row is written: `applied` false); its subscription's failure counters reset and
@@ -127,7 +131,8 @@ const SUCCESSES_SQL = `WITH subs AS (
  applied AS (
    UPDATE webhook.deliveries d SET status = 'succeeded', next_attempt_at = NULL, leased_until = NULL, manual = false, updated_at = u.at
      FROM u
-    WHERE d.id = u.id AND d.status = 'pending' AND d.attempt_count = u.attempt AND d.subscription_id IN (SELECT id FROM subs)
+    WHERE d.id = ANY ($1::text[]) AND d.id = u.id AND d.status = 'pending' AND d.attempt_count = u.attempt
+      AND d.subscription_id IN (SELECT id FROM subs)
    RETURNING d.id, d.subscription_id, u.started_at),
  attempts AS (
    ${insertAttempts(`(SELECT v.*, NULL::text AS error, 'success'::text AS outcome, NULL::timestamptz AS paused_until, NULL::text AS pause_reason
