@@ -81,8 +81,8 @@ describe('GET /v1/exports/{kind}', () => {
     // Memory: one page (1,000 rows) is in flight by construction; the whole export is about 35 MB
     // of NDJSON, which a buffering implementation would hold (several times over, as rows, strings
     // and buffers) in one of these processes. The peak RSS (VmHWM since start) is printed and
-    // bounded at 150 MiB. The processes run with the chart's node flags (the gateway's small young
-    // generation: values.yaml, gateway.nodeOptions; docs/benchmarks.md, "Exports").
+    // bounded at 150 MiB. The processes run with the chart's node flags (the gateway's and the
+    // facility's small young generation: values.yaml, nodeOptions; docs/benchmarks.md, "Exports").
     const peak = { gateway: peakRssMiB(gatewayPid), facility: peakRssMiB(facilityPid) };
     console.log(`export peak RSS MiB: idle ${JSON.stringify(idle)}, after 50,000 rows ${JSON.stringify(peak)}`);
     expect(peak.gateway).toBeLessThan(150);
