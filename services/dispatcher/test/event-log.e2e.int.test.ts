@@ -164,6 +164,20 @@ it('Recovery of a subscription that was inactive for a window re-delivers exactl
     (c) => c[e1.id] === 1 && c[e2.id] === 1,
     30_000,
   );
+  // Both attempts recorded (e1 succeeded, e2 waiting for its retry) before the deactivation, which
+  // cancels what is pending: an attempt received but not yet recorded would be cancelled with it.
+  const statusOf = async (eventId: string) =>
+    (
+      await db.pool.query<{ status: string; attempt_count: number; leased_until: Date | null }>(
+        'SELECT status, attempt_count, leased_until FROM webhook.deliveries WHERE subscription_id = $1 AND event_id = $2',
+        [sub.id, eventId],
+      )
+    ).rows[0];
+  await eventually(
+    async () => [await statusOf(e1.id), await statusOf(e2.id)],
+    ([d1, d2]) => d1?.status === 'succeeded' && d2?.status === 'pending' && d2.leased_until === null,
+    30_000,
+  );
 
   // Inactive for a window: e2's pending retry is cancelled, and what is published now is not delivered.
   expect((await call(`/v1/webhooks/${sub.id}`, apiKey, { method: 'PATCH', body: { is_active: false } })).status).toBe(200);
