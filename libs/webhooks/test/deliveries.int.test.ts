@@ -450,6 +450,32 @@ describe('per-subscription limits in the claim', () => {
     expect(mine(sub, await deliveries.claimDue(now + 61_000, 100, now + 120_000))).toHaveLength(2);
   });
 
+  it('max_in_flight: a leased delivery whose request is answered (named by the claimer) frees its place before it is recorded', async () => {
+    const sub = await limited(4, { max_in_flight: 2 });
+    const now = Date.now();
+    const first = mine(sub, await deliveries.claimDue(now, 100, now + 60_000));
+    expect(first).toHaveLength(2);
+    const [a, b] = first as [ClaimedDelivery, ClaimedDelivery];
+    // Both still leased and neither answered: nothing more.
+    expect(mine(sub, (await deliveries.claim(now + 1, 100, now + 60_000, [])).claimed)).toHaveLength(0);
+    // `a` has its response: one place frees up, while `a` stays leased and pending until recorded.
+    const next = mine(sub, (await deliveries.claim(now + 2, 100, now + 60_000, [a.id])).claimed);
+    expect(next).toHaveLength(1);
+    expect(next[0]?.id).not.toBe(a.id);
+    expect(next[0]?.id).not.toBe(b.id);
+    const leased = await pool.query<{ id: string; status: string }>(
+      'SELECT id, status FROM webhook.deliveries WHERE subscription_id = $1 AND leased_until IS NOT NULL ORDER BY id',
+      [sub.id],
+    );
+    expect(leased.rows).toEqual([a.id, b.id, (next[0] as ClaimedDelivery).id].sort().map((id) => ({ id, status: 'pending' })));
+    // Now `b` and the new one are in flight (a is answered): the limit of 2 holds again.
+    expect(mine(sub, (await deliveries.claim(now + 3, 100, now + 60_000, [a.id])).claimed)).toHaveLength(0);
+    expect(await counts(sub)).toEqual([
+      { attempt_count: 0, n: 1 },
+      { attempt_count: 1, n: 3 },
+    ]);
+  });
+
   it('rate_limit_per_second: one start per 220 ms at 5/s, and the claim says when to come back', async () => {
     const sub = await limited(5, { rate_limit_per_second: 5, max_in_flight: 64 });
     const now = Date.now();

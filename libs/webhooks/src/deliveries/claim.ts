@@ -40,6 +40,12 @@ export interface ClaimLimits {
   defaultRate: number | null;
   /** Connection failures in a row at which a subscription is half-open (one delivery at a time). */
   breakerThreshold: number;
+  /**
+   * Leased deliveries of the caller whose request succeeded and which only wait for their attempt
+   * to be recorded: no longer in flight at the receiver, so they do not count against
+   * `max_in_flight`.
+   */
+  answered: readonly string[];
 }
 
 interface PlanItem {
@@ -88,7 +94,8 @@ const CLAIM_SQL = `WITH lim AS (
           -- Half-open (connection failures at the threshold): one delivery at a time.
           CASE WHEN s.connection_failures >= $8 THEN 1 ELSE s.max_in_flight END
             - (SELECT count(*) FROM webhook.deliveries l
-                              WHERE l.subscription_id = v.id AND l.status = 'pending' AND l.leased_until > $1)::int AS room
+                              WHERE l.subscription_id = v.id AND l.status = 'pending' AND l.leased_until > $1
+                                AND l.id <> ALL ($9::text[]))::int AS room
      FROM unnest($4::text[], $5::int[], $6::float8[], $7::float8[]) AS v(id, allowed, base, step)
      JOIN webhook.subscriptions s ON s.id = v.id AND s.is_active AND (s.paused_until IS NULL OR s.paused_until <= $1)),
  due AS (
@@ -163,6 +170,7 @@ export async function claimRows(pool: Pool, now: number, leaseUntil: number, lim
       plan.map((p) => p.base),
       plan.map((p) => p.step),
       limits.breakerThreshold,
+      limits.answered,
     ]);
     const rows = result.rows.filter((r) => r.kind === 'd');
     const held = {

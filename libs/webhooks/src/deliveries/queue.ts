@@ -143,16 +143,18 @@ export class DispatchQueue {
    * subscriptions with due work (FOR NO KEY UPDATE, in id order, so claims of several replicas
    * take turns per subscription and never deadlock), then — with a snapshot taken after those
    * locks, so every earlier claim is visible — takes from each at most
-   * `max_in_flight` − its deliveries still leased, and, under a rate limit, what its pacing state
+   * `max_in_flight` − its deliveries still leased and not in `answered` (this replica's successful
+   * sends that only wait to be recorded), and, under a rate limit, what its pacing state
    * allows now (`rateAllowance`, on the database clock), advancing that state in the same
    * statement. Deliveries are locked FOR UPDATE SKIP LOCKED. A delivery held back stays pending
    * and due: no attempt is used. `wakeAt` (the caller's clock) is when a rate-limited
    * subscription may start its next attempt.
    */
-  async claim(now: number, limit: number, leaseUntil: number): Promise<ClaimResult> {
+  async claim(now: number, limit: number, leaseUntil: number, answered: readonly string[] = []): Promise<ClaimResult> {
     if (!this.secrets) throw new Error('DeliveryStore needs a SecretBox to claim deliveries');
     const { rows, wakeAt, held } = await claimRows(this.pool, now, leaseUntil, {
       limit,
+      answered,
       defaultRate: this.options.defaultRatePerSecond ?? null,
       breakerThreshold: this.pauseOptions.threshold,
     });

@@ -76,6 +76,14 @@ export class DeliveryWorker {
   private readonly inFlight = new Set<Promise<void>>();
   /** Finished sends whose attempt is not committed yet. */
   private readonly recording = new Set<Promise<void>>();
+  /**
+   * The deliveries of `recording` whose attempt succeeded: their requests are answered, so the
+   * claim does not count their leases against max_in_flight (a slot at the receiver frees up when
+   * its response arrives, not when the attempt is committed a batch later). A failed attempt keeps
+   * its place until recorded: its recording may pause the subscription (Retry-After, the breaker),
+   * and no further request may start before that pause is in place.
+   */
+  private readonly answered = new Set<string>();
   private readonly recorder: AttemptRecorder;
   private stopping = false;
   private loop: Promise<void> | undefined;
@@ -144,7 +152,7 @@ export class DeliveryWorker {
           const cancelled = await this.o.store.cancelInactiveDue(now);
           if (cancelled > 0) this.o.logger.info({ cancelled }, 'pending deliveries of inactive subscriptions cancelled');
         }
-        const result = await this.o.store.claim(now, free, now + this.o.leaseMs);
+        const result = await this.o.store.claim(now, free, now + this.o.leaseMs, [...this.answered]);
         due = result.claimed;
         this.o.metrics?.subscriptionsHeld.set({ limit: 'rate' }, result.held.rate);
         this.o.metrics?.subscriptionsHeld.set({ limit: 'in_flight' }, result.held.inFlight);
@@ -203,15 +211,17 @@ export class DeliveryWorker {
       },
       contextFromColumn(d.traceContext, context.active()),
     );
-    let sent: { recorded: Promise<void> } | undefined;
+    let sent: { recorded: Promise<void>; success: boolean } | undefined;
     try {
       // The send holds a slot; the recording that follows holds a place in `recording` until committed.
       sent = await context.with(trace.setSpan(context.active(), span), () => this.attemptTraced(d, span));
     } finally {
       if (!sent) span.end();
     }
+    if (sent.success) this.answered.add(d.id);
     const r: Promise<void> = sent.recorded.finally(() => {
       span.end();
+      this.answered.delete(d.id);
       this.recording.delete(r);
       this.nudge();
     });
@@ -219,7 +229,7 @@ export class DeliveryWorker {
   }
 
   /** Sends; resolves once sent, with the recording of the attempt (which never rejects). */
-  private async attemptTraced(d: ClaimedDelivery, span: Span): Promise<{ recorded: Promise<void> }> {
+  private async attemptTraced(d: ClaimedDelivery, span: Span): Promise<{ recorded: Promise<void>; success: boolean }> {
     const { clock, metrics } = this.o;
     const startedAt = clock.now();
     if (d.attempt === 1 && !d.manual && metrics) {
@@ -278,7 +288,7 @@ export class DeliveryWorker {
         },
       },
     });
-    return { recorded: this.report(recording, d, log) };
+    return { recorded: this.report(recording, d, log), success: result.success };
   }
 
   private async report(recording: ReturnType<AttemptRecorder['record']>, d: ClaimedDelivery, log: Record<string, unknown>): Promise<void> {
