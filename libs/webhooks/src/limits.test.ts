@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import {
   MAX_PAUSE_MS,
+  MAX_START_DELAY_MS,
+  maxStartDelayMs,
   nextStartAt,
   type PauseState,
   pauseAfterAttempt,
@@ -8,6 +10,8 @@ import {
   rateAllowance,
   rateBurst,
   rateIntervalMs,
+  startDeadline,
+  startsTooLate,
 } from './limits';
 
 /** Simulates a sender that starts as many attempts as allowed whenever the injected clock ticks. */
@@ -66,6 +70,34 @@ describe('rateAllowance (GCRA with an injected clock)', () => {
   it('has the documented range', () => {
     expect(RATE_LIMIT_RANGE).toEqual({ min: 1, max: 1000 });
   });
+});
+
+describe('the start bound of rate-limited attempts (explicit times)', () => {
+  it('is 50 ms after the claim was issued, 25 ms from 50/s (a burst leaves half the margin)', () => {
+    expect(MAX_START_DELAY_MS).toBe(50);
+    expect(startDeadline(5, 10_000)).toBe(10_050);
+    expect(startDeadline(49, 10_000)).toBe(10_050);
+    expect(startDeadline(50, 10_000)).toBe(10_025);
+    expect(startDeadline(1000, 10_000)).toBe(10_025);
+  });
+
+  it('a start at the deadline goes out; a start past it is too late; no rate limit, no bound', () => {
+    expect(startsTooLate(10_050, 10_000)).toBe(false);
+    expect(startsTooLate(10_050, 10_050)).toBe(false);
+    expect(startsTooLate(10_050, 10_050.5)).toBe(true);
+    expect(startsTooLate(10_050, 10_250)).toBe(true);
+    expect(startsTooLate(null, 10_000_000)).toBe(false);
+  });
+
+  it.each([1, 5, 49, 50, 100, 1000])(
+    'at %i/s, starts delayed by up to the bound and arrivals by up to as much again never crowd a 1 s window',
+    (rate) => {
+      // At worst one attempt starts and arrives at once and another is late by both bounds: the
+      // arrivals in a 1 s window were admitted within 1 s + 2 × bound.
+      const starts = simulate(rate, 1, 5000);
+      expect(maxInWindow(starts, 1000 + 2 * maxStartDelayMs(rate))).toBeLessThanOrEqual(rate);
+    },
+  );
 });
 
 describe('pauseAfterAttempt (injected times)', () => {

@@ -57,6 +57,36 @@ export function nextStartAt(rate: number, allowance: RateAllowance, taken: numbe
   return allowance.base + taken * allowance.intervalMs - (rateBurst(rate) - 1) * allowance.intervalMs;
 }
 
+/**
+ * How long after its claim was issued a rate-limited attempt may still start: 50 ms, half of the
+ * margin's 100 ms (25 ms, half of 50, with a burst). The claim admits starts at the database
+ * clock's now; what the receiver sees is that time plus the delay to the start (the claim's
+ * round trips, the local queueing before the send) plus the start→arrival latency. Only the
+ * spread of those delays can crowd a one-second window, so half of the margin bounds the first
+ * (measured, and enforced: a later start is given back unsent), the other half is left to the
+ * second. Measured from just before the claim's statements were sent, it is an upper bound of the
+ * time since the database read its clock.
+ */
+export const MAX_START_DELAY_MS = 50;
+
+/** The start bound of a subscription at `rate`: MAX_START_DELAY_MS, halved from 50/s where the margin left by a burst is 50 ms. */
+export function maxStartDelayMs(rate: number): number {
+  return rateBurst(rate) === 1 ? MAX_START_DELAY_MS : MAX_START_DELAY_MS / 2;
+}
+
+/** The latest an attempt admitted under `rate` by a claim issued at `issuedAt` may start (the caller's clock). */
+export function startDeadline(rate: number, issuedAt: number): number {
+  return issuedAt + maxStartDelayMs(rate);
+}
+
+/**
+ * Whether an attempt starting at `now` would start too late for its rate limit (then it must not
+ * be sent: its claim is given back). `startBy` null: the subscription has no rate limit, no bound.
+ */
+export function startsTooLate(startBy: number | null, now: number): boolean {
+  return startBy !== null && now > startBy;
+}
+
 /** The longest a receiver's Retry-After pauses its subscription: one hour. */
 export const MAX_PAUSE_MS = 3_600_000;
 /** Consecutive connection failures or timeouts after which a subscription is paused, then probed one delivery at a time. */
