@@ -494,6 +494,41 @@ describe('per-subscription limits in the claim', () => {
       { attempt_count: 1, n: 2 },
     ]);
   });
+
+  it('a rate-limited delivery carries its start deadline from the claim; given back unsent, it uses no attempt and is paced again', async () => {
+    const paced = await limited(2, { rate_limit_per_second: 5, max_in_flight: 64 });
+    const free = await limited(1, {});
+    const now = Date.now();
+    // The caller's clock, read once, just before the statements (an explicit time, apart from `now`).
+    const reads: number[] = [];
+    const first = await deliveries.claim(now, 100, now + 60_000, [], () => {
+      reads.push(now + 7);
+      return now + 7;
+    });
+    expect(reads).toHaveLength(1);
+    const [taken] = mine(paced, first.claimed);
+    expect(mine(paced, first.claimed)).toHaveLength(1);
+    expect(taken?.startBy).toBe(now + 7 + 50);
+    expect(mine(free, first.claimed).map((c) => c.startBy)).toEqual([null]);
+    // Its start would be too late: the claim is given back, due at once, with no attempt used.
+    expect(await deliveries.releaseClaims([(taken as ClaimedDelivery).claim], now + 100, now + 100)).toBe(1);
+    expect(await counts(paced)).toEqual([{ attempt_count: 0, n: 2 }]);
+    // Its pacing slot is spent: the next claim holds the subscription until its next start (no hot loop)...
+    const again = await deliveries.claim(Date.now(), 100, Date.now() + 60_000);
+    expect(mine(paced, again.claimed)).toHaveLength(0);
+    expect(again.held.rate).toBeGreaterThanOrEqual(1);
+    // ...and then takes one of them, paced as before (5/s: 220 ms after the first start, its tat).
+    const { rows } = await pool.query<{ tat: number }>(
+      'SELECT extract(epoch FROM rate_tat) * 1000 AS tat FROM webhook.subscriptions WHERE id = $1',
+      [paced.id],
+    );
+    await new Promise((r) => setTimeout(r, Math.max(0, Number(rows[0]?.tat) - Date.now()) + 5));
+    expect(mine(paced, (await deliveries.claim(Date.now(), 100, Date.now() + 60_000)).claimed)).toHaveLength(1);
+    expect(await counts(paced)).toEqual([
+      { attempt_count: 0, n: 1 },
+      { attempt_count: 1, n: 1 },
+    ]);
+  });
 });
 
 describe('fairness of the claim', () => {

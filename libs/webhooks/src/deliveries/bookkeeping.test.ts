@@ -22,6 +22,7 @@ function claimed(id: string, subscriptionId: string, attempt = 1): ClaimedDelive
     secret: 's',
     secrets: ['s'],
     traceContext: null,
+    startBy: null,
     claim: { id, attempt, previousFirstAttemptAt: null, previousLastAttemptAt: null },
   };
 }

@@ -1,5 +1,5 @@
 import { type Pool, withTransaction } from '@fcd/service-kit';
-import { nextStartAt, type RateAllowance, rateAllowance } from '../limits';
+import { nextStartAt, type RateAllowance, rateAllowance, startDeadline } from '../limits';
 import { envelopeText } from './envelope';
 import type { SecretDecrypter } from './secret-cache';
 import type { ClaimedDelivery, ClaimRef } from './types';
@@ -148,17 +148,25 @@ function wakeAt(plan: readonly PlanItem[], claimed: readonly ClaimRow[], now: nu
   return wake;
 }
 
-/** Claims and leases due deliveries in one transaction (see `DispatchQueue.claim`). */
-export async function claimRows(pool: Pool, now: number, leaseUntil: number, limits: ClaimLimits) {
+/**
+ * Claims and leases due deliveries in one transaction (see `DispatchQueue.claim`). `clock` is the
+ * caller's, read just before the statement that reads the database clock is sent: the start
+ * deadlines of the rate-limited subscriptions' deliveries (`startBy`, by subscription id) count
+ * from then, an upper bound of the time since their starts were admitted.
+ */
+export async function claimRows(pool: Pool, now: number, leaseUntil: number, limits: ClaimLimits, clock: () => number) {
   return withTransaction(pool, async (client) => {
+    const issuedAt = clock();
     const locked = await lockDue(client, now);
-    if (locked.length === 0) return { rows: [] as ClaimRow[], wakeAt: null, held: { rate: 0, inFlight: 0 } };
+    const startBy = new Map<string, number>();
+    if (locked.length === 0) return { rows: [] as ClaimRow[], wakeAt: null, held: { rate: 0, inFlight: 0 }, startBy };
     // The database clock after the last lock: the one clock every replica shares.
     const dbNow = Math.max(...locked.map((r) => Number(r.db_now)));
     const plan: PlanItem[] = locked.map((r) => {
       const rate = r.rate ?? limits.defaultRate;
       if (rate === null) return { id: r.id, rate, allowed: limits.limit, base: 0, step: 0, allowance: null };
       const allowance = rateAllowance(rate, r.tat === null ? null : Number(r.tat), dbNow);
+      startBy.set(r.id, startDeadline(rate, issuedAt));
       return { id: r.id, rate, allowed: allowance.allowed, base: allowance.base, step: allowance.intervalMs, allowance };
     });
     const result = await client.query<ClaimRow & { kind: 'd' | 'h' }>(CLAIM_SQL, [
@@ -177,15 +185,16 @@ export async function claimRows(pool: Pool, now: number, leaseUntil: number, lim
       rate: plan.filter((p) => p.allowance !== null && p.allowed === 0).length,
       inFlight: result.rows.length - rows.length,
     };
-    return { rows, wakeAt: wakeAt(plan, rows, now, dbNow), held };
+    return { rows, wakeAt: wakeAt(plan, rows, now, dbNow), held, startBy };
   });
 }
 
 /**
- * The claimed deliveries with their clear secrets; the claims of rows whose
- * secret did not decrypt are returned apart, by subscription.
+ * The claimed deliveries with their clear secrets and start deadlines (`startBy`, by subscription
+ * id; none: no rate limit); the claims of rows whose secret did not decrypt are returned apart,
+ * by subscription.
  */
-export function withSecrets(rows: readonly ClaimRow[], secrets: SecretDecrypter) {
+export function withSecrets(rows: readonly ClaimRow[], secrets: SecretDecrypter, startBy: ReadonlyMap<string, number>) {
   const claimed: ClaimedDelivery[] = [];
   const unreadable = new Map<string, ClaimRef[]>();
   for (const r of rows) {
@@ -221,6 +230,7 @@ export function withSecrets(rows: readonly ClaimRow[], secrets: SecretDecrypter)
       secret,
       secrets: previous ? [secret, previous] : [secret],
       traceContext: r.trace_context,
+      startBy: startBy.get(r.subscription_id) ?? null,
     });
   }
   return { claimed, unreadable };

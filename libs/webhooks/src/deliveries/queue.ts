@@ -149,16 +149,32 @@ export class DispatchQueue {
    * statement. Deliveries are locked FOR UPDATE SKIP LOCKED. A delivery held back stays pending
    * and due: no attempt is used. `wakeAt` (the caller's clock) is when a rate-limited
    * subscription may start its next attempt.
+   *
+   * A rate-limited delivery carries `startBy`, the latest its attempt may start: `clock` (the
+   * caller's; default: `now`, an earlier reading) is read just before the statement that reads
+   * the database clock is sent, and the bound (`maxStartDelayMs`) counts from then.
    */
-  async claim(now: number, limit: number, leaseUntil: number, answered: readonly string[] = []): Promise<ClaimResult> {
+  async claim(
+    now: number,
+    limit: number,
+    leaseUntil: number,
+    answered: readonly string[] = [],
+    clock: () => number = () => now,
+  ): Promise<ClaimResult> {
     if (!this.secrets) throw new Error('DeliveryStore needs a SecretBox to claim deliveries');
-    const { rows, wakeAt, held } = await claimRows(this.pool, now, leaseUntil, {
-      limit,
-      answered,
-      defaultRate: this.options.defaultRatePerSecond ?? null,
-      breakerThreshold: this.pauseOptions.threshold,
-    });
-    const { claimed, unreadable } = withSecrets(rows, this.secrets);
+    const { rows, wakeAt, held, startBy } = await claimRows(
+      this.pool,
+      now,
+      leaseUntil,
+      {
+        limit,
+        answered,
+        defaultRate: this.options.defaultRatePerSecond ?? null,
+        breakerThreshold: this.pauseOptions.threshold,
+      },
+      clock,
+    );
+    const { claimed, unreadable } = withSecrets(rows, this.secrets, startBy);
     if (unreadable.size > 0) await this.deferUnreadable(now, unreadable);
     return { claimed, wakeAt, held };
   }

@@ -43,6 +43,12 @@ export interface ClaimedDelivery {
   secrets: string[];
   /** The trace context stored by the fan-out, or null. */
   traceContext: string | null;
+  /**
+   * Under a rate limit (the subscription's or the default), the latest time (the caller's clock)
+   * this attempt may start (`startDeadline`): a later start could crowd the receiver's
+   * one-second window, so it is given back unsent (`startsTooLate`). Null: no rate limit.
+   */
+  startBy: number | null;
   /** What `releaseClaims` needs to undo this claim exactly. */
   claim: ClaimRef;
 }
