@@ -11,6 +11,7 @@ export interface DispatcherMetrics extends ServiceMetrics {
   deactivations: Counter;
   subscriptionPauses: Counter<'reason'>;
   subscriptionsHeld: Gauge<'limit'>;
+  rateLimitedLateStarts: Counter;
   consumerPending: Gauge;
   eventToFirstAttempt: Histogram;
   secretUnreadable: Counter;
@@ -68,6 +69,11 @@ export function createDispatcherMetrics(): DispatcherMetrics {
       name: 'fcd_dispatcher_subscriptions_held',
       help: "Subscriptions with due deliveries that this replica's last claim held back, by limit (rate, in_flight).",
       labelNames: ['limit'],
+      registers,
+    }),
+    rateLimitedLateStarts: new Counter({
+      name: 'fcd_dispatcher_rate_limited_late_starts_total',
+      help: 'Rate-limited deliveries given back unsent because their send would have started too long after their claim (MAX_START_DELAY_MS); claimed again at their next pacing slot.',
       registers,
     }),
     subscriptionPauses: new Counter({

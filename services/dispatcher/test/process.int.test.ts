@@ -257,6 +257,7 @@ describe('the dispatcher process', () => {
       'fcd_dispatcher_consumer_pending',
       'fcd_dispatcher_event_to_first_attempt_seconds_bucket',
       'fcd_dispatcher_subscriptions_held',
+      'fcd_dispatcher_rate_limited_late_starts_total',
     ]) {
       expect(text).toContain(name);
     }

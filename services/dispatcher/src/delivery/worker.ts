@@ -10,10 +10,11 @@ import {
   trace,
   WakeableSleep,
 } from '@fcd/service-kit';
-import type { ClaimedDelivery, DeliveryStore } from '@fcd/webhooks';
+import { type ClaimedDelivery, type ClaimRef, type DeliveryStore, startsTooLate } from '@fcd/webhooks';
 import { deliveryHeaders } from '../domain/headers';
 import { decideAfterAttempt, type RetryOptions } from '../domain/retry';
 import type { DispatcherMetrics } from '../metrics';
+import { Batcher } from './batcher';
 import { AttemptRecorder } from './recorder';
 import type { Sender } from './sender';
 
@@ -85,6 +86,8 @@ export class DeliveryWorker {
    */
   private readonly answered = new Set<string>();
   private readonly recorder: AttemptRecorder;
+  /** Claims given back unsent (a rate-limited start too late): those of one turn in one statement. */
+  private readonly giveBacks: Batcher<ClaimRef, void>;
   private stopping = false;
   private loop: Promise<void> | undefined;
   /**
@@ -102,6 +105,17 @@ export class DeliveryWorker {
       decide: (input) => decideAfterAttempt(input, o.schedule, o.retry),
       flushMs: o.recordFlushMs ?? 2,
       maxBatch: Math.max(16, o.concurrency * 2),
+    });
+    this.giveBacks = new Batcher<ClaimRef, void>({
+      run: async (claims) => {
+        const now = o.clock.now();
+        // Due again at once: the pacing of the next claim decides when it starts.
+        await o.store.releaseClaims(claims, now, now);
+        return claims.map(() => undefined);
+      },
+      delayMs: 0,
+      maxBatch: Math.max(16, o.concurrency),
+      retryOneByOne: true,
     });
   }
 
@@ -152,7 +166,8 @@ export class DeliveryWorker {
           const cancelled = await this.o.store.cancelInactiveDue(now);
           if (cancelled > 0) this.o.logger.info({ cancelled }, 'pending deliveries of inactive subscriptions cancelled');
         }
-        const result = await this.o.store.claim(now, free, now + this.o.leaseMs, [...this.answered]);
+        // The clock is read again just before the claim's statements: rate-limited starts are bounded from then.
+        const result = await this.o.store.claim(now, free, now + this.o.leaseMs, [...this.answered], () => this.o.clock.now());
         due = result.claimed;
         this.o.metrics?.subscriptionsHeld.set({ limit: 'rate' }, result.held.rate);
         this.o.metrics?.subscriptionsHeld.set({ limit: 'in_flight' }, result.held.inFlight);
@@ -228,14 +243,15 @@ export class DeliveryWorker {
     this.recording.add(r);
   }
 
-  /** Sends; resolves once sent, with the recording of the attempt (which never rejects). */
+  /**
+   * Sends; resolves once sent, with the recording of the attempt (which never rejects). A
+   * rate-limited delivery whose send would start past its `startBy` is not sent: its claim is
+   * given back (`giveBack`), which stands in for the recording (not a success: its lease keeps
+   * its place under max_in_flight until given back).
+   */
   private async attemptTraced(d: ClaimedDelivery, span: Span): Promise<{ recorded: Promise<void>; success: boolean }> {
     const { clock, metrics } = this.o;
     const startedAt = clock.now();
-    if (d.attempt === 1 && !d.manual && metrics) {
-      const created = eventCreatedAt(d.body);
-      if (created !== undefined) metrics.eventToFirstAttempt.observe(Math.max(0, startedAt - created) / 1000);
-    }
     const headers = deliveryHeaders({
       secrets: d.secrets,
       body: d.body,
@@ -246,6 +262,15 @@ export class DeliveryWorker {
       nowMs: startedAt,
       userAgent: this.o.userAgent,
     });
+    // The last moment before the request begins: after the claim, the entitlement check and the signing.
+    if (startsTooLate(d.startBy, clock.now())) {
+      span.setAttribute('fcd.delivery.result', 'late_start');
+      return { recorded: this.giveBack(d), success: false };
+    }
+    if (d.attempt === 1 && !d.manual && metrics) {
+      const created = eventCreatedAt(d.body);
+      if (created !== undefined) metrics.eventToFirstAttempt.observe(Math.max(0, startedAt - created) / 1000);
+    }
     const result = await this.o.sender.send(d.url, d.body, headers);
     span.setAttribute('fcd.delivery.result', result.kind ?? 'success');
     if (result.status !== null) span.setAttribute('http.response.status_code', result.status);
@@ -289,6 +314,30 @@ export class DeliveryWorker {
       },
     });
     return { recorded: this.report(recording, d, log), success: result.success };
+  }
+
+  /**
+   * Gives back the claim of a rate-limited delivery whose start came too late (the admission
+   * margin would not hold at the receiver): it stays pending and due, its attempt number is
+   * restored, nothing is recorded (no attempt used, nothing towards deactivation). Its pacing slot
+   * is spent, so the next claim — nudged when this settles — holds the subscription until its next
+   * slot: no hot loop. If the give-back fails, the lease runs out and the delivery is claimed again
+   * then (its attempt number used up, as for any lease that ends unrecorded). Never rejects.
+   */
+  private async giveBack(d: ClaimedDelivery): Promise<void> {
+    this.o.metrics?.rateLimitedLateStarts.inc();
+    try {
+      await this.giveBacks.add(d.claim);
+      this.o.logger.debug(
+        { delivery_id: d.id, subscription_id: d.subscriptionId },
+        'rate-limited delivery would start too late; claim given back unsent',
+      );
+    } catch (err) {
+      this.o.logger.warn(
+        { delivery_id: d.id, subscription_id: d.subscriptionId, err: { message: errMessage(err) } },
+        'giving back a late rate-limited claim failed; it is claimed again when its lease ends',
+      );
+    }
   }
 
   private async report(recording: ReturnType<AttemptRecorder['record']>, d: ClaimedDelivery, log: Record<string, unknown>): Promise<void> {
@@ -345,6 +394,7 @@ export class DeliveryWorker {
     this.nudge();
     await this.loop;
     await Promise.allSettled([...this.inFlight]);
+    await this.giveBacks.flush();
     await this.recorder.flush();
     await Promise.allSettled([...this.recording]);
   }
