@@ -13,9 +13,19 @@ export interface OutboxRow {
 /**
  * Claims the oldest unsent rows. FOR UPDATE SKIP LOCKED lets several relay
  * replicas work side by side: each claims a disjoint batch, and a batch held by
- * a replica that dies is released with its connection.
+ * a replica that dies is released with its connection. Runs in the caller's
+ * transaction.
+ *
+ * Marking a row sent leaves a dead entry in `outbox_pending_idx` until VACUUM.
+ * A plain index scan marks each dead entry it meets as dead in the index, so
+ * the next claim skips it; a bitmap scan never does, and visits every row sent
+ * since the last VACUUM on every claim (seen under the paced benchmark: 6,020
+ * entries and 563 heap pages for 0 pending rows, 1.4 ms a claim, growing). The
+ * planner chooses the bitmap scan when its statistics overstate the pending
+ * rows, so this transaction rules bitmap scans out.
  */
 export async function claimBatch(client: Queryable, limit: number): Promise<OutboxRow[]> {
+  await client.query('SET LOCAL enable_bitmapscan = off');
   const { rows } = await client.query<OutboxRow>(
     'SELECT id, type, payload, trace_context FROM outbox WHERE sent_at IS NULL ORDER BY seq LIMIT $1 FOR UPDATE SKIP LOCKED',
     [limit],
