@@ -25,12 +25,14 @@ export interface OutboxRow {
  * rows, so this transaction rules bitmap scans out.
  */
 export async function claimBatch(client: Queryable, limit: number): Promise<OutboxRow[]> {
-  await client.query('SET LOCAL enable_bitmapscan = off');
-  const { rows } = await client.query<OutboxRow>(
-    'SELECT id, type, payload, trace_context FROM outbox WHERE sent_at IS NULL ORDER BY seq LIMIT $1 FOR UPDATE SKIP LOCKED',
-    [limit],
-  );
-  return rows;
+  if (!Number.isSafeInteger(limit) || limit < 1) throw new RangeError(`outbox batch size must be a positive integer, got ${limit}`);
+  // One round trip: the setting and the claim in one simple-protocol message (hence the limit
+  // inlined, a checked integer); Postgres runs them in order in the caller's transaction.
+  const results = (await client.query(
+    `SET LOCAL enable_bitmapscan = off;
+     SELECT id, type, payload, trace_context FROM outbox WHERE sent_at IS NULL ORDER BY seq LIMIT ${limit} FOR UPDATE SKIP LOCKED`,
+  )) as unknown as Array<{ rows: OutboxRow[] }>;
+  return results[1]?.rows ?? [];
 }
 
 export async function markSent(client: Queryable, ids: string[], sentAt: string): Promise<void> {
