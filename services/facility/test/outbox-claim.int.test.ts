@@ -2,7 +2,10 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { claimBatch } from '../src/store/outbox';
 import { setupDb, type TestDb } from './helpers';
 
-// The relay's claim over an outbox whose sent rows are not vacuumed yet (store/outbox.ts claimBatch).
+// The relay's claim over an outbox whose sent rows are not vacuumed yet (store/outbox.ts claimBatch):
+// an index scan, which marks the dead entries it passes so later claims skip them (once no
+// transaction of the database can still see those rows), where a bitmap scan would visit them all
+// on every claim. Without statistics the planner picks the bitmap scan unless told not to.
 
 let db: TestDb;
 
@@ -16,14 +19,12 @@ afterAll(async () => {
 
 interface PlanNode {
   'Node Type': string;
-  'Shared Hit Blocks': number;
-  'Shared Read Blocks': number;
   Plans?: PlanNode[];
 }
 
 const nodeTypes = (n: PlanNode): string[] => [n['Node Type'], ...(n.Plans ?? []).flatMap(nodeTypes)];
 
-it('skips the rows sent since the last VACUUM after one pass, whatever the statistics say', async () => {
+it('claims with an index scan of the pending rows, never a bitmap scan, whatever the statistics say', async () => {
   const insert = (n: number, tag: string) =>
     db.pool.query(
       `INSERT INTO outbox (id, type, payload, created_at)
@@ -41,14 +42,12 @@ it('skips the rows sent since the last VACUUM after one pass, whatever the stati
     expect(first.map((r) => r.payload[0])).toEqual(['p', 'p']);
     // The same statement again, in the same transaction (the claim's setting in force), explained.
     const { rows } = await client.query<{ 'QUERY PLAN': Array<{ Plan: PlanNode }> }>(
-      `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON)
+      `EXPLAIN (ANALYZE, FORMAT JSON)
        SELECT id, type, payload, trace_context FROM outbox WHERE sent_at IS NULL ORDER BY seq LIMIT 500 FOR UPDATE SKIP LOCKED`,
     );
-    const plan = (rows[0]?.['QUERY PLAN'][0] as { Plan: PlanNode }).Plan;
+    const plan = (rows[0] as { 'QUERY PLAN': Array<{ Plan: PlanNode }> })['QUERY PLAN'][0]?.Plan as PlanNode;
     expect(nodeTypes(plan)).toContain('Index Scan');
     expect(nodeTypes(plan)).not.toContain('Bitmap Heap Scan');
-    // The dead entries of the 6,000 sent rows were marked by the first pass: a few dozen pages, not the ~500 of the sent rows.
-    expect(plan['Shared Hit Blocks'] + plan['Shared Read Blocks']).toBeLessThan(40);
     await client.query('ROLLBACK');
   } finally {
     client.release();
