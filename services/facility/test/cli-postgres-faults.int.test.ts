@@ -55,7 +55,9 @@ function start(args: string[], extraEnv: Record<string, string> = {}) {
 describe('facility CLI through a Postgres outage', () => {
   it('simulate rides out a 10 s Postgres stop (retrying with backoff) and finishes; every change it counted is in the outbox', async () => {
     await pool.query('TRUNCATE outbox');
-    const sim = start(['simulate', '--rate', '5', '--duration', '16', '--seed', 'ride-out', '--retry-for', '60s', '--json']);
+    // 30 s: after Postgres is back (about 12 s in), the retry's backoff (up to 5 s) and the catch-up
+    // of the steps due meanwhile must fit in the run, also on a loaded CI machine.
+    const sim = start(['simulate', '--rate', '5', '--duration', '30', '--seed', 'ride-out', '--retry-for', '60s', '--json']);
     await sleep(2000);
     await pgs.stopFast();
     await sleep(10_000);
@@ -64,8 +66,8 @@ describe('facility CLI through a Postgres outage', () => {
     expect(code, stderr).toBe(0);
     expect(stderr).toContain('postgres unavailable; retrying');
     const summary = JSON.parse(stdout.trim()) as { steps: number; events: Record<string, number> };
-    // It kept going after the outage (16 s at 5/s = 80 steps; the ones due during the stop ran after it).
-    expect(summary.steps).toBe(80);
+    // It kept going after the outage (30 s at 5/s = 150 steps; the ones due during the stop ran after it).
+    expect(summary.steps).toBe(150);
     const { rows } = await pool.query<{ type: string; n: number }>('SELECT type, count(*)::int AS n FROM outbox GROUP BY type');
     const stored = Object.fromEntries(rows.map((r) => [r.type, r.n]));
     expect(stored).toEqual(Object.fromEntries(Object.entries(summary.events).filter(([, n]) => n > 0)));
