@@ -78,11 +78,9 @@ export class DeliveryWorker {
   /** Finished sends whose attempt is not committed yet. */
   private readonly recording = new Set<Promise<void>>();
   /**
-   * The deliveries of `recording` whose attempt succeeded: their requests are answered, so the
-   * claim does not count their leases against max_in_flight (a slot at the receiver frees up when
-   * its response arrives, not when the attempt is committed a batch later). A failed attempt keeps
-   * its place until recorded: its recording may pause the subscription (Retry-After, the breaker),
-   * and no further request may start before that pause is in place.
+   * The deliveries of `recording` whose attempt succeeded: answered, so the claim does not count
+   * their leases against max_in_flight (the receiver's slot frees up when the response arrives).
+   * A failed attempt keeps its place until recorded: its recording may pause the subscription.
    */
   private readonly answered = new Set<string>();
   private readonly recorder: AttemptRecorder;
