@@ -270,6 +270,19 @@ describe('endpoint back-off, two dispatcher replicas', () => {
     receiver.answers.set(p, () => 'hang');
     const sub = await subscribe(db, { url: receiver.url(p), facility_ids: [facility] });
     await setLimits(sub.id, null, 8);
+    // When the circuit opened: the first moment its pause is seen committed. The breaker opens when
+    // the third failure is recorded, not when it ends: attempts claimed in between (a loaded machine
+    // makes that gap hundreds of ms) are still the closed circuit's, several at once.
+    let openedAt: number | undefined;
+    const watching = (async () => {
+      for (const until = Date.now() + 30_000; openedAt === undefined && Date.now() < until; await sleep(10)) {
+        const r = await db.pool.query<{ paused: boolean }>(
+          'SELECT paused_until IS NOT NULL AS paused FROM webhook.subscriptions WHERE id = $1',
+          [sub.id],
+        );
+        if (r.rows[0]?.paused) openedAt = Date.now();
+      }
+    })();
     const events = Array.from({ length: 12 }, () => violationEvent(facility));
     await Promise.all(events.map((ev) => b.publish(ev)));
     type Attempt = { started_at: Date; duration_ms: number; error: string; pause_reason: string | null };
@@ -285,12 +298,12 @@ describe('endpoint back-off, two dispatcher replicas', () => {
     expect(all.every((a) => a.error === 'timed out waiting for the response')).toBe(true);
     // Before the circuit opened, several were out at once (max_in_flight 8)...
     const end = (a: Attempt) => a.started_at.getTime() + a.duration_ms;
-    const trip = all.findIndex((a) => a.pause_reason === 'unreachable');
-    const tripEnd = Math.max(...all.slice(0, trip + 1).map(end));
+    await watching;
+    expect(openedAt).toBeDefined();
     const overlapping = all.filter((a) => a.started_at.getTime() < (all[0] as Attempt).started_at.getTime() + 300);
     expect(overlapping.length).toBeGreaterThan(1);
     // ...after it, the probes never overlap, and each failing one pauses the subscription again.
-    const probes = all.filter((a) => a.started_at.getTime() >= tripEnd);
+    const probes = all.filter((a) => a.started_at.getTime() >= (openedAt as number));
     expect(probes.length).toBeGreaterThanOrEqual(5);
     for (let i = 1; i < probes.length; i++) {
       expect((probes[i] as Attempt).started_at.getTime()).toBeGreaterThanOrEqual(end(probes[i - 1] as Attempt) - 2);
