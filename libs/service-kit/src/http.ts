@@ -52,7 +52,8 @@ class LazyChildLogger {
     private readonly options: ChildLoggerOptions,
   ) {}
 
-  private real(): FastifyBaseLogger {
+  /** The pino child, made on first use. */
+  real(): FastifyBaseLogger {
     if (this.made === undefined) this.made = this.parent.child(this.bound, this.options);
     return this.made;
   }
@@ -65,31 +66,19 @@ class LazyChildLogger {
     this.real().level = level;
   }
 
-  fatal(...args: unknown[]): void {
-    (this.real().fatal as (...a: unknown[]) => void)(...args);
-  }
-  error(...args: unknown[]): void {
-    (this.real().error as (...a: unknown[]) => void)(...args);
-  }
-  warn(...args: unknown[]): void {
-    (this.real().warn as (...a: unknown[]) => void)(...args);
-  }
-  info(...args: unknown[]): void {
-    (this.real().info as (...a: unknown[]) => void)(...args);
-  }
-  debug(...args: unknown[]): void {
-    (this.real().debug as (...a: unknown[]) => void)(...args);
-  }
-  trace(...args: unknown[]): void {
-    (this.real().trace as (...a: unknown[]) => void)(...args);
-  }
-  silent(...args: unknown[]): void {
-    (this.real().silent as (...a: unknown[]) => void)(...args);
-  }
-
   child(bindings: Bindings, options?: ChildLoggerOptions): FastifyBaseLogger {
     return this.real().child(bindings, options);
   }
+}
+
+// The level methods, on the prototype (nothing made per request): each makes the child and logs through it.
+for (const level of ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const) {
+  Object.defineProperty(LazyChildLogger.prototype, level, {
+    value(this: LazyChildLogger, ...args: unknown[]): void {
+      const logger = this.real();
+      (logger[level] as (...a: unknown[]) => void).apply(logger, args);
+    },
+  });
 }
 
 /** Fastify's `childLoggerFactory`: each request's logger, made lazily (`LazyChildLogger`). */
