@@ -7,7 +7,9 @@
 // same run. Peak RSS of each sync process comes from /usr/bin/time -v (else VmHWM sampled from
 // /proc/<pid>/status); the CPU µs per row of each process (psql, each sync) from the CPU of
 // waited-for children (/proc/self/stat cutime + cstime) around it. Targets (issue 13): first load ≥ 0.25 × the \copy throughput; re-sync ≤
-// half the first load's time; peak RSS ≤ 300 MiB. Writes bench-results/echo-<date>.json.
+// half the first load's time; peak RSS ≤ 300 MiB. Also the floor of any loader of the served
+// tables (echo-floor.mjs: the stored rows COPYed into them, every index built after), so the
+// figures say how much of the gap to `\copy` is the loader's. Writes bench-results/echo-<date>.json.
 //
 // env: BENCH_ECHO_FACILITIES (default 1,000,000), BENCH_ECHO_LOG_LEVEL=debug (the sync's log of
 // each staged file and SQL statement with its duration, to bench-results/echo-<run>.log), BENCH_ECHO_DIR (generate into / reuse this
@@ -21,6 +23,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { childrenCpuSeconds, usPerUnit } from './cpu.mjs';
+import { measureFloor } from './echo-floor.mjs';
 import { generate } from './echo-generate.mjs';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
@@ -30,11 +33,15 @@ const cli = resolve(root, 'services/facility/dist/cli.js');
 const dbName = `bench_echo_${randomBytes(4).toString('hex')}`;
 const keepDir = process.env.BENCH_ECHO_DIR;
 const dir = keepDir ? resolve(keepDir) : mkdtempSync(join(tmpdir(), 'fcd-bench-echo-'));
+/** The floor's exported tables (always a temp folder, removed). */
+const floorDir = mkdtempSync(join(tmpdir(), 'fcd-bench-echo-floor-'));
 const TIME = '/usr/bin/time';
 const MiB = 1024 * 1024;
 
 const url = new URL(DB_URL);
 url.pathname = `/${dbName}`;
+const floorUrl = new URL(DB_URL);
+floorUrl.pathname = `/${dbName}_floor`;
 const env = { PATH: process.env.PATH, DATABASE_URL: url.toString(), LOG_LEVEL: process.env.BENCH_ECHO_LOG_LEVEL ?? 'warn' };
 
 /**
@@ -42,13 +49,14 @@ const env = { PATH: process.env.PATH, DATABASE_URL: url.toString(), LOG_LEVEL: p
  * "Maximum resident set size" when available, else VmHWM polled from /proc/<pid>/status, and its
  * CPU seconds (user + system; the commands run one at a time, so the children's CPU is its own).
  */
-function run(cmd, args, { input } = {}) {
+function run(cmd, args, { input, databaseUrl } = {}) {
   const viaTime = existsSync(TIME);
   const [file, argv] = viaTime ? [TIME, ['-v', cmd, ...args]] : [cmd, args];
   return new Promise((resolveRun, reject) => {
     const started = performance.now();
     const cpuFrom = childrenCpuSeconds();
-    const child = spawn(file, argv, { env, stdio: ['pipe', 'pipe', 'pipe'] });
+    const childEnv = databaseUrl ? { ...env, DATABASE_URL: databaseUrl } : env;
+    const child = spawn(file, argv, { env: childEnv, stdio: ['pipe', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     let hwmKiB = 0;
@@ -163,6 +171,21 @@ try {
   const again = await syncEcho('re-sync');
   await db.end();
 
+  // The floor of any first load here (echo-floor.mjs): the stored rows COPYed into the served
+  // tables of a fresh database, every index and key built after.
+  await admin.query(`CREATE DATABASE ${dbName}_floor`);
+  const floor = await measureFloor({
+    loadedUrl: url.toString(),
+    floorUrl: floorUrl.toString(),
+    dir: floorDir,
+    schema: 'facility',
+    run,
+    migrate: async () => {
+      const m = await run(process.execPath, [cli, 'migrate'], { databaseUrl: floorUrl.toString() });
+      if (m.code !== 0) throw new Error(`migrate (floor) exited with ${m.code}: ${m.stderr}`);
+    },
+  });
+
   const expected = { facilities: FACILITIES, violations: data.violations };
   const byKind = (s, files) => s.files.filter((f) => files.includes(f.file)).reduce((a, f) => a + f.inserted, 0);
   const violationFiles = ['ICIS-AIR_VIOLATION_HISTORY.csv', 'RCRA_VIOLATIONS.csv', 'NPDES_SE_VIOLATIONS.csv'];
@@ -179,6 +202,8 @@ try {
 
   const mibPerS = (ms) => Number((data.bytes / MiB / (ms / 1000)).toFixed(1));
   const ratio = Number((copy.ms / first.ms).toFixed(3));
+  const floorRatio = Number((copy.ms / floor.ms).toFixed(3));
+  const loadToFloor = Number((floor.ms / first.ms).toFixed(3));
   const resyncRatio = Number((again.ms / first.ms).toFixed(3));
   const peak = Math.max(first.peakRssMiB, again.peakRssMiB);
   const result = {
@@ -193,15 +218,20 @@ try {
     psql_copy_ms: Math.round(copy.ms),
     first_load_ms: Math.round(first.ms),
     resync_ms: Math.round(again.ms),
+    floor_ms: Math.round(floor.ms),
+    floor_rows: floor.rows,
     psql_copy_mib_per_s: mibPerS(copy.ms),
     first_load_mib_per_s: mibPerS(first.ms),
     ratio_load_to_copy: ratio,
     ratio_resync_to_load: resyncRatio,
+    ratio_floor_to_copy: floorRatio,
+    ratio_load_to_floor: loadToFloor,
     peak_rss_mib: { first_load: first.peakRssMiB, resync: again.peakRssMiB },
     cpu_us_per_row: {
       psql_copy: usPerUnit(copy.cpuS, first.totals.read),
       first_load: usPerUnit(first.cpuS, first.totals.read),
       resync: usPerUnit(again.cpuS, first.totals.read),
+      floor: usPerUnit(floor.cpuS, first.totals.read),
     },
     targets: {
       load_at_least_0_25_of_copy: ratio >= 0.25,
@@ -216,6 +246,9 @@ try {
       `psql \\copy of the same ${(data.bytes / MiB).toFixed(1)} MiB: ${(copy.ms / 1000).toFixed(1)} s (${result.psql_copy_mib_per_s} MiB/s)`,
       `first load (sync-echo, process start included): ${(first.ms / 1000).toFixed(1)} s (${result.first_load_mib_per_s} MiB/s); ` +
         `ratio load/\\copy throughput ${ratio} (target ≥ 0.25: ${pass(result.targets.load_at_least_0_25_of_copy)})`,
+      `floor (the stored ${floor.rows} rows COPYed into the served tables, every index and key built after): ` +
+        `${(floor.ms / 1000).toFixed(1)} s; ratio floor/\\copy throughput ${floorRatio} (no loader of these tables gets above it here); ` +
+        `ratio load/floor throughput ${loadToFloor}`,
       `no-change re-sync: ${(again.ms / 1000).toFixed(1)} s; ratio re-sync/first load ${resyncRatio} (target ≤ 0.5: ${pass(result.targets.resync_at_most_half_of_load)})`,
       `peak RSS of the sync process: first load ${first.peakRssMiB} MiB, re-sync ${again.peakRssMiB} MiB (target ≤ 300: ${pass(result.targets.peak_rss_at_most_300_mib)})`,
       `CPU per row: psql ${result.cpu_us_per_row.psql_copy} µs (Postgres's own not counted), first load ${result.cpu_us_per_row.first_load} µs, re-sync ${result.cpu_us_per_row.resync} µs`,
@@ -225,6 +258,8 @@ try {
   writeFileSync(resolve(root, `bench-results/echo-${result.date.slice(0, 10)}.json`), `${JSON.stringify(result, null, 2)}\n`);
 } finally {
   if (!keepDir) rmSync(dir, { recursive: true, force: true });
+  rmSync(floorDir, { recursive: true, force: true });
   await admin.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
+  await admin.query(`DROP DATABASE IF EXISTS ${dbName}_floor WITH (FORCE)`);
   await admin.end();
 }
