@@ -338,6 +338,36 @@ describe('sync-echo: loading and syncing', () => {
     expect(runs.rows).toEqual([{ initial_load: true, outcome: 'rows_rejected' }]);
   }, 60_000);
 
+  it("a first load ends with the served tables' keys, foreign keys and indexes exactly as migrated", async () => {
+    // The first load drops them around its bulk inserts and adds them back (src/echo/rebuild.ts).
+    const definitions = async () =>
+      (
+        await db.pool.query<{ table: string; name: string; def: string }>(
+          `SELECT conrelid::regclass::text AS table, conname AS name, pg_get_constraintdef(oid) AS def
+             FROM pg_constraint WHERE connamespace = $1::text::regnamespace AND contype IN ('p', 'u', 'f')
+           UNION ALL
+           SELECT tablename, indexname, indexdef FROM pg_indexes WHERE schemaname = $1::text
+           ORDER BY 1, 2, 3`,
+          [SCHEMA],
+        )
+      ).rows;
+    const before = await definitions();
+    expect(before.filter((d) => d.table === 'violations').map((d) => d.name)).toEqual([
+      'violations_date_idx',
+      'violations_facility_id_fkey',
+      'violations_facility_idx',
+      'violations_pkey',
+      'violations_pkey',
+      'violations_program_idx',
+      'violations_severity_idx',
+      'violations_source_id_key',
+      'violations_source_id_key',
+    ]);
+    const { summary } = await syncJson(['--from', d1]);
+    expect(summary.initial_load).toBe(true);
+    expect(await definitions()).toEqual(before);
+  }, 60_000);
+
   it('a first load with --emit-events emits the events of every new violation and case', async () => {
     const { summary } = await syncJson(['--from', d1, '--emit-events']);
     expect(summary.events_emitted).toBe(true);

@@ -21,6 +21,7 @@ export async function applyLinks(run: UnitRun, file: EchoFileName): Promise<void
   const t = run.table(file);
   const s = run.summary(file);
   const distinct = await run.count(`SELECT count(*)::int AS n FROM (SELECT DISTINCT system, pgm_sys_id, registry_id FROM ${t}) d`);
+  await run.bulkInsertInto('echo_program_links');
   s.inserted = await run.count(
     `WITH ins AS (INSERT INTO echo_program_links (system, pgm_sys_id, registry_id)
        SELECT DISTINCT system, pgm_sys_id, registry_id FROM ${t} s
@@ -47,17 +48,8 @@ export async function applyFacilities(run: UnitRun, file: EchoFileName): Promise
     ${keep('naics_codes', "string_to_array(s.naics_codes, ' ')")} AS naics_codes, string_to_array(s.programs, ' ') AS programs,
     ${keep('compliance_status', 's.compliance_status')} AS compliance_status,
     ${keep('last_inspection_date', 's.last_inspection_date')} AS last_inspection_date`;
-  const newIds = await run.insertNew(
-    `INSERT INTO facilities (id, registry_id, ${cols.join(', ')}, updated_at)
-     SELECT gen_random_uuid(), s.registry_id, s.name, s.street, s.city, s.state, s.zip, s.county, s.latitude, s.longitude,
-            coalesce(string_to_array(s.naics_codes, ' '), '{}'), string_to_array(s.programs, ' '),
-            coalesce(s.compliance_status, 'no_violation'), s.last_inspection_date, $1::timestamptz
-       FROM ${t} s WHERE NOT EXISTS (SELECT 1 FROM facilities f WHERE f.registry_id = s.registry_id)
-     RETURNING id`,
-    false,
-    'facilities',
-  );
-  s.inserted = newIds.count;
+  // The stored rows are diffed before the new ones are inserted: the new ones cannot differ from
+  // the staged rows, and on a first load the diff then reads an empty table, not the load.
   const changed = run.tmp('changed');
   await run.client.query(
     `CREATE TEMP TABLE ${changed} ON COMMIT DROP AS
@@ -69,10 +61,21 @@ export async function applyFacilities(run: UnitRun, file: EchoFileName): Promise
     `UPDATE facilities f SET (${cols.join(', ')}, updated_at) = (${cols.map((c) => `c.${c}`).join(', ')}, $1::timestamptz)
        FROM ${changed} c WHERE c.id = f.id`,
   );
-  s.unchanged = (await run.accepted(file)) - s.inserted - s.changed;
   s.missing = await run.count(
     `SELECT count(*)::int AS n FROM facilities f WHERE NOT EXISTS (SELECT 1 FROM ${t} s WHERE s.registry_id = f.registry_id)`,
   );
+  const newIds = await run.insertNew(
+    `INSERT INTO facilities (id, registry_id, ${cols.join(', ')}, updated_at)
+     SELECT gen_random_uuid(), s.registry_id, s.name, s.street, s.city, s.state, s.zip, s.county, s.latitude, s.longitude,
+            coalesce(string_to_array(s.naics_codes, ' '), '{}'), string_to_array(s.programs, ' '),
+            coalesce(s.compliance_status, 'no_violation'), s.last_inspection_date, $1::timestamptz
+       FROM ${t} s WHERE NOT EXISTS (SELECT 1 FROM facilities f WHERE f.registry_id = s.registry_id)
+     RETURNING id`,
+    false,
+    'facilities',
+  );
+  s.inserted = newIds.count;
+  s.unchanged = (await run.accepted(file)) - s.inserted - s.changed;
   if (run.emit) await facilityStatusEvents(run, file, changed);
 }
 
@@ -92,6 +95,7 @@ async function linkPrograms(run: UnitRun, t: string, frs: boolean): Promise<void
   } else {
     // Known links are filtered out with an anti-join first: a re-sync then inserts nothing
     // instead of attempting (and conflicting on) every link again.
+    await run.bulkInsertInto('echo_program_links');
     await run.client.query(
       `INSERT INTO echo_program_links (system, pgm_sys_id, registry_id)
        SELECT DISTINCT n.system, n.pgm_sys_id, n.registry_id FROM (
@@ -136,6 +140,17 @@ export async function applyViolations(run: UnitRun, file: EchoFileName, idPrefix
     run.problem(s.origin, u.line, `${idColumn} '${u.pgm_sys_id}' links to no known facility`);
   }
   const cols = ['facility_id', 'program', 'violation_type', 'violation_date', 'severity', 'description', 'resolved_date'];
+  // Diffed before the insert, as the facilities are (applyFacilities).
+  s.changed = await run.update(
+    `UPDATE violations v SET (${cols.join(', ')}, updated_at) = (${cols.map((c) => `r.${c}`).join(', ')}, $1::timestamptz)
+       FROM ${r} r WHERE r.source_id = v.source_id AND r.facility_id IS NOT NULL
+        AND (${cols.map((c) => `v.${c}`).join(', ')}) IS DISTINCT FROM (${cols.map((c) => `r.${c}`).join(', ')})`,
+  );
+  s.missing = await run.count(
+    `SELECT count(*)::int AS n FROM violations v
+      WHERE starts_with(v.source_id, $1) AND NOT EXISTS (SELECT 1 FROM ${t} s WHERE s.source_id = v.source_id)`,
+    [idPrefix],
+  );
   const newIds = await run.insertNew(
     `INSERT INTO violations (id, source_id, ${cols.join(', ')}, updated_at)
      SELECT gen_random_uuid(), r.source_id, ${cols.map((c) => `r.${c}`).join(', ')}, $1::timestamptz
@@ -146,17 +161,7 @@ export async function applyViolations(run: UnitRun, file: EchoFileName, idPrefix
     'violations',
   );
   s.inserted = newIds.count;
-  s.changed = await run.update(
-    `UPDATE violations v SET (${cols.join(', ')}, updated_at) = (${cols.map((c) => `r.${c}`).join(', ')}, $1::timestamptz)
-       FROM ${r} r WHERE r.source_id = v.source_id AND r.facility_id IS NOT NULL
-        AND (${cols.map((c) => `v.${c}`).join(', ')}) IS DISTINCT FROM (${cols.map((c) => `r.${c}`).join(', ')})`,
-  );
   s.unchanged = (await run.count(`SELECT count(*)::int AS n FROM ${r} WHERE facility_id IS NOT NULL`)) - s.inserted - s.changed;
-  s.missing = await run.count(
-    `SELECT count(*)::int AS n FROM violations v
-      WHERE starts_with(v.source_id, $1) AND NOT EXISTS (SELECT 1 FROM ${t} s WHERE s.source_id = v.source_id)`,
-    [idPrefix],
-  );
   if (newIds.table) {
     const { rows } = await run.client.query<ViolationRow>(
       `SELECT v.id, v.facility_id, f.name AS facility_name, v.program, v.violation_type, v.violation_date, v.severity,

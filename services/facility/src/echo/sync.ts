@@ -1,11 +1,12 @@
 import { EVENT_TYPES, type EventType } from '@fcd/events';
-import { isoTimestamp, type Pool, withTransaction } from '@fcd/service-kit';
+import { isoTimestamp, type Pool, type PoolClient, withTransaction } from '@fcd/service-kit';
 import { FileError } from './csv';
 import { UNITS, type UnitName } from './files';
+import { KeyRebuilds } from './rebuild';
 import type { SourceEntry } from './source';
 import { emptySummary, exitCodeOf, type SyncOptions, type SyncSummary } from './sync-types';
 import type { UnitResult } from './unit-run';
-import { applyUnit, unitFiles } from './units';
+import { applyUnit, timedClient, UNIT_TABLE, unitFiles } from './units';
 
 export type { SyncSummary } from './sync-types';
 export { exitCodeOf } from './sync-types';
@@ -118,7 +119,7 @@ export async function syncEcho(opts: SyncOptions): Promise<SyncSummary> {
   return summary;
 }
 
-/** Every unit the download has, in order: each applied in its own transaction, or all planned for one dry run. */
+/** Every unit the download has, in order: each applied in its own transaction (see `transactions`), or all planned for one dry run. */
 async function runUnits(opts: SyncOptions, summary: SyncSummary, emit: boolean, collect: Collect): Promise<void> {
   const planned: Planned = [];
   for (const unit of UNITS) {
@@ -130,48 +131,96 @@ async function runUnits(opts: SyncOptions, summary: SyncSummary, emit: boolean, 
       for (const e of entries) summary.files.push({ ...emptySummary(e), error: refusal });
       continue;
     }
-    if (summary.dry_run) {
-      planned.push({ unit, entries });
-      continue;
-    }
-    let result: UnitResult | FileError;
+    planned.push({ unit, entries });
+  }
+  if (summary.dry_run) {
+    await dryRunAll(planned, opts, emit, summary.initial_load, collect);
+    return;
+  }
+  for (const group of transactions(planned, summary.initial_load)) {
+    let results: Array<UnitResult | FileError>;
     try {
-      result = await opts.retry(async () => {
+      results = await opts.retry(async () => {
         await opts.ensureLock();
-        return withTransaction(opts.pool, (client) => applyUnit(client, unit, entries, opts, emit, summary.initial_load));
+        return withTransaction(opts.pool, async (client) => {
+          const keys = summary.initial_load ? keyRebuilds(client, opts) : undefined;
+          const out =
+            group.length === 1
+              ? [await applyPlanned(client, group[0] as Planned[number], opts, emit, keys)]
+              : await applyEach(client, group, opts, emit, keys);
+          await keys?.restore();
+          return out;
+        });
       });
     } catch (err) {
       if (!(err instanceof FileError)) throw err;
-      result = err;
+      results = [err];
     }
-    collect(entries, result);
-    opts.onUnitApplied?.(unit);
+    for (const [i, { unit, entries }] of group.entries()) {
+      collect(entries, results[i] as UnitResult | FileError);
+      opts.onUnitApplied?.(unit);
+    }
   }
-  if (summary.dry_run) await dryRunAll(planned, opts, emit, summary.initial_load, collect);
 }
 
 /**
- * A dry run: every unit in one transaction (each behind a savepoint, so a refused file undoes
- * only its unit and later units see what earlier ones would have written), rolled back at the end.
+ * The transactions of a sync: one per unit, except on a first load, where consecutive units
+ * filling the same served table (the three violation sources) share one, so that table's keys
+ * and indexes are rebuilt once (rebuild.ts). A unit refused inside a shared transaction (a bad
+ * header) is undone alone (a savepoint), as when it has its own.
+ */
+function transactions(planned: Planned, firstLoad: boolean): Planned[] {
+  const groups: Planned[] = [];
+  for (const p of planned) {
+    const last = groups.at(-1)?.at(-1);
+    const shared = firstLoad && last !== undefined && UNIT_TABLE[p.unit] !== undefined && UNIT_TABLE[p.unit] === UNIT_TABLE[last.unit];
+    if (shared) (groups.at(-1) as Planned).push(p);
+    else groups.push([p]);
+  }
+  return groups;
+}
+
+/** A first load's key and index rebuilds (their statements timed in the debug log, like the units'). */
+function keyRebuilds(client: PoolClient, opts: SyncOptions): KeyRebuilds {
+  return new KeyRebuilds(opts.logger.isLevelEnabled('debug') ? timedClient(client, opts.logger, 'keys') : client);
+}
+
+function applyPlanned(client: PoolClient, p: Planned[number], opts: SyncOptions, emit: boolean, keys: KeyRebuilds | undefined) {
+  return applyUnit(client, p.unit, p.entries, opts, emit, keys);
+}
+
+/**
+ * Several units in one transaction, each behind a savepoint: a refused file (FileError) undoes
+ * only its unit and later units see what earlier ones wrote. The tables they fill lose their keys
+ * before the first savepoint, so undoing a unit never undoes that.
+ */
+async function applyEach(client: PoolClient, planned: Planned, opts: SyncOptions, emit: boolean, keys: KeyRebuilds | undefined) {
+  for (const table of new Set(planned.map((p) => UNIT_TABLE[p.unit]))) if (table !== undefined) await keys?.drop(table);
+  const out: Array<UnitResult | FileError> = [];
+  for (const p of planned) {
+    await client.query('SAVEPOINT echo_unit');
+    try {
+      out.push(await applyPlanned(client, p, opts, emit, keys));
+      await client.query('RELEASE SAVEPOINT echo_unit');
+    } catch (err) {
+      if (!(err instanceof FileError)) throw err;
+      await client.query('ROLLBACK TO SAVEPOINT echo_unit');
+      out.push(err);
+    }
+  }
+  return out;
+}
+
+/**
+ * A dry run: every unit in one transaction (applyEach: a refused file undoes only its unit and
+ * later units see what earlier ones would have written), rolled back at the end.
  */
 async function dryRunAll(planned: Planned, opts: SyncOptions, emit: boolean, firstLoad: boolean, collect: Collect): Promise<void> {
   const results = await opts
     .retry(async () => {
       await opts.ensureLock();
       return withTransaction(opts.pool, async (client) => {
-        const out: Array<UnitResult | FileError> = [];
-        for (const { unit, entries } of planned) {
-          await client.query('SAVEPOINT echo_unit');
-          try {
-            out.push(await applyUnit(client, unit, entries, opts, emit, firstLoad));
-            await client.query('RELEASE SAVEPOINT echo_unit');
-          } catch (err) {
-            if (!(err instanceof FileError)) throw err;
-            await client.query('ROLLBACK TO SAVEPOINT echo_unit');
-            out.push(err);
-          }
-        }
-        throw new DryRunRollback(out);
+        throw new DryRunRollback(await applyEach(client, planned, opts, emit, firstLoad ? keyRebuilds(client, opts) : undefined));
       });
     })
     .catch((err: unknown) => {

@@ -7,6 +7,7 @@ import { RowReason } from './codes';
 import { readCsv } from './csv';
 import { type Cell, type FileSpec, STAGES, type StageName } from './files';
 import type { EchoFileName } from './layouts';
+import type { KeyRebuilds } from './rebuild';
 import type { SourceEntry } from './source';
 import { emptySummary, type FileSummary, type RowProblem, type SyncOptions } from './sync-types';
 
@@ -48,8 +49,8 @@ export class UnitRun {
     readonly now: string,
     /** Whether the unit's changes become events. */
     readonly emit: boolean,
-    /** A first load: the served tables' secondary indexes are rebuilt after the insert (rebuildingIndexes). */
-    private readonly firstLoad = false,
+    /** On a first load: the served tables' keys and indexes, dropped before the bulk inserts (rebuild.ts). */
+    private readonly keys?: KeyRebuilds,
   ) {}
 
   problem(origin: string, line: number, reason: string): void {
@@ -159,46 +160,20 @@ export class UnitRun {
 
   /**
    * Runs an INSERT ... RETURNING id; with `keep`, the new ids (in order) go to a temp table for the events.
-   * `into` names the served table it fills: on a first load its secondary indexes are rebuilt around it.
+   * `into` names the served table it fills: on a first load its keys and indexes are dropped first.
    */
   async insertNew(sql: string, keep: boolean, into?: string): Promise<{ count: number; table?: string }> {
-    return this.rebuildingIndexes(into, async () => {
-      if (!keep) return { count: await this.count(`WITH ins AS (${sql}) SELECT count(*)::int AS n FROM ins`, [this.now]) };
-      const table = this.tmp('new');
-      await this.client.query(`CREATE TEMP TABLE ${table} (seq bigint GENERATED ALWAYS AS IDENTITY, id uuid) ON COMMIT DROP`);
-      const { rowCount } = await this.client.query(`WITH ins AS (${sql}) INSERT INTO ${table} (id) SELECT id FROM ins`, [this.now]);
-      return { count: rowCount ?? 0, table };
-    });
+    if (into !== undefined) await this.keys?.drop(into);
+    if (!keep) return { count: await this.count(`WITH ins AS (${sql}) SELECT count(*)::int AS n FROM ins`, [this.now]) };
+    const table = this.tmp('new');
+    await this.client.query(`CREATE TEMP TABLE ${table} (seq bigint GENERATED ALWAYS AS IDENTITY, id uuid) ON COMMIT DROP`);
+    const { rowCount } = await this.client.query(`WITH ins AS (${sql}) INSERT INTO ${table} (id) SELECT id FROM ins`, [this.now]);
+    return { count: rowCount ?? 0, table };
   }
 
-  /**
-   * On a first load, runs `fn` (the bulk insert into `table`) with the table's secondary B-tree
-   * and GIN indexes dropped, and creates them again from their definitions before the unit goes
-   * on: one sorted build per index is several times cheaper than maintaining each index row by
-   * row for millions of rows (the GIN trigram index above all). The primary key and unique indexes
-   * stay (they enforce the keys and serve the diff), and so do GiST indexes: a GiST build inserts
-   * every row anyway, so rebuilding saves nothing (measured: slower). DDL is transactional: a unit
-   * that fails or is killed rolls back to the original indexes. Readers of the table wait for the
-   * unit's commit (the unit holds the table exclusively meanwhile); on a first load there is
-   * nothing to read yet. Later syncs insert few rows and keep the indexes.
-   */
-  private async rebuildingIndexes<T>(table: string | undefined, fn: () => Promise<T>): Promise<T> {
-    if (!this.firstLoad || table === undefined) return fn();
-    const { rows } = await this.client.query<{ name: string; def: string }>(
-      `SELECT i.indexrelid::regclass::text AS name, pg_get_indexdef(i.indexrelid) AS def
-         FROM pg_index i
-        WHERE i.indrelid = $1::regclass AND NOT i.indisunique AND NOT i.indisprimary AND NOT i.indisexclusion
-          AND (SELECT am.amname FROM pg_class c JOIN pg_am am ON am.oid = c.relam WHERE c.oid = i.indexrelid) IN ('btree', 'gin')
-          AND NOT EXISTS (SELECT 1 FROM pg_constraint c WHERE c.conindid = i.indexrelid)
-        ORDER BY 1`,
-      [table],
-    );
-    if (rows.length > 0) await this.client.query(`DROP INDEX ${rows.map((r) => r.name).join(', ')}`);
-    const result = await fn();
-    await this.client.query("SET LOCAL maintenance_work_mem = '256MB'");
-    for (const r of rows) await this.client.query(r.def);
-    await this.client.query('SET LOCAL maintenance_work_mem TO DEFAULT');
-    return result;
+  /** Before a bulk insert into `table` not made by insertNew: on a first load its keys and indexes go first (rebuild.ts). */
+  async bulkInsertInto(table: string): Promise<void> {
+    await this.keys?.drop(table);
   }
 
   async update(sql: string): Promise<number> {

@@ -4,6 +4,7 @@ import { lockIngestion, writeOutbox } from '../store/ingest';
 import { applyCases, applyFacilities, applyLinks, applyViolations } from './apply';
 import { FILE_SPECS, type FileSpec, type UnitName } from './files';
 import type { EchoFileName } from './layouts';
+import type { KeyRebuilds } from './rebuild';
 import type { EchoSource, SourceEntry } from './source';
 import type { SyncOptions } from './sync-types';
 import { type UnitResult, UnitRun } from './unit-run';
@@ -30,6 +31,20 @@ export function unitFiles(unit: UnitName, source: EchoSource): { entries: Source
   return { entries: present, skipped: [] };
 }
 
+/**
+ * The served table a unit's bulk insert fills (links write only their own table). On a first
+ * load, consecutive units filling the same table share one transaction, so the table's keys and
+ * indexes are dropped and rebuilt once (rebuild.ts), not once per unit.
+ */
+export const UNIT_TABLE: Record<UnitName, string | undefined> = {
+  links: undefined,
+  facilities: 'facilities',
+  'icis-air': 'violations',
+  rcra: 'violations',
+  npdes: 'violations',
+  cases: undefined,
+};
+
 const VIOLATION_UNITS: Partial<Record<UnitName, { file: EchoFileName; prefix: string; system: string; idColumn: string }>> = {
   'icis-air': { file: 'ICIS-AIR_VIOLATION_HISTORY.csv', prefix: 'ICIS-AIR:', system: 'AIR', idColumn: 'PGM_SYS_ID' },
   rcra: { file: 'RCRA_VIOLATIONS.csv', prefix: 'RCRA:', system: 'RCRAINFO', idColumn: 'ID_NUMBER' },
@@ -37,7 +52,7 @@ const VIOLATION_UNITS: Partial<Record<UnitName, { file: EchoFileName; prefix: st
 };
 
 /** The client with each statement's duration logged (debug level: where a sync spends its time). */
-function timedClient(client: PoolClient, log: Logger, unit: UnitName): PoolClient {
+export function timedClient(client: PoolClient, log: Logger, unit: UnitName | 'keys'): PoolClient {
   const query = client.query.bind(client) as (...args: unknown[]) => unknown;
   return new Proxy(client, {
     get(target, prop, receiver) {
@@ -66,13 +81,13 @@ export async function applyUnit(
   entries: SourceEntry[],
   opts: SyncOptions,
   emit: boolean,
-  firstLoad: boolean,
+  keys: KeyRebuilds | undefined,
 ): Promise<UnitResult> {
   // Serialises with the ingestion API and the import/simulate CLIs (they take the same lock).
   await lockIngestion(client);
   const log = opts.logger;
   const debug = log.isLevelEnabled('debug');
-  const run = new UnitRun(debug ? timedClient(client, log, unit) : client, opts, isoTimestamp(opts.clock.now()), emit, firstLoad);
+  const run = new UnitRun(debug ? timedClient(client, log, unit) : client, opts, isoTimestamp(opts.clock.now()), emit, keys);
   for (const entry of entries) {
     const started = performance.now();
     await run.stage(entry, SPEC_BY_FILE.get(entry.file) as FileSpec);
