@@ -454,6 +454,29 @@ describe('sync-echo: loading and syncing', () => {
     expect(new Set(all.map((e) => e.id)).size).toBe(5);
   }, 90_000);
 
+  it('a later download updates a changed violation without an event and rejects a repeated violation id with its line', async () => {
+    await syncJson(['--from', d1]);
+    const d = download1();
+    const npdes = d['NPDES_SE_VIOLATIONS.csv'] ?? [];
+    d['NPDES_SE_VIOLATIONS.csv'] = [
+      ...npdes.map((r) => (r.NPDES_VIOLATION_ID === '1000000001' ? { ...r, SINGLE_EVENT_END_DATE: '08/10/2022' } : r)),
+      { ...(npdes[1] as Record<string, string>), VIOLATION_DESC: 'Failure to Notify (repeated)' },
+    ];
+    const { summary } = await syncJson(['--from', await writeDownload(d)]);
+    expect(counts(summary)['NPDES_SE_VIOLATIONS.csv']).toEqual([3, 0, 1, 1, 1, 0, 0]);
+    expect(errorLines(summary).filter((l) => l.includes('NPDES'))).toEqual([
+      'npdes_downloads.zip:NPDES_SE_VIOLATIONS.csv:5: violation NPDES:1000000002 repeats line 4',
+    ]);
+    const { rows } = await db.pool.query(
+      "SELECT source_id, to_char(resolved_date, 'YYYY-MM-DD') AS resolved, description FROM violations WHERE source_id LIKE 'NPDES:%' ORDER BY 1",
+    );
+    expect(rows).toEqual([
+      { source_id: 'NPDES:1000000001', resolved: '2022-08-10', description: 'Sanitary Sewer Overflow' },
+      { source_id: 'NPDES:1000000002', resolved: '2022-09-01', description: 'Failure to Notify' },
+    ]);
+    expect(await outboxEvents(db.pool)).toEqual([]);
+  }, 60_000);
+
   it('a first load killed part-way stays a first load when run again (no events)', async () => {
     await syncKilledInCasesUnit(d1);
     const rerun = await syncJson(['--from', d1]);

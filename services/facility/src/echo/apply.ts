@@ -123,14 +123,23 @@ export async function applyViolations(run: UnitRun, file: EchoFileName, idPrefix
   const t = run.table(file);
   const s = run.summary(file);
   await run.rejectDuplicates(file, 'source_id', 'violation');
+  const cols = ['facility_id', 'program', 'violation_type', 'violation_date', 'severity', 'description', 'resolved_date'];
+  const next = (c: string) => (c === 'facility_id' ? 'fl.id' : `s.${c}`);
+  // One join classifies every staged row: the facility its program id links to, the stored
+  // violation of the same id, and whether that one differs. The update, the insert and the
+  // counts then read this table instead of joining the stored violations three times.
   const r = run.tmp('resolved');
   await run.client.query(
     `CREATE TEMP TABLE ${r} ON COMMIT DROP AS
-     SELECT s.*, fl.id AS facility_id FROM ${t} s LEFT JOIN (
-       SELECT DISTINCT ON (l.pgm_sys_id) l.pgm_sys_id, f.id
-         FROM echo_program_links l JOIN facilities f ON f.registry_id = l.registry_id
-        WHERE l.system = $1 ORDER BY l.pgm_sys_id, f.registry_id) fl ON fl.pgm_sys_id = s.pgm_sys_id`,
-    [system],
+     SELECT s.*, fl.id AS facility_id, v.id AS stored_id,
+            fl.id IS NOT NULL AND v.id IS NOT NULL
+              AND (${cols.map((c) => `v.${c}`).join(', ')}) IS DISTINCT FROM (${cols.map(next).join(', ')}) AS differs
+       FROM ${t} s
+       LEFT JOIN (SELECT DISTINCT ON (l.pgm_sys_id) l.pgm_sys_id, f.id
+                    FROM echo_program_links l JOIN facilities f ON f.registry_id = l.registry_id
+                   WHERE l.system = $1 ORDER BY l.pgm_sys_id, f.registry_id) fl ON fl.pgm_sys_id = s.pgm_sys_id
+       LEFT JOIN violations v ON v.source_id = s.source_id AND starts_with(v.source_id, $2)`,
+    [system, idPrefix],
   );
   const unlinked = await run.client.query<{ line: number; pgm_sys_id: string }>(
     `SELECT line, pgm_sys_id FROM ${r} WHERE facility_id IS NULL ORDER BY line`,
@@ -139,22 +148,20 @@ export async function applyViolations(run: UnitRun, file: EchoFileName, idPrefix
     s.rejected++;
     run.problem(s.origin, u.line, `${idColumn} '${u.pgm_sys_id}' links to no known facility`);
   }
-  const cols = ['facility_id', 'program', 'violation_type', 'violation_date', 'severity', 'description', 'resolved_date'];
-  // Diffed before the insert, as the facilities are (applyFacilities).
   s.changed = await run.update(
     `UPDATE violations v SET (${cols.join(', ')}, updated_at) = (${cols.map((c) => `r.${c}`).join(', ')}, $1::timestamptz)
-       FROM ${r} r WHERE r.source_id = v.source_id AND r.facility_id IS NOT NULL
-        AND (${cols.map((c) => `v.${c}`).join(', ')}) IS DISTINCT FROM (${cols.map((c) => `r.${c}`).join(', ')})`,
+       FROM ${r} r WHERE r.differs AND v.id = r.stored_id`,
   );
+  // Stored violations of this source the download no longer has (a staged id matches at most one).
   s.missing = await run.count(
-    `SELECT count(*)::int AS n FROM violations v
-      WHERE starts_with(v.source_id, $1) AND NOT EXISTS (SELECT 1 FROM ${t} s WHERE s.source_id = v.source_id)`,
+    `SELECT ((SELECT count(*) FROM violations WHERE starts_with(source_id, $1))
+           - (SELECT count(*) FROM ${r} WHERE stored_id IS NOT NULL))::int AS n`,
     [idPrefix],
   );
   const newIds = await run.insertNew(
     `INSERT INTO violations (id, source_id, ${cols.join(', ')}, updated_at)
      SELECT gen_random_uuid(), r.source_id, ${cols.map((c) => `r.${c}`).join(', ')}, $1::timestamptz
-       FROM ${r} r WHERE r.facility_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM violations v WHERE v.source_id = r.source_id)
+       FROM ${r} r WHERE r.facility_id IS NOT NULL AND r.stored_id IS NULL
       ORDER BY r.line
      RETURNING id`,
     run.emit,

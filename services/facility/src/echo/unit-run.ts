@@ -129,8 +129,9 @@ export class UnitRun {
   async rejectDuplicates(file: EchoFileName, key: string, what: string): Promise<void> {
     const t = this.table(file);
     const { rows } = await this.client.query<{ line: number; first: number; key: string }>(
-      `WITH d AS (SELECT line, ${key} AS key, min(line) OVER (PARTITION BY ${key}) AS first FROM ${t})
-       DELETE FROM ${t} s USING d WHERE s.line = d.line AND d.line <> d.first RETURNING d.line, d.first, d.key`,
+      // Only the repeated keys are joined back (usually none), not every staged row.
+      `WITH d AS (SELECT ${key} AS key, min(line) AS first FROM ${t} GROUP BY 1 HAVING count(*) > 1)
+       DELETE FROM ${t} s USING d WHERE s.${key} = d.key AND s.line <> d.first RETURNING s.line, d.first, d.key`,
     );
     const s = this.summary(file);
     for (const r of rows.sort((a, b) => a.line - b.line)) {
