@@ -43,6 +43,16 @@ async function create(): Promise<{ id: string; secret: string }> {
 }
 
 /** A delivery with `failures` failed attempts and optionally a final success, as the dispatcher records them. */
+let lastCreated = 0;
+/**
+ * Date.now(), strictly increasing: deliveries listed newest first are ordered by created_at (the
+ * fan-out's `now`), and two made in the same millisecond would fall back to their random ids.
+ */
+function creationTime(): number {
+  lastCreated = Math.max(Date.now(), lastCreated + 1);
+  return lastCreated;
+}
+
 async function deliveryWithAttempts(subscriptionId: string, failures: number, succeed: boolean): Promise<string> {
   const facility = randomUUID();
   const event = {
@@ -52,7 +62,7 @@ async function deliveryWithAttempts(subscriptionId: string, failures: number, su
     data: { violation: { facility_id: facility } },
   };
   // Every subscription of this file watches all facilities: pick this subscription's delivery.
-  await deliveries.fanOut({ id: event.id, type: event.type, body: JSON.stringify(event), facilityIds: [facility] }, Date.now());
+  await deliveries.fanOut({ id: event.id, type: event.type, body: JSON.stringify(event), facilityIds: [facility] }, creationTime());
   const found = await ctx.pool.query<{ id: string }>('SELECT id FROM webhook.deliveries WHERE subscription_id = $1 AND event_id = $2', [
     subscriptionId,
     event.id,
