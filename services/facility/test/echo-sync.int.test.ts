@@ -9,6 +9,7 @@ import type { Pool } from '@fcd/service-kit';
 import { repoRoot } from '@fcd/testing';
 import pg from 'pg';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { KeyRebuilds } from '../src/echo/rebuild';
 import type { SyncSummary } from '../src/echo/sync';
 import { createFacilityMetrics } from '../src/metrics';
 import { SCHEMA, schemaConnectionString } from '../src/store/db';
@@ -366,6 +367,27 @@ describe('sync-echo: loading and syncing', () => {
     const { summary } = await syncJson(['--from', d1]);
     expect(summary.initial_load).toBe(true);
     expect(await definitions()).toEqual(before);
+  }, 60_000);
+
+  it("while a first load's violations load without their keys, the facilities stay readable (no lock on them)", async () => {
+    await syncJson(['--from', d1]);
+    const loader = await db.pool.connect();
+    const reader = await db.pool.connect();
+    try {
+      await loader.query('BEGIN');
+      await new KeyRebuilds(loader).drop('violations');
+      const held = await loader.query<{ name: string }>(
+        "SELECT conname AS name FROM pg_constraint WHERE conrelid = 'violations'::regclass AND contype IN ('p', 'u', 'f') ORDER BY 1",
+      );
+      expect(held.rows.map((r) => r.name)).toEqual(['violations_facility_id_fkey']);
+      await reader.query("SET lock_timeout = '2s'");
+      const { rows } = await reader.query<{ n: number }>('SELECT count(*)::int AS n FROM facilities');
+      expect(rows[0]?.n).toBe(4);
+      await loader.query('ROLLBACK');
+    } finally {
+      loader.release();
+      reader.release();
+    }
   }, 60_000);
 
   it('a first load with --emit-events emits the events of every new violation and case', async () => {
