@@ -9,19 +9,20 @@ interface Definition {
 
 /**
  * What a first load takes off `table` around its bulk insert, read from the catalogs so it
- * follows the migrations: its primary key and unique constraints that no foreign key references,
- * and its other B-tree and GIN indexes. Foreign keys stay, and so do the keys they reference:
- * dropping either locks the other table too (ACCESS EXCLUSIVE on both), so the API could not read
- * the facilities while the violations load. GiST indexes stay: a GiST build inserts every row
- * anyway, so rebuilding one saves nothing (measured: slower).
+ * follows the migrations: the foreign keys from and to the table, its primary key and unique
+ * constraints, and its other B-tree and GIN indexes. GiST indexes stay: a GiST build inserts
+ * every row anyway, so rebuilding one saves nothing (measured: slower).
  */
-async function definitions(client: PoolClient, table: string): Promise<{ keys: Definition[]; indexes: Definition[] }> {
-  const keys = await client.query<Definition>(
-    `SELECT c.conrelid::regclass::text AS table, quote_ident(c.conname) AS name, pg_get_constraintdef(c.oid) AS def
+async function definitions(
+  client: PoolClient,
+  table: string,
+): Promise<{ foreign: Definition[]; keys: Definition[]; indexes: Definition[] }> {
+  const constraints = await client.query<Definition & { type: string }>(
+    `SELECT c.conrelid::regclass::text AS table, quote_ident(c.conname) AS name, c.contype AS type, pg_get_constraintdef(c.oid) AS def
        FROM pg_constraint c
-      WHERE c.contype IN ('p', 'u') AND c.conrelid = $1::regclass
-        AND NOT EXISTS (SELECT 1 FROM pg_constraint fk WHERE fk.contype = 'f' AND fk.conindid = c.conindid)
-      ORDER BY c.conname`,
+      WHERE (c.contype IN ('p', 'u') AND c.conrelid = $1::regclass)
+         OR (c.contype = 'f' AND (c.conrelid = $1::regclass OR c.confrelid = $1::regclass))
+      ORDER BY c.contype, c.conname`,
     [table],
   );
   const indexes = await client.query<Definition>(
@@ -33,23 +34,30 @@ async function definitions(client: PoolClient, table: string): Promise<{ keys: D
       ORDER BY 1`,
     [table],
   );
-  return { keys: keys.rows, indexes: indexes.rows };
+  return {
+    foreign: constraints.rows.filter((c) => c.type === 'f'),
+    keys: constraints.rows.filter((c) => c.type !== 'f'),
+    indexes: indexes.rows,
+  };
 }
 
 /**
- * A first load's bulk inserts run without the served tables' keys and B-tree/GIN indexes
- * (definitions above): `drop(table)` before the first insert into a table, `restore()` before
- * the transaction commits adds them back from their definitions. One sorted build per index is
- * several times cheaper than maintaining each of them row by row (docs/benchmarks.md: 200,000
- * violations COPYed in 3.3 s with their primary and unique keys, well under 1 s without, and
- * 0.4 s to build those keys). A key is checked when it is added: a duplicate fails the
- * transaction, which rolls back to the original definitions (DDL is transactional), so nothing
- * weaker is ever committed. What runs between must not need the keys (no ON CONFLICT on them;
- * joins use hash plans instead of the indexes). Readers of the table wait for the commit (the
- * transaction holds it exclusively); on a first load there is nothing of it to read yet.
+ * A first load's bulk inserts run without the served tables' keys, foreign keys and B-tree/GIN
+ * indexes: `drop(table)` before the first insert into a table, `restore()` before the
+ * transaction commits adds everything back from its definitions. One sorted build per index (and
+ * one validating join per foreign key) is several times cheaper than maintaining each of them row
+ * by row (docs/benchmarks.md: 200,000 violations COPYed in 3.3 s with their keys, 0.8 s without,
+ * 0.6 s to build them). The keys are checked when they are added: a duplicate or a dangling
+ * reference fails the transaction, which rolls back to the original definitions (DDL is
+ * transactional), so nothing weaker is ever committed. What runs between must not need the keys
+ * (no ON CONFLICT on them; joins use hash plans instead of the indexes). Dropping a foreign key
+ * locks both of its tables (ACCESS EXCLUSIVE), so a first load fills the facilities and the
+ * violations in one transaction (sync.ts): the API reads neither until both are there.
  */
 export class KeyRebuilds {
   private readonly dropped = new Map<string, Awaited<ReturnType<typeof definitions>>>();
+  /** Constraints already dropped (a foreign key belongs to both of its tables). */
+  private readonly droppedNames = new Set<string>();
 
   constructor(private readonly client: PoolClient) {}
 
@@ -57,19 +65,26 @@ export class KeyRebuilds {
   async drop(table: string): Promise<void> {
     if (this.dropped.has(table)) return;
     const defs = await definitions(this.client, table);
-    for (const c of defs.keys) await this.client.query(`ALTER TABLE ${c.table} DROP CONSTRAINT ${c.name}`);
-    if (defs.indexes.length > 0) await this.client.query(`DROP INDEX ${defs.indexes.map((r) => r.name).join(', ')}`);
-    this.dropped.set(table, defs);
+    const fresh = (c: Definition) => !this.droppedNames.has(`${c.table}.${c.name}`);
+    const mine = { foreign: defs.foreign.filter(fresh), keys: defs.keys.filter(fresh), indexes: defs.indexes };
+    for (const c of [...mine.foreign, ...mine.keys]) {
+      await this.client.query(`ALTER TABLE ${c.table} DROP CONSTRAINT ${c.name}`);
+      this.droppedNames.add(`${c.table}.${c.name}`);
+    }
+    if (mine.indexes.length > 0) await this.client.query(`DROP INDEX ${mine.indexes.map((r) => r.name).join(', ')}`);
+    this.dropped.set(table, mine);
   }
 
-  /** Adds back everything dropped: the keys, then the indexes. */
+  /** Adds back everything dropped: keys first (the foreign keys reference them), then the indexes. */
   async restore(): Promise<void> {
     if (this.dropped.size === 0) return;
     const all = [...this.dropped.values()];
     await this.client.query("SET LOCAL maintenance_work_mem = '256MB'");
     for (const c of all.flatMap((d) => d.keys)) await this.client.query(`ALTER TABLE ${c.table} ADD CONSTRAINT ${c.name} ${c.def}`);
+    for (const c of all.flatMap((d) => d.foreign)) await this.client.query(`ALTER TABLE ${c.table} ADD CONSTRAINT ${c.name} ${c.def}`);
     for (const r of all.flatMap((d) => d.indexes)) await this.client.query(r.def);
     await this.client.query('SET LOCAL maintenance_work_mem TO DEFAULT');
     this.dropped.clear();
+    this.droppedNames.clear();
   }
 }

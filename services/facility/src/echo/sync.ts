@@ -164,16 +164,17 @@ async function runUnits(opts: SyncOptions, summary: SyncSummary, emit: boolean, 
 }
 
 /**
- * The transactions of a sync: one per unit, except on a first load, where consecutive units
- * filling the same served table (the three violation sources) share one, so that table's keys
- * and indexes are rebuilt once (rebuild.ts). A unit refused inside a shared transaction (a bad
- * header) is undone alone (a savepoint), as when it has its own.
+ * The transactions of a sync: one per unit, except on a first load, where the units filling
+ * the served tables (facilities and the three violation sources) share one: each table's keys and
+ * indexes are rebuilt once, and the foreign key between them can be dropped, which locks both
+ * tables, while neither has anything committed to read (rebuild.ts). A unit refused inside a
+ * shared transaction (a bad header) is undone alone (a savepoint), as when it has its own.
  */
 function transactions(planned: Planned, firstLoad: boolean): Planned[] {
   const groups: Planned[] = [];
   for (const p of planned) {
     const last = groups.at(-1)?.at(-1);
-    const shared = firstLoad && last !== undefined && UNIT_TABLE[p.unit] !== undefined && UNIT_TABLE[p.unit] === UNIT_TABLE[last.unit];
+    const shared = firstLoad && last !== undefined && UNIT_TABLE[p.unit] !== undefined && UNIT_TABLE[last.unit] !== undefined;
     if (shared) (groups.at(-1) as Planned).push(p);
     else groups.push([p]);
   }

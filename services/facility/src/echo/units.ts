@@ -33,8 +33,8 @@ export function unitFiles(unit: UnitName, source: EchoSource): { entries: Source
 
 /**
  * The served table a unit's bulk insert fills (links write only their own table). On a first
- * load, consecutive units filling the same table share one transaction, so the table's keys and
- * indexes are dropped and rebuilt once (rebuild.ts), not once per unit.
+ * load, the units filling these tables share one transaction, so their keys and indexes are
+ * dropped and rebuilt once (rebuild.ts, sync.ts `transactions`), not once per unit.
  */
 export const UNIT_TABLE: Record<UnitName, string | undefined> = {
   links: undefined,
