@@ -162,8 +162,10 @@ export class EventLog {
   async recover(r: RecoveryRequest): Promise<RecoveryResult> {
     return withTransaction(this.pool, async (client) => {
       await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`webhook.recover:${r.subscriptionId}`]);
+      // Locked for the transaction: a concurrent delete waits for the deliveries written here
+      // (and takes them with it) instead of failing their foreign key.
       const sub = await client.query<{ events: string[]; facility_ids: string[] | null; is_active: boolean }>(
-        'SELECT events, facility_ids::text[] AS facility_ids, is_active FROM webhook.subscriptions WHERE id = $1',
+        'SELECT events, facility_ids::text[] AS facility_ids, is_active FROM webhook.subscriptions WHERE id = $1 FOR KEY SHARE',
         [r.subscriptionId],
       );
       const row = sub.rows[0];

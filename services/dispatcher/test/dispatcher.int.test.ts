@@ -372,6 +372,7 @@ describe('timeouts, destinations, secrets, manual deliveries', () => {
       body,
       now: Date.now(),
     });
+    if (!created) throw new Error('the test delivery was not created');
     dispatcher.worker.nudge();
     await eventually(
       () => store.get(sub.id, created.id),

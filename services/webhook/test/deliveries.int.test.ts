@@ -222,6 +222,27 @@ describe('POST /v1/webhooks/{id}/test', () => {
     expect(res.statusCode).toBe(400);
     expect(res.json().error.details.fields[0].field).toBe('is_active');
   });
+
+  it('writes nothing, and does not fail, for a subscription deleted or deactivated after it was read (a concurrent request)', async () => {
+    // sendTest reads the subscription, then writes the delivery: these are the writes a concurrent
+    // DELETE or PATCH lets through between the two (the fuzz test once got a 500 there).
+    const gone = await create();
+    const paused = await create();
+    await call({ method: 'DELETE', url: `/v1/webhooks/${gone.id}` });
+    await call({ method: 'PATCH', url: `/v1/webhooks/${paused.id}`, payload: { is_active: false } });
+    for (const sub of [gone, paused]) {
+      const manual = {
+        id: `dlv_${randomUUID()}`,
+        subscriptionId: sub.id,
+        eventId: `evt_${randomUUID()}`,
+        eventType: 'webhook.test',
+        body: '{}',
+      };
+      expect(await deliveries.createManual({ ...manual, now: Date.now() })).toBeUndefined();
+      const { rows } = await ctx.pool.query('SELECT id FROM webhook.deliveries WHERE id = $1', [manual.id]);
+      expect(rows).toEqual([]);
+    }
+  });
 });
 
 describe('POST /v1/webhooks/{id}/rotate-secret', () => {

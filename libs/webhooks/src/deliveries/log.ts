@@ -167,14 +167,28 @@ export class DeliveryLog {
   }
 
   /** A manual delivery of a given event (the `webhook.test` event), due now. */
-  async createManual(input: { id: string; subscriptionId: string; eventId: string; eventType: string; body: string; now: number }) {
+  /**
+   * A manual delivery (a test event) of an active subscription; undefined when the subscription
+   * is gone or inactive by the time it is written. Its row is locked for the insert, so a
+   * concurrent delete either waits for it or wins (and takes the delivery with it): never a
+   * foreign-key error.
+   */
+  async createManual(input: {
+    id: string;
+    subscriptionId: string;
+    eventId: string;
+    eventType: string;
+    body: string;
+    now: number;
+  }): Promise<DeliveryView | undefined> {
     const at = new Date(input.now);
-    await this.pool.query(
-      `INSERT INTO webhook.deliveries (id, subscription_id, event_id, event_type, body, status, manual, attempt_count, next_attempt_at, created_at, updated_at)
-       VALUES ($1, $2, $3, $4, $5, 'pending', true, 0, $6, $6, $6)`,
+    const { rowCount } = await this.pool.query(
+      `WITH s AS (SELECT id FROM webhook.subscriptions WHERE id = $2 AND is_active FOR KEY SHARE)
+       INSERT INTO webhook.deliveries (id, subscription_id, event_id, event_type, body, status, manual, attempt_count, next_attempt_at, created_at, updated_at)
+       SELECT $1, s.id, $3, $4, $5, 'pending', true, 0, $6, $6, $6 FROM s`,
       [input.id, input.subscriptionId, input.eventId, input.eventType, input.body, at],
     );
-    return this.get(input.subscriptionId, input.id) as Promise<DeliveryView>;
+    return rowCount === 0 ? undefined : this.get(input.subscriptionId, input.id);
   }
 
   private async attemptsOf(ids: string[]): Promise<Map<string, AttemptRow[]>> {

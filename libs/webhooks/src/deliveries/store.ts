@@ -27,7 +27,7 @@ export class DeliveryStore extends DispatchQueue {
     return this.log.retry(subscriptionId, deliveryId, now);
   }
 
-  createManual(input: Parameters<DeliveryLog['createManual']>[0]): Promise<DeliveryView> {
+  createManual(input: Parameters<DeliveryLog['createManual']>[0]): Promise<DeliveryView | undefined> {
     return this.log.createManual(input);
   }
 }

@@ -234,7 +234,7 @@ export class WebhookService {
       created_at: new Date(now).toISOString(),
       data: { webhook_id: id, message: 'This is a test event sent from the webhook settings.' },
     });
-    return this.options.deliveries.createManual({
+    const delivery = await this.options.deliveries.createManual({
       id: prefixedId('dlv', this.ids),
       subscriptionId: id,
       eventId,
@@ -242,6 +242,10 @@ export class WebhookService {
       body,
       now,
     });
+    // Deleted or deactivated since it was read (a concurrent request): answered as if that had come
+    // first (get throws the 404 of a deleted one).
+    if (!delivery) throw (await this.get(account, id)).is_active ? subscriptionNotFound() : inactiveProblem();
+    return delivery;
   }
 
   /**
