@@ -42,7 +42,6 @@ async function create(): Promise<{ id: string; secret: string }> {
   return res.json().data;
 }
 
-/** A delivery with `failures` failed attempts and optionally a final success, as the dispatcher records them. */
 let lastCreated = 0;
 /**
  * Date.now(), strictly increasing: deliveries listed newest first are ordered by created_at (the
@@ -53,6 +52,7 @@ function creationTime(): number {
   return lastCreated;
 }
 
+/** A delivery with `failures` failed attempts and optionally a final success, as the dispatcher records them. */
 async function deliveryWithAttempts(subscriptionId: string, failures: number, succeed: boolean): Promise<string> {
   const facility = randomUUID();
   const event = {

@@ -166,9 +166,9 @@ export class DeliveryLog {
     return this.get(subscriptionId, deliveryId);
   }
 
-  /** A manual delivery of a given event (the `webhook.test` event), due now. */
   /**
-   * A manual delivery (a test event) of an active subscription; undefined when the subscription
+   * A manual delivery of a given event (the `webhook.test` event), due now, of an active
+   * subscription; undefined when the subscription
    * is gone or inactive by the time it is written. Its row is locked for the insert, so a
    * concurrent delete either waits for it or wins (and takes the delivery with it): never a
    * foreign-key error.
