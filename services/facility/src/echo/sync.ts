@@ -138,24 +138,15 @@ async function runUnits(opts: SyncOptions, summary: SyncSummary, emit: boolean, 
     return;
   }
   for (const group of transactions(planned, summary.initial_load)) {
-    let results: Array<UnitResult | FileError>;
-    try {
-      results = await opts.retry(async () => {
-        await opts.ensureLock();
-        return withTransaction(opts.pool, async (client) => {
-          const keys = summary.initial_load ? keyRebuilds(client, opts) : undefined;
-          const out =
-            group.length === 1
-              ? [await applyPlanned(client, group[0] as Planned[number], opts, emit, keys)]
-              : await applyEach(client, group, opts, emit, keys);
-          await keys?.restore();
-          return out;
-        });
+    const results = await opts.retry(async () => {
+      await opts.ensureLock();
+      return withTransaction(opts.pool, async (client) => {
+        const keys = summary.initial_load ? keyRebuilds(client, opts) : undefined;
+        const out = await applyEach(client, group, opts, emit, keys);
+        await keys?.restore();
+        return out;
       });
-    } catch (err) {
-      if (!(err instanceof FileError)) throw err;
-      results = [err];
-    }
+    });
     for (const [i, { unit, entries }] of group.entries()) {
       collect(entries, results[i] as UnitResult | FileError);
       opts.onUnitApplied?.(unit);
@@ -186,13 +177,9 @@ function keyRebuilds(client: PoolClient, opts: SyncOptions): KeyRebuilds {
   return new KeyRebuilds(opts.logger.isLevelEnabled('debug') ? timedClient(client, opts.logger, 'keys') : client);
 }
 
-function applyPlanned(client: PoolClient, p: Planned[number], opts: SyncOptions, emit: boolean, keys: KeyRebuilds | undefined) {
-  return applyUnit(client, p.unit, p.entries, opts, emit, keys);
-}
-
 /**
- * Several units in one transaction, each behind a savepoint: a refused file (FileError) undoes
- * only its unit and later units see what earlier ones wrote. The tables they fill lose their keys
+ * The units of one transaction, each behind a savepoint: a refused file (FileError) undoes only
+ * its unit (nothing of it written) and later units see what earlier ones wrote. The tables they fill lose their keys
  * before the first savepoint, so undoing a unit never undoes that.
  */
 async function applyEach(client: PoolClient, planned: Planned, opts: SyncOptions, emit: boolean, keys: KeyRebuilds | undefined) {
@@ -201,7 +188,7 @@ async function applyEach(client: PoolClient, planned: Planned, opts: SyncOptions
   for (const p of planned) {
     await client.query('SAVEPOINT echo_unit');
     try {
-      out.push(await applyPlanned(client, p, opts, emit, keys));
+      out.push(await applyUnit(client, p.unit, p.entries, opts, emit, keys));
       await client.query('RELEASE SAVEPOINT echo_unit');
     } catch (err) {
       if (!(err instanceof FileError)) throw err;
