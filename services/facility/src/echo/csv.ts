@@ -58,10 +58,12 @@ async function* csvRecords(input: AsyncIterable<Buffer>): AsyncGenerator<{ recor
     parser ??= new Papa.Parser({ delimiter: ',', quoteChar: '"', newline: /^[^\n]*\r\n/.test(text) ? '\r\n' : '\n' });
     const result = parser.parse(text, 0, !final) as Papa.ParseResult<string[]>;
     const error = result.errors[0];
+    // Only a quoted field can hold a line break: text without quotes needs no count per record.
+    const quoted = text.includes('"');
     for (const [i, record] of result.data.entries()) {
       if (error && i >= (error.row ?? 0)) break;
       const start = line;
-      line += 1 + innerLineBreaks(record);
+      line += quoted ? 1 + innerLineBreaks(record) : 1;
       if (record.length === 1 && record[0] === '') continue;
       yield { record, line: start };
     }
