@@ -27,6 +27,20 @@ export function childrenCpuSeconds() {
   return (Number(fields[13]) + Number(fields[14])) / CLK_TCK;
 }
 
+/**
+ * The machine's CPU time so far (/proc/stat, every core): `busy` (everything but idle and iowait)
+ * and `total`, in clock ticks. The busy share of a window is the difference of two readings.
+ */
+export function machineCpu() {
+  const [, ...ticks] = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).map(Number);
+  // user nice system idle iowait irq softirq steal (guest time is already inside user).
+  const total = ticks.slice(0, 8).reduce((a, b) => a + b, 0);
+  return { busy: total - ticks[3] - ticks[4], total };
+}
+
+/** The busy share (0–1) of the machine's CPU between two `machineCpu` readings. */
+export const busyShare = (from, to) => (to.busy - from.busy) / Math.max(1, to.total - from.total);
+
 /** Microseconds of CPU per unit of work, rounded (0 units count as 1). */
 export const usPerUnit = (seconds, units) => Math.round((seconds * 1e6) / Math.max(1, units));
 

@@ -28,7 +28,10 @@
 // CPU per delivery: the dispatcher's utime + stime (/proc/<pid>/stat) from the start of the measured
 // window until every delivery arrived, over the deliveries that arrived meanwhile; the facility's
 // per event; Postgres's per delivery (every backend of the stack's database: ingestion, relay and
-// delivery together). Prints a table; writes bench-results/paced-<date>.json.
+// delivery together). Also the p99 of each 5 s slice of the window (by commit time: a tail left by a
+// backlog from the warm-up shows in the first slices, one from a stall where it happened) and the
+// machine's busy share over the same window (all cores, /proc/stat: how much headroom the stack had).
+// Prints tables; writes bench-results/paced-<date>.json.
 import { spawn } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
@@ -36,7 +39,7 @@ import { resolve } from 'node:path';
 import { jetstream } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
 import { Agent, request } from 'undici';
-import { cpuSeconds, postgresBackendsCpu, postgresCpuBetween } from './cpu.mjs';
+import { busyShare, cpuSeconds, machineCpu, postgresBackendsCpu, postgresCpuBetween } from './cpu.mjs';
 import { latencyStats, root, sleep, startDispatcherBench } from './dispatcher-bench.mjs';
 
 const RATE = Number(process.env.BENCH_PACED_RATE ?? 300);
@@ -54,6 +57,8 @@ const TICK_MS = Number(process.env.BENCH_PACED_TICK_MS ?? 10);
 const INGEST_IN_FLIGHT = 4;
 const INGEST_TOKEN = 'bench-ingest-token-0123456789abcdef0123';
 const TARGET = { p99: 100, max: 500 };
+/** The measured window's slices whose p99 are reported apart: a tail from a backlog left by the warm-up shows in the first. */
+const SLICE_MS = 5000;
 
 /** The receiver: the arrival time (ms) of each delivery's first attempt, by delivery id. */
 async function startReceiver() {
@@ -210,6 +215,7 @@ const stats = (values) => {
 /** The latency splits of the first attempts of events committed in [from, to). */
 function analyse({ events, deliveries }, jsTimes, arrivals, sent, tag, from, to) {
   const parts = { total: [], relay: [], consumer: [], fan_out: [], claim_wait: [], send: [], claim_to_start: [], post: [] };
+  const slices = Array.from({ length: Math.ceil((to - from) / SLICE_MS) }, () => []);
   let expected = 0;
   const measured = new Set();
   for (const e of events.values()) {
@@ -224,6 +230,7 @@ function analyse({ events, deliveries }, jsTimes, arrivals, sent, tag, from, to)
     if (arrived === undefined || stored === undefined || d.started === null || d.claimed === null) continue;
     const add = (k, v) => parts[k].push(v);
     add('total', arrived - e.created);
+    slices[Math.floor((e.created - from) / SLICE_MS)].push(arrived - e.created);
     add('relay', stored - e.created);
     add('consumer', d.claimed - stored);
     add('fan_out', d.created - stored);
@@ -240,7 +247,8 @@ function analyse({ events, deliveries }, jsTimes, arrivals, sent, tag, from, to)
     if (r) commitBound.push(r.done - e.created);
   }
   const latency = Object.fromEntries(Object.entries(parts).map(([k, v]) => [k, stats(v)]));
-  return { events: measured.size, expected, arrived: parts.total.length, latency, commit_bound: stats(commitBound) };
+  const sliceP99 = slices.map((v) => stats(v).p99);
+  return { events: measured.size, expected, arrived: parts.total.length, latency, slice_p99: sliceP99, commit_bound: stats(commitBound) };
 }
 
 /** BENCH_PACED_DUMP=<dir>: every delivery's times (ms) as NDJSON, one file per run, to study a run. */
@@ -283,7 +291,7 @@ async function run(label, rate) {
     let cpuFrom;
     let pgFrom = new Map();
     setTimeout(() => {
-      cpuFrom = { dispatcher: cpuSeconds(bench.pid), facility: cpuSeconds(facility.pid) };
+      cpuFrom = { dispatcher: cpuSeconds(bench.pid), facility: cpuSeconds(facility.pid), machine: machineCpu() };
       postgresBackendsCpu(bench.pool, bench.dbName).then((m) => {
         pgFrom = m;
       });
@@ -291,7 +299,7 @@ async function run(label, rate) {
     const sent = await pace(facility, rate, WARMUP_SECONDS + SECONDS, tag);
     const committed = sent.filter((r) => r.ok).length;
     const drainedAt = await drain(receiver, bench.pool, (prewarm + committed) * SUBSCRIPTIONS);
-    const cpuTo = { dispatcher: cpuSeconds(bench.pid), facility: cpuSeconds(facility.pid) };
+    const cpuTo = { dispatcher: cpuSeconds(bench.pid), facility: cpuSeconds(facility.pid), machine: machineCpu() };
     const postgresCpu = postgresCpuBetween(pgFrom, await postgresBackendsCpu(bench.pool, bench.dbName));
     const arrivedInWindow = [...receiver.arrivals.values()].filter((at) => at >= from && at <= drainedAt).length;
     const times = await recordedTimes(bench.pool);
@@ -313,6 +321,7 @@ async function run(label, rate) {
       dispatcher_cpu_us_per_delivery: Math.round(((cpuTo.dispatcher - cpuFrom.dispatcher) * 1e6) / Math.max(1, arrivedInWindow)),
       facility_cpu_us_per_event: Math.round(((cpuTo.facility - cpuFrom.facility) * 1e6) / Math.max(1, arrivedInWindow / SUBSCRIPTIONS)),
       postgres_cpu_us_per_delivery: Math.round((postgresCpu * 1e6) / Math.max(1, arrivedInWindow)),
+      machine_busy: Math.round(busyShare(cpuFrom.machine, cpuTo.machine) * 100) / 100,
     };
   } finally {
     facility.kill();
@@ -346,6 +355,13 @@ function print(results) {
       'sign+POST (start→arrival)': fmt(r.latency.post),
       'commit bound (created_at→ingest response)': fmt(r.commit_bound),
       'ingest response after due': fmt(r.ingest_response_after_due_ms),
+    })),
+  );
+  console.table(
+    results.map((r) => ({
+      run: r.label,
+      [`commit→arrival p99 by ${SLICE_MS / 1000} s of the window (ms)`]: r.slice_p99.join(' · '),
+      'machine CPU busy (all cores, window)': `${Math.round(r.machine_busy * 100)} %`,
     })),
   );
   for (const r of results) {
