@@ -1,7 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import { DeliveryStore, SubscriptionStore, verify } from '@fcd/webhooks';
+import { DeliveryLog, DeliveryStore, EventLog, SubscriptionStore, verify } from '@fcd/webhooks';
 import type { FastifyInstance, InjectOptions } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { FacilityDirectory } from '../src/clients/facility';
+import { WebhookService } from '../src/domain/webhooks';
 import { asAccount, createContext, newAccount, PUBLIC_HOST, type TestContext, target, testApp } from './helpers';
 
 /**
@@ -240,6 +242,35 @@ describe('POST /v1/webhooks/{id}/test', () => {
       };
       expect(await deliveries.createManual({ ...manual, now: Date.now() })).toBeUndefined();
       const { rows } = await ctx.pool.query('SELECT id FROM webhook.deliveries WHERE id = $1', [manual.id]);
+      expect(rows).toEqual([]);
+    }
+  });
+
+  it('answers a test event raced by a delete with 404 and by a deactivation with 400, as if they had come first', async () => {
+    const claims = { account_id: account, tier: 'pro', tier_rank: 1 };
+    for (const [race, code] of [
+      ['delete', 'NOT_FOUND'],
+      ['deactivate', 'VALIDATION_ERROR'],
+    ] as const) {
+      const sub = await create();
+      // The concurrent request lands between sendTest's read of the subscription and its write.
+      class Raced extends DeliveryLog {
+        override async createManual(input: Parameters<DeliveryLog['createManual']>[0]) {
+          if (race === 'delete') await subscriptions.delete(account, sub.id);
+          else await subscriptions.update(account, sub.id, { is_active: false }, Date.now());
+          return super.createManual(input);
+        }
+      }
+      const service = new WebhookService({
+        store: subscriptions,
+        deliveries: new Raced(ctx.pool),
+        events: new EventLog(ctx.pool),
+        facilities: {} as FacilityDirectory,
+        allowPrivateUrls: true,
+        maxSubscriptions: 100,
+      });
+      await expect(service.sendTest(claims, sub.id)).rejects.toMatchObject({ code });
+      const { rows } = await ctx.pool.query('SELECT id FROM webhook.deliveries WHERE subscription_id = $1', [sub.id]);
       expect(rows).toEqual([]);
     }
   });

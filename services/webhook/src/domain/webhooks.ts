@@ -242,9 +242,12 @@ export class WebhookService {
       body,
       now,
     });
-    // Deleted or deactivated since it was read (a concurrent request): answered as if that had come
-    // first (get throws the 404 of a deleted one).
-    if (!delivery) throw (await this.get(account, id)).is_active ? subscriptionNotFound() : inactiveProblem();
+    if (!delivery) {
+      // Deleted or deactivated by a concurrent request since it was read: answered as if that had
+      // come first (get throws the 404 of a deleted one; otherwise it was inactive when written).
+      await this.get(account, id);
+      throw inactiveProblem();
+    }
     return delivery;
   }
 
