@@ -18,7 +18,7 @@ const { createLogger, createPool, migrate } = await import('@fcd/service-kit');
 
 export const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const DB_URL = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
-const NATS_URL = process.env.NATS_URL ?? 'nats://127.0.0.1:4222';
+export const NATS_URL = process.env.NATS_URL ?? 'nats://127.0.0.1:4222';
 
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 export const percentile = (sorted, p) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0;

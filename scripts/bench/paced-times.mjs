@@ -4,9 +4,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { jetstream } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
-import { latencyStats } from './dispatcher-bench.mjs';
-
-const NATS_URL = process.env.NATS_URL ?? 'nats://127.0.0.1:4222';
+import { latencyStats, NATS_URL } from './dispatcher-bench.mjs';
 
 /** The measured window's slices whose p99 are reported apart: a tail from a backlog left by the warm-up shows in the first. */
 export const SLICE_MS = 5000;

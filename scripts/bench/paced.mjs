@@ -40,7 +40,7 @@ import { createServer } from 'node:http';
 import { resolve } from 'node:path';
 import { Agent, request } from 'undici';
 import { busyShare, cpuSeconds, machineCpu, postgresBackendsCpu, postgresCpuBetween } from './cpu.mjs';
-import { root, sleep, startDispatcherBench } from './dispatcher-bench.mjs';
+import { NATS_URL, root, sleep, startDispatcherBench } from './dispatcher-bench.mjs';
 import { analyse, dump, fmt, recordedTimes, round, SLICE_MS, stats, streamTimes } from './paced-times.mjs';
 
 const RATE = Number(process.env.BENCH_PACED_RATE ?? 300);
@@ -57,7 +57,6 @@ const CAPACITY = Number(process.env.BENCH_PACED_CAPACITY ?? 0);
 /** The subscriptions' max_in_flight (default: the subscription default, 16). */
 const MAX_IN_FLIGHT = Number(process.env.BENCH_PACED_MAX_IN_FLIGHT ?? 0);
 const DUMP = process.env.BENCH_PACED_DUMP;
-const NATS_URL = process.env.NATS_URL ?? 'nats://127.0.0.1:4222';
 const FACILITIES = 100;
 /** Events due within this long go in one ingestion request. */
 const TICK_MS = Number(process.env.BENCH_PACED_TICK_MS ?? 10);
@@ -332,6 +331,7 @@ const out = {
   machine: { cpus: (await import('node:os')).cpus().length, node: process.version },
   subscriptions: SUBSCRIPTIONS,
   seconds: SECONDS,
+  warmup_seconds: { min: WARMUP_SECONDS, max: MAX_WARMUP_SECONDS, settle: SETTLE_MS / 1000 },
   backlog_capacity_deliveries_per_s: CAPACITY || null,
   target_ms: TARGET,
   runs: results,
