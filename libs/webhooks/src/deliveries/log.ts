@@ -168,10 +168,9 @@ export class DeliveryLog {
 
   /**
    * A manual delivery of a given event (the `webhook.test` event), due now, of an active
-   * subscription; undefined when the subscription
-   * is gone or inactive by the time it is written. Its row is locked for the insert, so a
-   * concurrent delete either waits for it or wins (and takes the delivery with it): never a
-   * foreign-key error.
+   * subscription; undefined when the subscription is gone or inactive by the time it is written.
+   * Its row is locked for the insert, so a concurrent delete either waits for it or wins (and
+   * takes the delivery with it): never a foreign-key error.
    */
   async createManual(input: {
     id: string;

@@ -179,8 +179,8 @@ function keyRebuilds(client: PoolClient, opts: SyncOptions): KeyRebuilds {
 
 /**
  * The units of one transaction, each behind a savepoint: a refused file (FileError) undoes only
- * its unit (nothing of it written) and later units see what earlier ones wrote. The tables they fill lose their keys
- * before the first savepoint, so undoing a unit never undoes that.
+ * its unit (nothing of it written) and later units see what earlier ones wrote. The tables they
+ * fill lose their keys before the first savepoint, so undoing a unit never undoes that.
  */
 async function applyEach(client: PoolClient, planned: Planned, opts: SyncOptions, emit: boolean, keys: KeyRebuilds | undefined) {
   for (const table of new Set(planned.map((p) => UNIT_TABLE[p.unit]))) if (table !== undefined) await keys?.drop(table);
