@@ -20,6 +20,11 @@ export function sendAnswer(reply: FastifyReply, answer: UpstreamAnswer): Fastify
 /**
  * A domain service behind the gateway: a keep-alive connection pool, the
  * signed account header, and the body re-serialised from the parsed JSON.
+ *
+ * `timeoutMs` bounds the wait for an answer's headers and each silence within its body (the pool's
+ * own coarse timers, to about a second). A call that must end within it in total asks for
+ * `bounded`: a timeout signal of its own, whose timer outlives the call; one on every call cost
+ * about a tenth of the gateway's CPU per proxied request (docs/benchmarks.md, 2026-11-27 17:00).
  */
 export class Upstream {
   private readonly pool: Pool;
@@ -46,9 +51,10 @@ export class Upstream {
 
   /**
    * The upstream's answer, read whole (status, the headers passed on, the body). Throws the
-   * AppError the client gets when the upstream is unreachable or fails.
+   * AppError the client gets when the upstream is unreachable or fails. `bounded`: the whole
+   * exchange ends within `timeoutMs` (a POST with an Idempotency-Key, whose lease must outlive it).
    */
-  async call(request: FastifyRequest, accountHeader: string, method = request.method): Promise<UpstreamAnswer> {
+  async call(request: FastifyRequest, accountHeader: string, method = request.method, bounded = false): Promise<UpstreamAnswer> {
     const headers: Record<string, string> = {
       'x-request-id': request.id,
       'x-fcd-account': accountHeader,
@@ -66,7 +72,7 @@ export class Upstream {
         path: request.url,
         headers,
         body,
-        signal: AbortSignal.timeout(this.timeoutMs),
+        ...(bounded ? { signal: AbortSignal.timeout(this.timeoutMs) } : {}),
       });
     } catch (err) {
       request.log.warn({ upstream: this.name, err: { message: (err as Error).message } }, 'upstream unavailable');
@@ -109,7 +115,6 @@ export class Upstream {
         method: 'GET',
         path,
         headers: { 'x-request-id': requestId, 'x-fcd-account': accountHeader, accept: '*/*' },
-        signal: AbortSignal.timeout(this.timeoutMs),
       });
       body = Buffer.from(await res.body.arrayBuffer());
     } catch (err) {

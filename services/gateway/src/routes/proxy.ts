@@ -32,7 +32,7 @@ export function registerProxyRoutes(
         const idempotencyKey = request.headers['idempotency-key'];
         if (method === 'POST' && idempotencyKey !== undefined) {
           return idempotent(deps.idempotency, deps.idempotencyWaitMs, request, reply, account, idempotencyKey, () =>
-            upstream.call(request, header, method),
+            upstream.call(request, header, method, true),
           );
         }
         return upstream.forward(request, reply, header, method);

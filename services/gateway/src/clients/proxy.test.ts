@@ -1,0 +1,103 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { AppError } from '@fcd/service-kit';
+import type { FastifyRequest } from 'fastify';
+import pino from 'pino';
+import { afterEach, describe, expect, it } from 'vitest';
+import { Upstream } from './proxy';
+
+// The upstream timeouts with a real HTTP server on loopback (UPSTREAM_TIMEOUT_MS is at least 100 ms).
+const TIMEOUT_MS = 300;
+const request = {
+  id: 'req_test',
+  method: 'GET',
+  url: '/v1/things',
+  body: undefined,
+  log: pino({ level: 'silent' }),
+} as unknown as FastifyRequest;
+
+let server: Server | undefined;
+let upstream: Upstream | undefined;
+const timers = new Set<NodeJS.Timeout>();
+
+afterEach(async () => {
+  for (const t of timers) clearInterval(t);
+  timers.clear();
+  await upstream?.close();
+  server?.closeAllConnections();
+  await new Promise((r) => server?.close(r));
+  server = undefined;
+  upstream = undefined;
+});
+
+async function serve(handler: (req: IncomingMessage, res: ServerResponse) => void): Promise<Upstream> {
+  server = createServer(handler);
+  await new Promise<void>((r) => server?.listen(0, '127.0.0.1', r));
+  upstream = new Upstream('facility', `http://127.0.0.1:${(server.address() as AddressInfo).port}`, TIMEOUT_MS, 4);
+  return upstream;
+}
+
+/** Headers at once, then the body one byte every `everyMs`, `bytes` bytes in all. */
+function trickle(res: ServerResponse, bytes: number, everyMs: number): void {
+  res.writeHead(200, { 'content-type': 'text/plain', 'content-length': String(bytes) });
+  let sent = 0;
+  const t = setInterval(() => {
+    res.write('x');
+    if (++sent === bytes) {
+      clearInterval(t);
+      res.end();
+    }
+  }, everyMs);
+  timers.add(t);
+}
+
+async function refusal(call: Promise<unknown>): Promise<AppError> {
+  const err = await call.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(err).toBeInstanceOf(AppError);
+  return err as AppError;
+}
+
+describe('Upstream timeouts', () => {
+  it('answers 503 when the upstream sends no headers within the timeout', async () => {
+    const u = await serve(() => {
+      // never answers
+    });
+    const started = Date.now();
+    const err = await refusal(u.call(request, 'signed'));
+    expect(err.status).toBe(503);
+    expect(err.details).toEqual({ dependency: 'facility' });
+    expect(Date.now() - started).toBeGreaterThanOrEqual(TIMEOUT_MS - 20);
+  });
+
+  it('answers 503 when the body falls silent for the timeout', async () => {
+    const u = await serve((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': '100' });
+      res.write('{"partial":');
+    });
+    const err = await refusal(u.call(request, 'signed'));
+    expect(err.status).toBe(503);
+  });
+
+  it('reads a body whose silences are each shorter than the timeout, however long it takes in all', async () => {
+    // 12 bytes, one every 60 ms: about 720 ms in all, more than twice the timeout.
+    const u = await serve((_req, res) => trickle(res, 12, 60));
+    const started = Date.now();
+    const answer = await u.call(request, 'signed');
+    expect(answer.status).toBe(200);
+    expect(answer.body.toString()).toBe('x'.repeat(12));
+    expect(Date.now() - started).toBeGreaterThan(TIMEOUT_MS);
+  });
+
+  it('ends a bounded call (an idempotent POST) at the timeout in total, the same trickling body included', async () => {
+    const u = await serve((_req, res) => trickle(res, 12, 60));
+    const started = Date.now();
+    const err = await refusal(u.call(request, 'signed', 'POST', true));
+    expect(err.status).toBe(503);
+    const took = Date.now() - started;
+    expect(took).toBeGreaterThanOrEqual(TIMEOUT_MS - 20);
+    expect(took).toBeLessThan(12 * 60);
+  });
+});
