@@ -11,7 +11,8 @@
 // alternating rounds (BENCH_ROUNDS of BENCH_DURATION s) after one warm-up of each; prints req/s and
 // p50/p99 of the median round, the ratio gateway/proxy (target ≥ 0.75) and the CPU µs per request
 // of every process over its side's rounds (/proc/<pid>/stat utime + stime): proxy and facility
-// over the proxy rounds; gateway, usage and facility over the gateway rounds. Writes
+// over the proxy rounds; gateway, usage and facility over the gateway rounds; the mean
+// authorization batch size. Writes
 // bench-results/proxied-<date>.json.
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -31,6 +32,7 @@ import {
   NATS_URL,
   ROUNDS,
   root,
+  scrape,
   signAccount,
   start,
   startGateway,
@@ -143,6 +145,11 @@ export async function proxiedPathRound() {
     const { all, requests } = await rounds(sides, meters);
     const median = medianRound(all);
     const cpu = cpuPerRequest(meters, requests);
+    // Items per authorization batch (warm-up included): the usage service's cost is mostly per batch.
+    const usageMetrics = await scrape(stack.usage.metricsPort);
+    const meanBatchSize = Number(
+      (usageMetrics('fcd_authorize_batch_size_sum') / usageMetrics('fcd_authorize_batch_size_count')).toFixed(1),
+    );
     const result = {
       date: new Date().toISOString(),
       machine: machine(),
@@ -155,11 +162,12 @@ export async function proxiedPathRound() {
       gateway: median.gateway,
       ratio: median.ratio,
       cpuUsPerRequest: cpu,
+      meanBatchSize,
       rounds: all,
     };
     console.table([median.proxy, median.gateway]);
     console.log(
-      `CPU per request: proxy side: proxy ${cpu.proxy.proxy} µs, facility ${cpu.proxy.facility} µs; gateway side: gateway ${cpu.gateway.gateway} µs, usage ${cpu.gateway.usage} µs, facility ${cpu.gateway.facility} µs`,
+      `CPU per request: proxy side: proxy ${cpu.proxy.proxy} µs, facility ${cpu.proxy.facility} µs; gateway side: gateway ${cpu.gateway.gateway} µs, usage ${cpu.gateway.usage} µs, facility ${cpu.gateway.facility} µs; mean batch ${meanBatchSize}`,
     );
     console.log(`ratio gateway/proxy (median of ${ROUNDS} rounds, shown above): ${median.ratio} (target ≥ ${TARGET})`);
     mkdirSync(resolve(root, 'bench-results'), { recursive: true });
