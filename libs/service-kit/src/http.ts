@@ -339,7 +339,8 @@ export function installHttpConventions(app: FastifyInstance, options: HttpConven
   if (options.metrics) {
     const { requestDuration, requestsTotal } = options.metrics;
     // The label-bound children, one per route × method × status (a bounded set: routes are the
-    // registered patterns), so a response costs no label hashing in prom-client.
+    // registered patterns), so a response builds no label object (prom-client 15 still hashes and
+    // checks the bound labels on every observation: about 1 % of the gateway's CPU per request).
     const children = new Map<string, { duration: { observe(v: number): void }; total: { inc(): void } }>();
     app.addHook('onResponse', (request, reply, done) => {
       const route = request.routeOptions.url ?? 'unmatched';
