@@ -64,16 +64,23 @@ export async function stopAll(hard = false) {
 export function measure(url, headersFor) {
   return new Promise((res, rej) => {
     let i = 0;
-    const inst = autocannon(
+    // Ctrl-C ends the run in hand; removed when it ends, so the runs of a bench do not pile listeners up.
+    let inst;
+    const stop = () => inst?.stop();
+    process.once('SIGINT', stop);
+    inst = autocannon(
       {
         url,
         connections: CONNECTIONS,
         duration: DURATION,
         requests: [{ method: 'GET', setupRequest: (req) => ({ ...req, headers: { ...req.headers, ...headersFor(i++) } }) }],
       },
-      (err, result) => (err ? rej(err) : res(result)),
+      (err, result) => {
+        process.removeListener('SIGINT', stop);
+        if (err) rej(err);
+        else res(result);
+      },
     );
-    process.once('SIGINT', () => inst.stop());
   });
 }
 
