@@ -31,7 +31,7 @@ export const GatewayConfigSchema = Type.Object({
   AUTH_DEADLINE_MS: Env.int(2000, 50, 30_000),
   /** Largest batch sent in one stream message (at most the usage service's GRPC_MAX_BATCH_ITEMS). */
   AUTH_MAX_BATCH: Env.int(1024, 1, 4096),
-  /** A call to a domain service: its answer's headers within this, and no silence in its body this long; in total for an idempotent POST. */
+  /** A call to a domain service: its answer's headers within this, and no silence in its body this long; in total for writes (idempotent POSTs). */
   UPSTREAM_TIMEOUT_MS: Env.int(10_000, 100, 60_000),
   UPSTREAM_CONNECTIONS: Env.int(64, 1, 1024),
   /** Redis of the Idempotency-Key records (docs/api.md, "Idempotent POSTs"); may be the usage service's. */

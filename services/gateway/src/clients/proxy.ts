@@ -22,9 +22,10 @@ export function sendAnswer(reply: FastifyReply, answer: UpstreamAnswer): Fastify
  * signed account header, and the body re-serialised from the parsed JSON.
  *
  * `timeoutMs` bounds the wait for an answer's headers and each silence within its body (the pool's
- * own coarse timers, to about a second). A call that must end within it in total asks for
- * `bounded`: a timeout signal of its own, whose timer outlives the call; one on every call cost
- * about a tenth of the gateway's CPU per proxied request (docs/benchmarks.md, 2026-11-27 17:00).
+ * own coarse timers, to about a second). A write (any method but GET and HEAD) must also end within
+ * it in total, since an idempotent POST's key lease (`timeoutMs` + 5 s) must outlive the wait: it
+ * gets a timeout signal of its own, whose timer outlives the call. One on every read cost about a
+ * tenth of the gateway's CPU per proxied request (docs/benchmarks.md, 2026-11-27 16:55).
  */
 export class Upstream {
   private readonly pool: Pool;
@@ -51,10 +52,10 @@ export class Upstream {
 
   /**
    * The upstream's answer, read whole (status, the headers passed on, the body). Throws the
-   * AppError the client gets when the upstream is unreachable or fails. `bounded`: the whole
-   * exchange ends within `timeoutMs` (a POST with an Idempotency-Key, whose lease must outlive it).
+   * AppError the client gets when the upstream is unreachable or fails. A write ends within
+   * `timeoutMs` in total (see the class).
    */
-  async call(request: FastifyRequest, accountHeader: string, method = request.method, bounded = false): Promise<UpstreamAnswer> {
+  async call(request: FastifyRequest, accountHeader: string, method = request.method): Promise<UpstreamAnswer> {
     const headers: Record<string, string> = {
       'x-request-id': request.id,
       'x-fcd-account': accountHeader,
@@ -72,7 +73,7 @@ export class Upstream {
         path: request.url,
         headers,
         body,
-        ...(bounded ? { signal: AbortSignal.timeout(this.timeoutMs) } : {}),
+        ...(method === 'GET' || method === 'HEAD' ? {} : { signal: AbortSignal.timeout(this.timeoutMs) }),
       });
     } catch (err) {
       request.log.warn({ upstream: this.name, err: { message: (err as Error).message } }, 'upstream unavailable');

@@ -32,7 +32,7 @@ export function registerProxyRoutes(
         const idempotencyKey = request.headers['idempotency-key'];
         if (method === 'POST' && idempotencyKey !== undefined) {
           return idempotent(deps.idempotency, deps.idempotencyWaitMs, request, reply, account, idempotencyKey, () =>
-            upstream.call(request, header, method, true),
+            upstream.call(request, header, method),
           );
         }
         return upstream.forward(request, reply, header, method);
