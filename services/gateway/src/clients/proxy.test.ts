@@ -1,8 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { AppError } from '@fcd/service-kit';
+import { AppError, createLogger } from '@fcd/service-kit';
 import type { FastifyRequest } from 'fastify';
-import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Upstream } from './proxy';
 
@@ -13,7 +12,7 @@ const request = {
   method: 'GET',
   url: '/v1/things',
   body: undefined,
-  log: pino({ level: 'silent' }),
+  log: createLogger({ service: 'proxy-test', level: 'silent' }),
 } as unknown as FastifyRequest;
 
 let server: Server | undefined;
