@@ -73,7 +73,7 @@ export class Upstream {
         path: request.url,
         headers,
         body,
-        ...(method === 'GET' || method === 'HEAD' ? {} : { signal: AbortSignal.timeout(this.timeoutMs) }),
+        signal: method === 'GET' || method === 'HEAD' ? undefined : AbortSignal.timeout(this.timeoutMs),
       });
     } catch (err) {
       request.log.warn({ upstream: this.name, err: { message: (err as Error).message } }, 'upstream unavailable');
