@@ -10,7 +10,7 @@
 //    (utime + stime from /proc/<pid>/stat, from the first publish until the last delivery), and the
 //    Postgres backends' CPU per delivery over the same window (every connection to the bench database).
 // 2. The limit: a bare undici POST loop to the same receiver, same body, same concurrency.
-// Writes bench-results/delivery-<date>.json (and BENCH_DELIVERY_RESULT, when set, for run.mjs).
+// Writes bench-results/delivery-<date>.json.
 import { randomUUID } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
@@ -131,7 +131,6 @@ console.log(
 mkdirSync(resolve(root, 'bench-results'), { recursive: true });
 writeFileSync(resolve(root, `bench-results/delivery-${result.date.slice(0, 10)}.json`), `${JSON.stringify(result, null, 2)}\n`);
 // run.mjs reads the deliveries/s from here: the paced benchmark runs at 80 % of it.
-if (process.env.BENCH_DELIVERY_RESULT) writeFileSync(process.env.BENCH_DELIVERY_RESULT, JSON.stringify(result));
 
 // Cleanup -------------------------------------------------------------------------
 await agent.close();

@@ -85,7 +85,10 @@ function spawnDispatcher({ dbUrl, stream, secretKey, concurrency, pollMs }) {
     },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
-  process.on('exit', () => child.kill('SIGKILL'));
+  // Killed with this process; the listener goes with the child (a bench starts many stacks).
+  const killOnExit = () => child.kill('SIGKILL');
+  process.on('exit', killOnExit);
+  child.once('exit', () => process.off('exit', killOnExit));
   return child;
 }
 

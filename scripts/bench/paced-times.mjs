@@ -1,10 +1,14 @@
 // The paced benchmark's reading of a run (scripts/bench/paced.mjs): the times the stack recorded
-// (JetStream's stored times, the outbox and the deliveries), their latency splits and percentiles.
+// (JetStream's stored times, the outbox and the deliveries), their latency splits and percentiles,
+// and the tables it prints.
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { jetstream } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
 import { latencyStats, NATS_URL } from './dispatcher-bench.mjs';
+
+/** Issue 16's targets at 900 deliveries/s, commit → arrival (ms). */
+export const TARGET = { p99: 100, max: 500 };
 
 /** The measured window's slices whose p99 are reported apart: a tail from a backlog left by the warm-up shows in the first. */
 export const SLICE_MS = 5000;
@@ -98,4 +102,48 @@ export function dump(dir, label, { events, deliveries }, jsTimes, arrivals) {
   });
   mkdirSync(dir, { recursive: true });
   writeFileSync(resolve(dir, `paced-${label.replace(/[^0-9a-z]+/gi, '-')}.ndjson`), `${lines.join('\n')}\n`);
+}
+
+/** Prints the runs' tables and each run's verdict against TARGET. */
+export function print(results) {
+  console.table(
+    results.map((r) => ({
+      run: r.label,
+      'deliveries/s offered': r.deliveries_per_s_offered,
+      'events/s committed': r.events_per_s_committed,
+      'arrived (missing)': `${r.arrived} (${r.missing})`,
+      'commit→arrival p50/p99/max ms': fmt(r.latency.total),
+      relay: fmt(r.latency.relay),
+      consumer: fmt(r.latency.consumer),
+      send: fmt(r.latency.send),
+      'dispatcher CPU µs/delivery': r.dispatcher_cpu_us_per_delivery,
+      'facility CPU µs/event': r.facility_cpu_us_per_event,
+      'Postgres CPU µs/delivery': r.postgres_cpu_us_per_delivery,
+    })),
+  );
+  console.table(
+    results.map((r) => ({
+      run: r.label,
+      'fan-out (JetStream→row)': fmt(r.latency.fan_out),
+      'claim wait (row→claim)': fmt(r.latency.claim_wait),
+      'claim→attempt start': fmt(r.latency.claim_to_start),
+      'sign+POST (start→arrival)': fmt(r.latency.post),
+      'commit bound (created_at→ingest response)': fmt(r.commit_bound),
+      'ingest response after due': fmt(r.ingest_response_after_due_ms),
+    })),
+  );
+  console.table(
+    results.map((r) => ({
+      run: r.label,
+      [`commit→arrival p99 by ${SLICE_MS / 1000} s of the window (ms)`]: r.slice_p99.join(' · '),
+      'machine CPU busy (all cores, window)': `${Math.round(r.machine_busy * 100)} %`,
+      'warm-up (s) until kept up': r.warmup_settled ? r.warmup_s : `${r.warmup_s} (never kept up)`,
+    })),
+  );
+  for (const r of results) {
+    const ok = r.latency.total.p99 < TARGET.p99 && r.latency.total.max < TARGET.max && r.missing === 0;
+    console.log(
+      `${r.label}: p99 ${r.latency.total.p99} ms (target < ${TARGET.p99}), max ${r.latency.total.max} ms (target < ${TARGET.max}): ${ok ? 'met' : 'NOT met'}`,
+    );
+  }
 }

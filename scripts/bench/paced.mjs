@@ -8,9 +8,10 @@
 // BENCH_PACED_TICK_MS (default 10) the events due go in one ingestion request, so one transaction
 // commits about 3 of them. BENCH_PACED_SUBSCRIPTIONS (default 3) subscriptions with the default
 // limits (BENCH_PACED_MAX_IN_FLIGHT sets their max_in_flight) match every event: 300 events/s are
-// 900 deliveries/s. A second run paces at 80 % of the backlog run's capacity (BENCH_PACED_CAPACITY,
-// deliveries/s: run.mjs passes what delivery.mjs measured just before; without it only the first
-// rate runs). Each run is a fresh stack: 20 events delivered first (connections, JIT), then a
+// 900 deliveries/s. A second run paces at 80 % of the whole stack's capacity: the highest rate it
+// keeps up with, probed on fresh stacks in steps of 1.2 times up from the first rate (down when the
+// first run did not keep up) until the outcome changes (BENCH_PACED_CAPACITY, deliveries/s, gives it
+// instead). Each run is a fresh stack: 20 events delivered first (connections, JIT), then a
 // warm-up at the rate, not counted, of at least BENCH_PACED_WARMUP_SECONDS (default 5) and until the
 // stack has kept up for 2 s (a backlog the cold start left is queueing, not the latency of a steady
 // load; at most BENCH_PACED_MAX_WARMUP_SECONDS, default 30, and a run that never kept up says so),
@@ -41,7 +42,7 @@ import { resolve } from 'node:path';
 import { Agent, request } from 'undici';
 import { busyShare, cpuSeconds, machineCpu, postgresBackendsCpu, postgresCpuBetween } from './cpu.mjs';
 import { NATS_URL, root, sleep, startDispatcherBench } from './dispatcher-bench.mjs';
-import { analyse, dump, fmt, recordedTimes, round, SLICE_MS, stats, streamTimes } from './paced-times.mjs';
+import { analyse, dump, print, recordedTimes, round, stats, streamTimes, TARGET } from './paced-times.mjs';
 
 const RATE = Number(process.env.BENCH_PACED_RATE ?? 300);
 const SUBSCRIPTIONS = Number(process.env.BENCH_PACED_SUBSCRIPTIONS ?? 3);
@@ -53,7 +54,14 @@ const MAX_WARMUP_SECONDS = Number(process.env.BENCH_PACED_MAX_WARMUP_SECONDS ?? 
 const SETTLE_MS = 2000;
 /** Kept up: no more deliveries missing than those of the events committed within this long. */
 const KEPT_UP_LAG_MS = 500;
+/** Deliveries/s whose 80 % the second run paces at; unset: the stack's own, probed (`stackCapacity`). */
 const CAPACITY = Number(process.env.BENCH_PACED_CAPACITY ?? 0);
+/** The capacity probes: each rate this many times the last, at most PROBE_MAX of them. */
+const PROBE_STEP = 1.2;
+const PROBE_MAX = 4;
+/** A probe settles within this long and then keeps up for PROBE_HOLD_SECONDS. */
+const PROBE_SECONDS = 15;
+const PROBE_HOLD_SECONDS = 10;
 /** The subscriptions' max_in_flight (default: the subscription default, 16). */
 const MAX_IN_FLIGHT = Number(process.env.BENCH_PACED_MAX_IN_FLIGHT ?? 0);
 const DUMP = process.env.BENCH_PACED_DUMP;
@@ -62,7 +70,6 @@ const FACILITIES = 100;
 const TICK_MS = Number(process.env.BENCH_PACED_TICK_MS ?? 10);
 const INGEST_IN_FLIGHT = 4;
 const INGEST_TOKEN = 'bench-ingest-token-0123456789abcdef0123';
-const TARGET = { p99: 100, max: 500 };
 
 /** The receiver: the arrival time (ms) of each delivery's first attempt, by delivery id. */
 async function startReceiver() {
@@ -101,7 +108,10 @@ function startFacility(databaseUrl, stream) {
       },
       stdio: ['ignore', 'pipe', 'inherit'],
     });
-    process.on('exit', () => child.kill('SIGKILL'));
+    // Killed with this process; the listener goes with the child (a bench starts many stacks).
+    const killOnExit = () => child.kill('SIGKILL');
+    process.on('exit', killOnExit);
+    child.once('exit', () => process.off('exit', killOnExit));
     let buf = '';
     child.stdout.on('data', (d) => {
       buf += d;
@@ -162,26 +172,29 @@ async function pace(facility, rate, stopAt, tag, events = []) {
   return events;
 }
 
+/** Whether the stack keeps up: the first attempts not yet arrived are no more than those of the events committed within KEPT_UP_LAG_MS. */
+function keptUp(receiver, events, before, now) {
+  let committed = 0;
+  for (const e of events) if (e?.ok && e.done <= now - KEPT_UP_LAG_MS) committed++;
+  return receiver.arrivals.size - before >= committed * SUBSCRIPTIONS;
+}
+
 /**
- * Waits until the stack keeps up — the first attempts not yet arrived are no more than those of the
- * events committed within KEPT_UP_LAG_MS — and has for SETTLE_MS, at least WARMUP_SECONDS after
- * `started` and at most MAX_WARMUP_SECONDS: a backlog left by the cold start is not the latency of a
+ * Waits until the stack keeps up (`keptUp`) and has for SETTLE_MS, at least WARMUP_SECONDS after
+ * `started` and at most `maxSeconds`: a backlog left by the cold start is not the latency of a
  * steady load. `before`: first attempts that arrived before the pacing. Resolves with the time and
  * whether the stack settled.
  */
-async function settle(receiver, events, started, before) {
+async function settle(receiver, events, started, before, maxSeconds = MAX_WARMUP_SECONDS) {
   let keptUpSince = null;
   for (;;) {
     await sleep(100);
     const now = Date.now();
-    let committed = 0;
-    for (const e of events) if (e?.ok && e.done <= now - KEPT_UP_LAG_MS) committed++;
-    const keptUp = receiver.arrivals.size - before >= committed * SUBSCRIPTIONS;
-    keptUpSince = keptUp ? (keptUpSince ?? now) : null;
+    keptUpSince = keptUp(receiver, events, before, now) ? (keptUpSince ?? now) : null;
     if (now - started >= WARMUP_SECONDS * 1000 && keptUpSince !== null && now - keptUpSince >= SETTLE_MS) {
       return { at: now, settled: true };
     }
-    if (now - started >= MAX_WARMUP_SECONDS * 1000) return { at: now, settled: false };
+    if (now - started >= maxSeconds * 1000) return { at: now, settled: false };
   }
 }
 
@@ -198,14 +211,21 @@ async function drain(receiver, pool, expected) {
   return drainedAt;
 }
 
-/** One paced run on a fresh stack. */
-async function run(label, rate) {
-  const tag = Date.now().toString(36).toUpperCase();
+/**
+ * A fresh stack: a private database and stream with the dispatcher, the facility service, the
+ * receiver and the subscriptions, the facilities seeded, and 20 events delivered (connections, JIT).
+ */
+async function startStack(tag) {
   const receiver = await startReceiver();
   const limits = MAX_IN_FLIGHT ? { max_in_flight: MAX_IN_FLIGHT } : {};
   const subscriptions = Array.from({ length: SUBSCRIPTIONS }, (_, i) => ({ url: `${receiver.url}/h${i}`, ...limits }));
   const bench = await startDispatcherBench({ name: 'paced', concurrency: 64, pollMs: 500, subscriptions });
   const facility = await startFacility(bench.databaseUrl, bench.stream);
+  const close = async () => {
+    facility.kill();
+    receiver.close();
+    await bench.stop();
+  };
   try {
     const facilities = Array.from({ length: FACILITIES }, (_, k) => ({
       registry_id: `PACED-F-${k}`,
@@ -219,10 +239,69 @@ async function run(label, rate) {
       body: JSON.stringify({ facilities }),
     });
     if (seeded.status !== 200) throw new Error(`seeding facilities: ${seeded.status} ${await seeded.text()}`);
-    // Cold start (first connections, JIT) out of the way: 20 events, each delivered, before the pacing.
     const prewarmStop = Date.now() + 1000;
     const prewarm = (await pace(facility, 20, () => prewarmStop, `${tag}W`)).filter((r) => r.ok).length;
     await drain(receiver, bench.pool, prewarm * SUBSCRIPTIONS);
+    return { receiver, bench, facility, prewarm, close };
+  } catch (err) {
+    await close();
+    throw err;
+  }
+}
+
+/**
+ * Whether the stack keeps up with `rate` events/s: it settles within PROBE_SECONDS (as a run's
+ * warm-up does), then keeps up for PROBE_HOLD_SECONDS more (a rate a little above capacity grows
+ * its backlog slowly; it shows within that time), and its ingestion has answered every event due.
+ */
+async function probe(rate) {
+  const tag = `P${Date.now().toString(36).toUpperCase()}`;
+  const { receiver, facility, close } = await startStack(tag);
+  try {
+    const started = Date.now();
+    let stop = started + (PROBE_SECONDS + PROBE_HOLD_SECONDS) * 1000;
+    const events = [];
+    const pacing = pace(facility, rate, () => stop, tag, events);
+    const before = receiver.arrivals.size;
+    let held = (await settle(receiver, events, started, before, PROBE_SECONDS)).settled;
+    const holdUntil = Date.now() + PROBE_HOLD_SECONDS * 1000;
+    while (held && Date.now() < holdUntil) {
+      await sleep(100);
+      held = keptUp(receiver, events, before, Date.now());
+    }
+    // The ingestion kept up too: every event due more than a second ago is committed.
+    const dueBefore = Math.floor(((Date.now() - 1000 - started) * rate) / 1000);
+    held &&= events.slice(0, dueBefore).every((e) => e?.ok);
+    stop = Date.now();
+    await pacing;
+    return held;
+  } finally {
+    await close();
+  }
+}
+
+/**
+ * The whole stack's capacity in deliveries/s, from `rate` events/s and whether the first run kept up
+ * with it: rates PROBE_STEP times higher (or lower) are probed until the outcome changes (at most
+ * PROBE_MAX steps); the highest rate kept up with, or null when none was.
+ */
+async function stackCapacity(rate, keptUpFirst) {
+  let best = keptUpFirst ? rate : null;
+  for (let k = 1, r = rate; k <= PROBE_MAX; k++) {
+    r = Math.round(keptUpFirst ? r * PROBE_STEP : r / PROBE_STEP);
+    const held = await probe(r);
+    console.log(`paced capacity probe: ${r * SUBSCRIPTIONS} deliveries/s ${held ? 'kept up' : 'did not keep up'}`);
+    if (held) best = Math.max(best ?? 0, r);
+    if (held !== keptUpFirst) break;
+  }
+  return best === null ? null : best * SUBSCRIPTIONS;
+}
+
+/** One paced run on a fresh stack. */
+async function run(label, rate) {
+  const tag = Date.now().toString(36).toUpperCase();
+  const { receiver, bench, facility, prewarm, close } = await startStack(tag);
+  try {
     // The pacing runs on through the warm-up into the window, which opens once the stack keeps up.
     const started = Date.now();
     let stop = started + (MAX_WARMUP_SECONDS + SECONDS) * 1000;
@@ -264,67 +343,24 @@ async function run(label, rate) {
       warmup_settled: warmup.settled,
     };
   } finally {
-    facility.kill();
-    receiver.close();
-    await bench.stop();
+    await close();
   }
 }
 
-function print(results) {
-  console.table(
-    results.map((r) => ({
-      run: r.label,
-      'deliveries/s offered': r.deliveries_per_s_offered,
-      'events/s committed': r.events_per_s_committed,
-      'arrived (missing)': `${r.arrived} (${r.missing})`,
-      'commit→arrival p50/p99/max ms': fmt(r.latency.total),
-      relay: fmt(r.latency.relay),
-      consumer: fmt(r.latency.consumer),
-      send: fmt(r.latency.send),
-      'dispatcher CPU µs/delivery': r.dispatcher_cpu_us_per_delivery,
-      'facility CPU µs/event': r.facility_cpu_us_per_event,
-      'Postgres CPU µs/delivery': r.postgres_cpu_us_per_delivery,
-    })),
-  );
-  console.table(
-    results.map((r) => ({
-      run: r.label,
-      'fan-out (JetStream→row)': fmt(r.latency.fan_out),
-      'claim wait (row→claim)': fmt(r.latency.claim_wait),
-      'claim→attempt start': fmt(r.latency.claim_to_start),
-      'sign+POST (start→arrival)': fmt(r.latency.post),
-      'commit bound (created_at→ingest response)': fmt(r.commit_bound),
-      'ingest response after due': fmt(r.ingest_response_after_due_ms),
-    })),
-  );
-  console.table(
-    results.map((r) => ({
-      run: r.label,
-      [`commit→arrival p99 by ${SLICE_MS / 1000} s of the window (ms)`]: r.slice_p99.join(' · '),
-      'machine CPU busy (all cores, window)': `${Math.round(r.machine_busy * 100)} %`,
-      'warm-up (s) until kept up': r.warmup_settled ? r.warmup_s : `${r.warmup_s} (never kept up)`,
-    })),
-  );
-  for (const r of results) {
-    const ok = r.latency.total.p99 < TARGET.p99 && r.latency.total.max < TARGET.max && r.missing === 0;
-    console.log(
-      `${r.label}: p99 ${r.latency.total.p99} ms (target < ${TARGET.p99}), max ${r.latency.total.max} ms (target < ${TARGET.max}): ${ok ? 'met' : 'NOT met'}`,
-    );
-  }
-}
-
-const runs = [[`${RATE * SUBSCRIPTIONS}/s`, RATE]];
-if (CAPACITY > 0) {
-  const rate = Math.max(1, Math.round((0.8 * CAPACITY) / SUBSCRIPTIONS));
-  runs.push([`80 % of ${Math.round(CAPACITY)}/s = ${rate * SUBSCRIPTIONS}/s`, rate]);
-} else console.log('paced: no BENCH_PACED_CAPACITY (the backlog run did not run first): the 80 % run is skipped');
 const results = [];
-for (const [label, rate] of runs) {
+const start = (label, rate) => {
   console.log(
     `paced run ${label}: ${rate} events/s × ${SUBSCRIPTIONS} subscriptions, ${WARMUP_SECONDS}–${MAX_WARMUP_SECONDS} s warm-up (until it keeps up) + ${SECONDS} s…`,
   );
-  results.push(await run(label, rate));
-}
+  return run(label, rate);
+};
+results.push(await start(`${RATE * SUBSCRIPTIONS}/s`, RATE));
+// The second rate: 80 % of what the whole stack keeps up with (probed), or of BENCH_PACED_CAPACITY.
+const capacity = CAPACITY > 0 ? CAPACITY : await stackCapacity(RATE, results[0].warmup_settled);
+if (capacity) {
+  const rate = Math.max(1, Math.round((0.8 * capacity) / SUBSCRIPTIONS));
+  results.push(await start(`80 % of ${Math.round(capacity)}/s = ${rate * SUBSCRIPTIONS}/s`, rate));
+} else console.log('paced: no probed rate kept up: the 80 % run is skipped');
 print(results);
 const out = {
   date: new Date().toISOString(),
@@ -332,7 +368,8 @@ const out = {
   subscriptions: SUBSCRIPTIONS,
   seconds: SECONDS,
   warmup_seconds: { min: WARMUP_SECONDS, max: MAX_WARMUP_SECONDS, settle: SETTLE_MS / 1000 },
-  backlog_capacity_deliveries_per_s: CAPACITY || null,
+  capacity_deliveries_per_s: capacity,
+  capacity_given: CAPACITY > 0,
   target_ms: TARGET,
   runs: results,
 };
