@@ -11,6 +11,16 @@ export interface UpstreamAnswer {
   body: Buffer;
 }
 
+/**
+ * An export page: its body as the chunks it was read in, not copied into one buffer (an export
+ * reads tens of megabytes, and each page's copy is memory the gateway's bound has to hold).
+ */
+export interface UpstreamPage {
+  status: number;
+  headers: Record<string, string>;
+  chunks: Buffer[];
+}
+
 export function sendAnswer(reply: FastifyReply, answer: UpstreamAnswer): FastifyReply {
   for (const [name, v] of Object.entries(answer.headers)) reply.header(name, v);
   reply.code(answer.status);
@@ -106,18 +116,19 @@ export class Upstream {
 
   /**
    * GET of an internal path (an export page) with the signed account header: status, every
-   * `x-export-*` header and the body. Throws the client's AppError when the upstream is unreachable.
+   * `x-export-*` header and the whole body, read before it returns. Throws the client's AppError
+   * when the upstream is unreachable.
    */
-  async getInternal(path: string, accountHeader: string, requestId: string): Promise<UpstreamAnswer> {
+  async getInternal(path: string, accountHeader: string, requestId: string): Promise<UpstreamPage> {
     let res: Awaited<ReturnType<Pool['request']>>;
-    let body: Buffer;
+    const chunks: Buffer[] = [];
     try {
       res = await this.pool.request({
         method: 'GET',
         path,
         headers: { 'x-request-id': requestId, 'x-fcd-account': accountHeader, accept: '*/*' },
       });
-      body = Buffer.from(await res.body.arrayBuffer());
+      for await (const chunk of res.body) chunks.push(chunk as Buffer);
     } catch (err) {
       throw serviceUnavailable(this.name, 1, err);
     }
@@ -130,7 +141,7 @@ export class Upstream {
     for (const [name, v] of Object.entries(res.headers)) {
       if (typeof v === 'string' && (name.startsWith('x-export-') || PASS_HEADERS.includes(name))) headers[name] = v;
     }
-    return { status: res.statusCode, headers, body };
+    return { status: res.statusCode, headers, chunks };
   }
 
   /** Reachability (the service's /healthz); its own dependencies are its own readiness. */

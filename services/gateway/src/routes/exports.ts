@@ -3,7 +3,7 @@ import { Decision } from '@fcd/proto';
 import { AppError, type InternalAuth, UNAUTHORIZED_MESSAGE, validationError } from '@fcd/service-kit';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { AuthorizationBatcher } from '../auth/batcher';
-import { sendAnswer, type Upstream, type UpstreamAnswer } from '../clients/proxy';
+import { sendAnswer, type Upstream, type UpstreamPage } from '../clients/proxy';
 import { EXPORT_KINDS, EXPORT_PAGE_ROWS } from './table';
 
 /**
@@ -48,7 +48,7 @@ export function registerExports(app: FastifyInstance, deps: ExportDeps): void {
       query.set('page_size', String(EXPORT_PAGE_ROWS));
       query.set('format', csv ? 'csv' : 'ndjson');
 
-      const fetchPage = (after: string | undefined, header: boolean): Promise<UpstreamAnswer> => {
+      const fetchPage = (after: string | undefined, header: boolean): Promise<UpstreamPage> => {
         const q = new URLSearchParams(query);
         if (after !== undefined) q.set('after', after);
         if (header) q.set('header', 'true');
@@ -62,7 +62,8 @@ export function registerExports(app: FastifyInstance, deps: ExportDeps): void {
 
       // The first page answers for the request: a bad filter or cursor is its 400, an outage its 503.
       const first = await fetchPage(query.get('after') ?? undefined, csv);
-      if (first.status !== 200) return sendAnswer(reply, first);
+      if (first.status !== 200)
+        return sendAnswer(reply, { status: first.status, headers: first.headers, body: Buffer.concat(first.chunks) });
       reply.header('content-type', csv ? 'text/csv; charset=utf-8' : 'application/x-ndjson');
       reply.header('cache-control', 'private, no-store');
       if (request.method === 'HEAD') return reply.send();
@@ -71,7 +72,7 @@ export function registerExports(app: FastifyInstance, deps: ExportDeps): void {
       async function* pages(): AsyncGenerator<Buffer | string> {
         let page = first;
         let rows = Number(page.headers['x-export-rows'] ?? 0);
-        yield page.body;
+        yield* page.chunks;
         const stop = (after: string | undefined, error: AppError): string => {
           log.warn({ kind, rows, code: error.code }, 'export stopped before its end');
           // CSV has no place for the reason: the response is cut, and the client resumes from its last row.
@@ -80,7 +81,7 @@ export function registerExports(app: FastifyInstance, deps: ExportDeps): void {
         };
         while (page.headers['x-export-more'] === 'true') {
           const after = page.headers['x-export-last'];
-          let next: UpstreamAnswer;
+          let next: UpstreamPage;
           try {
             next = await fetchPage(after, false);
           } catch (err) {
@@ -103,7 +104,7 @@ export function registerExports(app: FastifyInstance, deps: ExportDeps): void {
           }
           rows += Number(next.headers['x-export-rows'] ?? 0);
           page = next;
-          yield page.body;
+          yield* page.chunks;
         }
         if (!csv) yield `${JSON.stringify({ export: { complete: true, rows, after: null } })}\n`;
       }
