@@ -10,11 +10,13 @@ import { execFileSync } from 'node:child_process';
 import { resolve } from 'node:path';
 import { root, stopAll } from './http-bench.mjs';
 import { proxiedPathRound } from './proxied-path.mjs';
+import { targetRows } from './targets.mjs';
 import { usagePathRound } from './usage-path.mjs';
 
 /** BENCH_ONLY: a comma-separated choice of usage, proxied, delivery, paced, fairness, import, geo, echo (default: all eight). */
 async function all() {
   const only = new Set((process.env.BENCH_ONLY ?? 'usage,proxied,delivery,paced,fairness,import,geo,echo').split(','));
+  const started = Date.now();
   execFileSync('bash', [resolve(root, 'scripts/services.sh')], { stdio: 'inherit' });
   execFileSync('npm', ['run', 'build', '--silent'], { cwd: root, stdio: 'inherit' });
   if (only.has('usage')) await usagePathRound();
@@ -34,6 +36,12 @@ async function all() {
   // The ECHO sync benchmark (sync-echo of 1,000,000 facilities and 2,000,000 violations, a no-change
   // re-sync, beside psql \copy of the same files; BENCH_ECHO_FACILITIES changes the size).
   if (only.has('echo')) execFileSync(process.execPath, [resolve(root, 'scripts/bench/echo.mjs')], { stdio: 'inherit' });
+  // Issue 16's targets beside this run's figures (the rounds above that ran), in one table.
+  const rows = targetRows(resolve(root, 'bench-results'), started);
+  if (rows.length > 0) {
+    console.log("issue 16's targets, this run:");
+    console.table(rows);
+  }
 }
 
 all().catch((err) => {

@@ -1,0 +1,62 @@
+// Issue 16's targets beside what this `npm run bench` run measured: the closing table of run.mjs,
+// read from the results the rounds wrote to bench-results/ (docs/benchmarks.md has the method of
+// each figure). Only rounds that wrote their result during this run are shown.
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { resolve } from 'node:path';
+
+/** The newest bench-results/<name>-<date>.json written at or after `since` (epoch ms), parsed; undefined when none. */
+function latest(dir, name, since) {
+  let files;
+  try {
+    files = readdirSync(dir).filter((f) => f.startsWith(`${name}-`) && f.endsWith('.json'));
+  } catch {
+    return undefined;
+  }
+  const fresh = files
+    .map((f) => ({ file: resolve(dir, f), at: statSync(resolve(dir, f)).mtimeMs }))
+    .filter((f) => f.at >= since)
+    .sort((a, b) => b.at - a.at);
+  return fresh[0] ? JSON.parse(readFileSync(fresh[0].file, 'utf8')) : undefined;
+}
+
+/**
+ * One row per target whose round ran: the figure, the target and whether it was met. The dispatcher's
+ * halving target is 485 µs per delivery: half of the first figures measured for it (954–970 µs on
+ * 2026-11-27, docs/benchmarks.md), the looser half.
+ */
+export function targetRows(dir, since) {
+  const rows = [];
+  const row = (target, figure, met) => rows.push({ target, figure, met: met ? 'met' : 'NOT met' });
+  const usage = latest(dir, 'usage', since);
+  if (usage) {
+    const e = usage.efficiency;
+    row(
+      'usage path: gateway CPU µs/request ≤ 50',
+      `${e.gatewayCpuUsPerRequest} (bare server ${e.bareCpuUsPerRequest})`,
+      e.gatewayCpuUsPerRequest <= 50,
+    );
+    row('usage path: usage CPU µs/request ≤ 20', `${e.usageCpuUsPerRequest}`, e.usageCpuUsPerRequest <= 20);
+  }
+  const proxied = latest(dir, 'proxied', since);
+  if (proxied) row('proxied: gateway / minimal proxy ≥ 0.75', `${proxied.ratio}`, proxied.ratio >= 0.75);
+  const delivery = latest(dir, 'delivery', since);
+  if (delivery) {
+    const d = delivery.dispatcher;
+    row('backlog: deliveries/s ≥ 2,500', `${d.deliveries_per_s}`, d.deliveries_per_s >= 2500);
+    row('backlog: ratio to bare undici ≥ 0.35', `${delivery.ratio}`, delivery.ratio >= 0.35);
+    row('backlog: dispatcher CPU µs/delivery ≤ 485', `${d.cpu_us_per_delivery}`, d.cpu_us_per_delivery <= 485);
+  }
+  const paced = latest(dir, 'paced', since);
+  const first = paced?.runs?.[0];
+  if (first) {
+    const { p99, max } = first.latency.total;
+    const all = first.missing === 0;
+    row(
+      `paced ${first.label}: p99 < ${paced.target_ms.p99} ms`,
+      `${p99}${all ? '' : ` (${first.missing} missing)`}`,
+      all && p99 < paced.target_ms.p99,
+    );
+    row(`paced ${first.label}: max < ${paced.target_ms.max} ms`, `${max}`, all && max < paced.target_ms.max);
+  }
+  return rows;
+}
