@@ -161,6 +161,7 @@ export async function proxiedPathRound() {
       proxy: median.proxy,
       gateway: median.gateway,
       ratio: median.ratio,
+      target: TARGET,
       cpuUsPerRequest: cpu,
       meanBatchSize,
       rounds: all,

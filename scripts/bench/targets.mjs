@@ -38,7 +38,7 @@ export function targetRows(dir, since) {
     row('usage path: usage CPU µs/request ≤ 20', `${e.usageCpuUsPerRequest}`, e.usageCpuUsPerRequest <= 20);
   }
   const proxied = latest(dir, 'proxied', since);
-  if (proxied) row('proxied: gateway / minimal proxy ≥ 0.75', `${proxied.ratio}`, proxied.ratio >= 0.75);
+  if (proxied) row(`proxied: gateway / minimal proxy ≥ ${proxied.target}`, `${proxied.ratio}`, proxied.ratio >= proxied.target);
   const delivery = latest(dir, 'delivery', since);
   if (delivery) {
     const d = delivery.dispatcher;
