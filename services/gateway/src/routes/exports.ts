@@ -72,7 +72,9 @@ export function registerExports(app: FastifyInstance, deps: ExportDeps): void {
       async function* pages(): AsyncGenerator<Buffer | string> {
         let page = first;
         let rows = Number(page.headers['x-export-rows'] ?? 0);
-        yield* page.chunks;
+        // Taken out of the page as they are handed on, so no page's rows outlive their writing (the
+        // first page would otherwise stay referenced, by `first`, for the whole export).
+        yield* page.chunks.splice(0);
         const stop = (after: string | undefined, error: AppError): string => {
           log.warn({ kind, rows, code: error.code }, 'export stopped before its end');
           // CSV has no place for the reason: the response is cut, and the client resumes from its last row.
@@ -104,7 +106,7 @@ export function registerExports(app: FastifyInstance, deps: ExportDeps): void {
           }
           rows += Number(next.headers['x-export-rows'] ?? 0);
           page = next;
-          yield* page.chunks;
+          yield* page.chunks.splice(0);
         }
         if (!csv) yield `${JSON.stringify({ export: { complete: true, rows, after: null } })}\n`;
       }
