@@ -14,6 +14,7 @@ import {
 } from '@fcd/service-kit';
 import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
 import type { AuthorizationBatcher } from './auth/batcher';
+import { canonicalRouting } from './auth/canonical-path';
 import { installMetering } from './auth/metering';
 import type { Upstream } from './clients/proxy';
 import type { IdempotencyStore } from './http/idempotency';
@@ -69,8 +70,12 @@ export function requireAccount(request: FastifyRequest): AuthenticatedAccount {
 
 /** The public HTTP surface: health, authentication and metering of /v1, routing to the domain services. */
 export function buildGatewayApp(deps: GatewayDeps): FastifyInstance {
-  const app = Fastify(baseFastifyOptions(deps.logger, deps.http));
+  // One view of the path for the router, the tier gates, the metering and the upstream: the
+  // canonical target, computed once before routing (docs/api.md, "Path normalisation").
+  const canonical = canonicalRouting();
+  const app = Fastify({ ...baseFastifyOptions(deps.logger, deps.http), rewriteUrl: canonical.rewriteUrl });
   installHttpConventions(app, { metrics: deps.metrics });
+  app.addHook('onRequest', canonical.refuseMalformed);
 
   // Health: unauthenticated, unversioned, never counted.
   registerHealthRoutes(app, { checks: deps.readiness, isShuttingDown: deps.isShuttingDown, hideErrors: true });

@@ -7,7 +7,16 @@ import type { AuthorizationBatcher } from './batcher';
 
 export const USAGE_PATH = '/v1/account/usage';
 
-/** 403 when the path lies under a tier-gated prefix the account's tier does not reach. */
+/**
+ * The path authorization decides on: the route the router matched (its pattern), else the
+ * canonical path (no route: a 404, or a 405 under a gated prefix), never the raw request target.
+ * `request.url` is already canonical (auth/canonical-path.ts, run before routing).
+ */
+function routedPath(request: FastifyRequest): string {
+  return request.routeOptions.url ?? (request.url.split('?')[0] as string);
+}
+
+/** 403 when the routed path lies under a tier-gated prefix the account's tier does not reach. */
 function tierGate(path: string, result: AuthorizeResult): AppError | undefined {
   for (const gate of TIER_GATED_PREFIXES) {
     if (path !== gate.prefix && !path.startsWith(`${gate.prefix}/`)) continue;
@@ -27,12 +36,12 @@ function setRateLimitHeaders(reply: FastifyReply, r: AuthorizeResult): void {
   reply.header('x-ratelimit-reset', r.resetsAt);
 }
 
-/** GET or HEAD with If-None-Match: authorized with a peek, counted later unless the answer is 304. */
-function isConditional(request: FastifyRequest, path: string): boolean {
+/** GET or HEAD with If-None-Match: authorized with a peek, counted later unless the answer is 304 (`route`: the routed path). */
+function isConditional(request: FastifyRequest, route: string): boolean {
   if (request.method !== 'GET' && request.method !== 'HEAD') return false;
   if (request.headers['if-none-match'] === undefined) return false;
   // Exports stream and are counted per 1,000 rows: never conditional.
-  return !(path === '/v1/exports' || path.startsWith('/v1/exports/'));
+  return !(route === '/v1/exports' || route.startsWith('/v1/exports/'));
 }
 
 function rateLimited(r: AuthorizeResult): AppError {
@@ -80,17 +89,17 @@ function admit(
   request: FastifyRequest,
   reply: FastifyReply,
   apiKey: string,
-  path: string,
+  target: { path: string; route: string },
   conditional: boolean,
   result: AuthorizeResult,
 ): AppError | undefined {
   switch (result.decision) {
     case Decision.ALLOWED: {
       setRateLimitHeaders(reply, result);
-      if (conditional) request.uncounted = { apiKey, path };
+      if (conditional) request.uncounted = { apiKey, path: target.path };
       request.meterKey = apiKey;
       // Before the body is read: a Free caller gets 403 whatever it sends.
-      const refused = tierGate(path, result);
+      const refused = tierGate(target.route, result);
       if (refused) return refused;
       request.account = { accountId: result.accountId, tier: result.tier, tierRank: result.tierRank };
       request.usageReport = result.usage;
@@ -123,12 +132,14 @@ function installAuthentication(app: FastifyInstance, batcher: AuthorizationBatch
       done(new AppError('UNAUTHORIZED', UNAUTHORIZED_MESSAGE));
       return;
     }
+    // The canonical path labels the count; the routed path decides the gate and the metering class.
     const path = request.url.split('?')[0] as string;
-    const conditional = isConditional(request, path);
-    batcher.authorize(apiKey, request.method, path, path === USAGE_PATH && request.method === 'GET', conditional).then((result) => {
+    const route = routedPath(request);
+    const conditional = isConditional(request, route);
+    batcher.authorize(apiKey, request.method, path, route === USAGE_PATH && request.method === 'GET', conditional).then((result) => {
       let error: unknown;
       try {
-        error = admit(request, reply, apiKey, path, conditional, result);
+        error = admit(request, reply, apiKey, { path, route }, conditional, result);
       } catch (err) {
         error = err;
       }

@@ -52,7 +52,10 @@ export const EXPORT_PAGE_ROWS = 1000;
 /**
  * Paths under these prefixes need at least this tier rank ("Pro and above": free 0 < pro 1 <
  * enterprise 2). The gateway refuses lower tiers with 403 before reading the body, on every path
- * and method under the prefix (unknown sub-paths and wrong methods too); the domain service checks again.
+ * and method under the prefix (unknown sub-paths and wrong methods too), matched against the route
+ * the router matched or else the canonical path, never the raw request target (auth/metering.ts);
+ * the domain service checks again (the webhook service on every route, the facility service on its
+ * export pages).
  */
 export const TIER_GATED_PREFIXES = [
   { prefix: '/v1/webhooks', minTierRank: 1, requiredTier: 'pro', feature: 'Webhooks' },
