@@ -1,8 +1,19 @@
-import { INTERNAL_AUTH_HEADER, type InternalAuth, requestTarget, unauthorized } from '@fcd/service-kit';
-import type { onRequestAsyncHookHandler } from 'fastify';
+import {
+  type AccountClaims,
+  AppError,
+  INTERNAL_AUTH_HEADER,
+  type InternalAuth,
+  PRO_TIER_RANK,
+  requestTarget,
+  unauthorized,
+} from '@fcd/service-kit';
+import type { FastifyRequest, onRequestAsyncHookHandler } from 'fastify';
 
 /** The name the facility service is signed for (the gateway's upstream name). */
 const FACILITY_AUDIENCE = 'facility';
+
+/** The verified claims of each request (set by requireGatewayAccount). */
+const claimsOf = new WeakMap<FastifyRequest, AccountClaims>();
 
 /**
  * Requests must carry the gateway's signed account header (x-fcd-account),
@@ -13,6 +24,25 @@ export function requireGatewayAccount(auth: InternalAuth): onRequestAsyncHookHan
   return async (request) => {
     const claims = auth.verify(request.headers[INTERNAL_AUTH_HEADER], requestTarget(request, FACILITY_AUDIENCE));
     if (!claims) throw unauthorized();
+    claimsOf.set(request, claims);
     request.log = request.log.child({ account_id: claims.account_id });
+  };
+}
+
+/**
+ * Pro and above only: the signed claim's tier rank is checked again here, whatever the gateway
+ * decided (its tier gate is one of two walls). A lower tier gets the gateway's own 403 FORBIDDEN,
+ * with `details.required_tier` and `details.tier`. Runs after requireGatewayAccount.
+ */
+export function requireProTier(feature: string): onRequestAsyncHookHandler {
+  return async (request) => {
+    const claims = claimsOf.get(request);
+    if (!claims) throw unauthorized();
+    const rank = typeof claims.tier_rank === 'number' ? claims.tier_rank : 0;
+    if (rank < PRO_TIER_RANK) {
+      throw new AppError('FORBIDDEN', `${feature} are available on the Pro tier and above. Upgrade the account to use them.`, {
+        details: { required_tier: 'pro', tier: claims.tier },
+      });
+    }
   };
 }

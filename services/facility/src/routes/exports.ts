@@ -4,12 +4,14 @@ import type { FastifyInstance, preValidationAsyncHookHandler } from 'fastify';
 import { CASE_STATUSES, CASE_TYPES, COMPLIANCE_STATUSES, PROGRAMS, SEVERITIES, STATE_CODES } from '../domain/codes';
 import { CSV_COLUMNS, csvLine, csvRow, type ExportFilter, type ExportKind, exportPage } from '../store/exports';
 import type { Queryable } from '../store/queries';
+import { requireProTier } from './auth';
 import { rejectInvalid } from './validation';
 
 /**
  * One page of a bulk export (GET /internal/v1/exports/{kind}), for the gateway, which walks the
  * pages and counts one request per page of 1,000 rows (docs/metering.md, "Exports"). Not routed
- * by the gateway as is: the public route is GET /v1/exports/{kind}. Gateway-signed header required.
+ * by the gateway as is: the public route is GET /v1/exports/{kind}. Gateway-signed header required,
+ * with a tier of Pro and above (403 FORBIDDEN otherwise, as the gateway answers).
  *
  * Answer: the rows in the asked format (NDJSON: one representation per line; CSV: the rows, with the
  * header row first when `header=true`), `x-export-rows` (rows in this page), `x-export-last` (id of
@@ -68,6 +70,8 @@ export async function exportRoutes(app: FastifyInstance, opts: { db: Queryable }
   app.addHook('onRoute', (route) => {
     route.attachValidation = true;
   });
+  // Pro and above, checked here too: the gateway's tier gate is not the only wall.
+  app.addHook('onRequest', requireProTier('Bulk exports'));
   app.addHook('preHandler', rejectInvalid);
   for (const kind of ['facilities', 'violations', 'cases'] as const satisfies ExportKind[]) {
     app.get<{
