@@ -1,0 +1,3 @@
+export declare const MAX_SUBJECT: number;
+export declare const SCOPES: readonly string[];
+export declare function commitMessageProblems(message: string): string[];
