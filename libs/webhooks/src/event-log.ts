@@ -1,7 +1,6 @@
 import { isEventType } from '@fcd/events';
-import { type Pool, type PoolClient, UUID_LOWER_CASE, withTransaction } from '@fcd/service-kit';
-import type { MatchableEvent } from './matching';
-import { type MatchableSubscription, matches } from './matching';
+import { type Pool, type PoolClient, UUID_LOWER_CASE } from '@fcd/service-kit';
+import { type RecoveryRequest, type RecoveryResult, recoverEvents } from './recovery';
 
 /**
  * The durable event log (table `webhook.events`, docs/adr/0002-event-log-in-postgres.md): every
@@ -18,8 +17,6 @@ export const DAY_MS = 86_400_000;
 
 /** Taken around every append: positions are assigned in commit order (see `append`). */
 const APPEND_LOCK = 'webhook.events:append';
-/** Events a recovery reads per statement. */
-const RECOVERY_PAGE = 1000;
 
 /** An event as the dispatcher consumed it. */
 export interface LoggedEvent {
@@ -48,17 +45,6 @@ export interface EventFilter {
   /** Only events created at or after this time (epoch ms). */
   since?: number;
 }
-
-export interface RecoveryRequest {
-  subscriptionId: string;
-  /** The window [since, until) on the events' created_at, epoch ms. */
-  since: number;
-  until: number;
-  dryRun: boolean;
-  now: number;
-}
-
-export type RecoveryResult = { status: 'done'; events: number } | { status: 'not_found' } | { status: 'inactive' };
 
 export class EventLog {
   constructor(private readonly pool: Pool) {}
@@ -151,58 +137,8 @@ export class EventLog {
     }
   }
 
-  /**
-   * Enqueues, as new deliveries due now, every logged event of the window [since, until) that the
-   * subscription matches (`matches`, after the same rule in SQL narrowed the candidates) and has
-   * not received: no delivery of it succeeded and none is pending. They are ordinary deliveries
-   * (automatic retries, deactivation). One transaction under a per-subscription advisory lock, so
-   * two recoveries at once do not enqueue an event twice and a failure writes nothing. A dry run
-   * counts the same events and writes nothing.
-   */
-  async recover(r: RecoveryRequest): Promise<RecoveryResult> {
-    return withTransaction(this.pool, async (client) => {
-      await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`webhook.recover:${r.subscriptionId}`]);
-      // Locked for the transaction: a concurrent delete waits for the deliveries written here
-      // (and takes them with it) instead of failing their foreign key.
-      const sub = await client.query<{ events: string[]; facility_ids: string[] | null; is_active: boolean }>(
-        'SELECT events, facility_ids::text[] AS facility_ids, is_active FROM webhook.subscriptions WHERE id = $1 FOR KEY SHARE',
-        [r.subscriptionId],
-      );
-      const row = sub.rows[0];
-      if (!row) return { status: 'not_found' };
-      if (!row.is_active) return { status: 'inactive' };
-      const subscription: MatchableSubscription = { events: row.events, facility_ids: row.facility_ids };
-      let count = 0;
-      let after = '0';
-      for (;;) {
-        const page = await client.query<{ position: string; id: string; type: string; body: string }>(
-          `SELECT e.position::text AS position, e.id, e.type, e.body
-             FROM webhook.events e
-            WHERE e.created_at >= $2 AND e.created_at < $3 AND e.position > $4::bigint
-              AND e.type = ANY($5::text[])
-              AND ($6::uuid[] IS NULL OR e.facility_ids && $6::uuid[])
-              AND NOT EXISTS (SELECT 1 FROM webhook.deliveries d
-                               WHERE d.subscription_id = $1 AND d.event_id = e.id AND d.status IN ('succeeded', 'pending'))
-            ORDER BY e.position
-            LIMIT $7`,
-          [r.subscriptionId, new Date(r.since), new Date(r.until), after, row.events, row.facility_ids, RECOVERY_PAGE],
-        );
-        const wanted = page.rows.filter((e) => matches(subscription, JSON.parse(e.body) as MatchableEvent));
-        count += wanted.length;
-        if (!r.dryRun && wanted.length > 0) {
-          await client.query(
-            `INSERT INTO webhook.deliveries (id, subscription_id, event_id, event_type, body, status, attempt_count,
-                                             next_attempt_at, created_at, updated_at, recovery)
-             SELECT 'dlv_' || gen_random_uuid(), $1, v.event_id, v.type, v.body, 'pending', 0, $2, $2, $2, true
-               FROM unnest($3::text[], $4::text[], $5::text[]) AS v(event_id, type, body)`,
-            [r.subscriptionId, new Date(r.now), wanted.map((e) => e.id), wanted.map((e) => e.type), wanted.map((e) => e.body)],
-          );
-        }
-        const last = page.rows[page.rows.length - 1];
-        if (!last || page.rows.length < RECOVERY_PAGE) break;
-        after = last.position;
-      }
-      return { status: 'done', events: count };
-    });
+  /** A bounded, paced recovery of one subscription's missed events (recovery.ts, `recoverEvents`). */
+  recover(r: RecoveryRequest): Promise<RecoveryResult> {
+    return recoverEvents(this.pool, r);
   }
 }

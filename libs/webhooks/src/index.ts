@@ -8,6 +8,8 @@ export * from './event-log';
 export * from './limits';
 export * from './matching';
 export * from './migrations';
+export * from './recovery';
+export * from './recovery-rate';
 export * from './secrets';
 export * from './store';
 export * from './url-safety';

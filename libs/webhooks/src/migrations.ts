@@ -210,4 +210,25 @@ export const webhookMigrations: Migration[] = [
       DROP INDEX deliveries_due;
     `,
   },
+  {
+    id: '0011_recovery_bounds',
+    sql: `
+      -- Recovery bounded (docs/webhooks.md "Recovery"). Its window is read per event type in
+      -- (created_at, position) order: equality on the first column, then a keyset range in index
+      -- order, so a LIMIT stops the scan whatever the statistics say (on tables never analysed,
+      -- the join this replaces took a nested-loop plan of 1-2 s).
+      CREATE INDEX events_type_created ON events (type, created_at, position);
+      -- "One recovery in progress per subscription": its pending recovered deliveries, and when the
+      -- last is due (the 409's Retry-After). An entry for recovered rows only.
+      CREATE INDEX deliveries_recovery_pending ON deliveries (subscription_id, next_attempt_at) WHERE status = 'pending' AND recovery;
+      -- The per-account rate of the recover route: the GCRA's theoretical arrival time per account
+      -- (libs/webhooks/src/recovery-rate.ts), shared by every replica.
+      CREATE TABLE recover_rate (
+        account_id text COLLATE "C" PRIMARY KEY,
+        tat        timestamptz NOT NULL,
+        -- Whether the account's last call was refused (its RETURNING tells the caller).
+        refused    boolean NOT NULL DEFAULT false
+      );
+    `,
+  },
 ];

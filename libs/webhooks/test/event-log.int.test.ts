@@ -186,17 +186,20 @@ describe('EventLog', () => {
       ).rows;
 
     const window = { subscriptionId: sub.id, since: at(1), until: at(10), now: at(20) };
-    expect(await log.recover({ ...window, dryRun: true })).toEqual({ status: 'done', events: 2 });
+    const done = { status: 'done', events: 2, since: at(1), nextSince: null };
+    expect(await log.recover({ ...window, dryRun: true })).toEqual(done);
     expect(await rows()).toEqual([]);
-    expect(await log.recover({ ...window, dryRun: false })).toEqual({ status: 'done', events: 2 });
+    expect(await log.recover({ ...window, dryRun: false })).toEqual(done);
     const recovered = await rows();
     expect(recovered).toEqual(
       [cancelled, missed]
         .map((e) => ({ event_id: e.id, status: 'pending', recovery: true, body: e.body }))
         .sort((x, y) => x.event_id.localeCompare(y.event_id)),
     );
-    // Those are pending now: a second recovery finds nothing more to send.
-    expect(await log.recover({ ...window, dryRun: false })).toEqual({ status: 'done', events: 0 });
+    // Those are pending now, paced at the default 10/s: a second recovery is refused until they are
+    // sent (the last is due 100 ms after the first), and a dry run finds nothing more to send.
+    expect(await log.recover({ ...window, dryRun: false })).toEqual({ status: 'in_progress', lastDueAt: at(20) + 100 });
+    expect(await log.recover({ ...window, dryRun: true })).toEqual({ ...done, events: 0 });
     // The fan-out of an already logged event still creates nothing new (recovered rows do not count).
     expect(await deliveries.fanOutMany([cancelled], at(21))).toEqual([[]]);
 

@@ -13,11 +13,12 @@ import {
   type ServiceMetrics,
 } from '@fcd/service-kit';
 import type { Resolver, SecretBox } from '@fcd/webhooks';
-import { DeliveryLog, EventLog, parseAllowedPorts, SubscriptionStore } from '@fcd/webhooks';
+import { DeliveryLog, EventLog, parseAllowedPorts, SubscriptionStore, takeRecoverCall } from '@fcd/webhooks';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { FacilityDirectory } from './clients/facility';
 import type { WebhookConfig } from './config';
 import { EventsService } from './domain/events';
+import { RecoveryGate } from './domain/recovery';
 import { WebhookService } from './domain/webhooks';
 import { eventRoutes } from './routes/events';
 import { webhookRoutes } from './routes/webhooks';
@@ -39,6 +40,9 @@ export interface AppDeps {
   /** Timeouts and connection cap of the HTTP server. */
   http?: HttpServerSettings;
 }
+
+/** Recoveries running at once per replica: at most this many of the pool's connections (docs/webhooks.md "Recovery"). */
+const RECOVERIES_AT_ONCE = 2;
 
 function domainMetrics(metrics: ServiceMetrics | undefined) {
   if (!metrics) return undefined;
@@ -71,6 +75,8 @@ export async function buildWebhookApp(deps: AppDeps): Promise<FastifyInstance> {
     deliveries: new DeliveryLog(deps.pool),
     events: eventLog,
     retentionDays: deps.config.EVENT_RETENTION_DAYS,
+    recoverRate: (accountId, now) => takeRecoverCall(deps.pool, accountId, now),
+    recoveryGate: new RecoveryGate(RECOVERIES_AT_ONCE),
     facilities: deps.facilities,
     allowPrivateUrls: deps.config.WEBHOOK_ALLOW_PRIVATE_URLS,
     allowedPorts: parseAllowedPorts(deps.config.WEBHOOK_ALLOWED_PORTS ?? '443'),

@@ -1,6 +1,7 @@
 import { notFound, validationError } from '@fcd/service-kit';
 import type { EventLog, StoredEvent } from '@fcd/webhooks';
 import { decodePositionCursor, encodePositionCursor } from './cursor';
+import { parseDateTime } from './date-time';
 import { DEFAULT_PAGE_SIZE } from './webhooks';
 
 /**
@@ -23,6 +24,7 @@ export interface EventQuery {
 }
 
 const LIST = 'events';
+
 const EVENT_ID = /^evt_[A-Za-z0-9-]{1,100}$/;
 
 export class EventsService {
@@ -35,7 +37,7 @@ export class EventsService {
     if (query.cursor !== undefined && after === undefined) {
       throw validationError([{ field: 'cursor', message: 'is not a valid cursor for this list' }]);
     }
-    const since = query.since === undefined ? undefined : Date.parse(query.since);
+    const since = query.since === undefined ? undefined : parseDateTime(query.since);
     if (since !== undefined && Number.isNaN(since)) throw validationError([{ field: 'since', message: 'must be an RFC 3339 date-time' }]);
     const page = await this.log.list(
       {

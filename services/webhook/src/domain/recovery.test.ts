@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { recoveryWindow } from './recovery';
+import { RecoveryGate, recoveryInProgress, recoveryWindow } from './recovery';
 
 describe('recovery window', () => {
   const now = Date.parse('2026-11-25T12:00:00.000Z');
@@ -46,5 +46,72 @@ describe('recovery window', () => {
     }
     expect(recoveryWindow({ since: '2026-11-20T10:00:00+02:00' }, now, 30).problems).toEqual([]);
     expect(recoveryWindow({}, now, 30)).toEqual({ problems: [] });
+  });
+
+  it('refuses impossible dates instead of rolling them over, as GET /v1/events does (2026-02-29, T24:00)', () => {
+    const at = Date.parse('2026-03-05T00:00:00.000Z');
+    for (const since of [
+      '2026-02-29T00:00:00Z',
+      '2026-03-01T24:00:00Z',
+      '2026-02-30T10:00:00Z',
+      '2026-03-01T10:60:00Z',
+      '2026-13-01T00:00:00Z',
+    ]) {
+      expect(recoveryWindow({ since }, at, 30).problems, since).toEqual([{ field: 'since', message: 'must be an RFC 3339 date-time' }]);
+    }
+    expect(recoveryWindow({ since: '2026-03-01T00:00:00Z', until: '2026-03-01T24:00:00Z' }, at, 30).problems).toEqual([
+      { field: 'until', message: 'must be an RFC 3339 date-time' },
+    ]);
+    // A real leap day is fine.
+    expect(recoveryWindow({ since: '2028-02-29T23:59:59.999Z' }, Date.parse('2028-03-01T00:00:00Z'), 30).window?.since).toBe(
+      Date.parse('2028-02-29T23:59:59.999Z'),
+    );
+  });
+});
+
+describe('recovery conflicts', () => {
+  it('answers 409 LIMIT_REACHED with Retry-After up to the last recovered delivery, at least 1 s', () => {
+    const now = Date.parse('2026-11-25T12:00:00.000Z');
+    const pending = recoveryInProgress(now, now + 12_345);
+    expect([pending.status, pending.code, pending.retryAfterSeconds]).toEqual([409, 'LIMIT_REACHED', 13]);
+    expect(pending.details).toEqual({ limit: 'recovery_in_progress', last_due_at: '2026-11-25T12:00:12.345Z' });
+    expect(recoveryInProgress(now).retryAfterSeconds).toBe(1);
+    expect(recoveryInProgress(now, now - 5000).retryAfterSeconds).toBe(1);
+  });
+});
+
+describe('RecoveryGate', () => {
+  it('runs at most `limit` at once, the others in arrival order as slots free up', async () => {
+    const gate = new RecoveryGate(2);
+    let running = 0;
+    let most = 0;
+    const order: number[] = [];
+    const releases: Array<() => void> = [];
+    const work = (i: number) =>
+      gate.run(async () => {
+        running += 1;
+        most = Math.max(most, running);
+        order.push(i);
+        await new Promise<void>((resolve) => releases.push(resolve));
+        running -= 1;
+        return i;
+      });
+    const all = Promise.all([0, 1, 2, 3, 4].map(work));
+    const settle = () => new Promise((resolve) => setImmediate(resolve));
+    await settle();
+    expect(order).toEqual([0, 1]);
+    while (releases.length > 0) {
+      releases.shift()?.();
+      await settle();
+    }
+    expect(await all).toEqual([0, 1, 2, 3, 4]);
+    expect(order).toEqual([0, 1, 2, 3, 4]);
+    expect(most).toBe(2);
+  });
+
+  it('frees the slot when the work fails', async () => {
+    const gate = new RecoveryGate(1);
+    await expect(gate.run(async () => Promise.reject(new Error('boom')))).rejects.toThrow('boom');
+    expect(await gate.run(async () => 'next')).toBe('next');
   });
 });

@@ -1,22 +1,16 @@
-import type { FieldProblem } from '@fcd/service-kit';
-import { DAY_MS } from '@fcd/webhooks';
+import { AppError, type FieldProblem } from '@fcd/service-kit';
+import { DAY_MS, RECOVER_RATE } from '@fcd/webhooks';
+import { parseDateTime } from './date-time';
 
 /**
  * The window of a recovery (POST /v1/webhooks/{id}/recover): `since` and the optional `until`
- * are RFC 3339 date-times (checked here: the body validator checks shapes only), read as the half-open window
+ * are RFC 3339 date-times (checked here, by the parser of GET /v1/events: the body validator checks shapes only), read as the half-open window
  * [since, until) on the events' created_at; `until` defaults to now. The window must start
  * within the event retention (the log holds nothing older) and end after it starts.
  */
 export interface RecoveryWindow {
   since: number;
   until: number;
-}
-
-/** RFC 3339 date-time: date, `T`, time with optional fraction, and `Z` or an offset. */
-const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})$/i;
-
-function parseDateTime(value: string): number {
-  return RFC3339.test(value) ? Date.parse(value) : Number.NaN;
 }
 
 export function recoveryWindow(
@@ -45,4 +39,51 @@ export function recoveryWindow(
   }
   if (problems.length > 0 || Number.isNaN(since) || Number.isNaN(until)) return { problems };
   return { problems, window: { since, until } };
+}
+
+/** 409 LIMIT_REACHED: a recovery of this subscription is in progress (running, or its deliveries still pending until `lastDueAt`). */
+export function recoveryInProgress(now: number, lastDueAt?: number): AppError {
+  const retryAfterSeconds = lastDueAt === undefined ? 1 : Math.max(1, Math.ceil((lastDueAt - now) / 1000));
+  return new AppError(
+    'LIMIT_REACHED',
+    `A recovery of this subscription is in progress: one at a time. Retry after ${retryAfterSeconds} s, when its deliveries are sent.`,
+    {
+      retryAfterSeconds,
+      details: { limit: 'recovery_in_progress', ...(lastDueAt === undefined ? {} : { last_due_at: new Date(lastDueAt).toISOString() }) },
+    },
+  );
+}
+
+/** 429 RATE_LIMIT_EXCEEDED: the account's recover rate (RECOVER_RATE) is used up. */
+export function recoverRateExceeded(retryAfterSeconds: number): AppError {
+  const { limit, windowMs } = RECOVER_RATE;
+  return new AppError(
+    'RATE_LIMIT_EXCEEDED',
+    `At most ${limit} recover calls per ${windowMs / 1000} s per account. Retry after ${retryAfterSeconds} s.`,
+    { retryAfterSeconds, details: { limit, window_seconds: windowMs / 1000, retry_after_seconds: retryAfterSeconds } },
+  );
+}
+
+/**
+ * At most `limit` recoveries at once in this process: the others wait here, in memory, not on a
+ * pooled connection, so recoveries never take more than `limit` of the pool (docs/webhooks.md).
+ */
+export class RecoveryGate {
+  private running = 0;
+  private readonly waiting: Array<() => void> = [];
+
+  constructor(private readonly limit: number) {}
+
+  async run<T>(work: () => Promise<T>): Promise<T> {
+    if (this.running >= this.limit) await new Promise<void>((resolve) => this.waiting.push(resolve));
+    else this.running += 1;
+    try {
+      return await work();
+    } finally {
+      const next = this.waiting.shift();
+      // The slot passes straight to the next waiter; `running` counts it still.
+      if (next) next();
+      else this.running -= 1;
+    }
+  }
 }

@@ -18,6 +18,7 @@ import {
   type DeliveryView,
   type EventLog,
   generateSecret,
+  type RecoverRateDecision,
   type Resolver,
   type Subscription,
   type SubscriptionPatch,
@@ -27,7 +28,7 @@ import {
 } from '@fcd/webhooks';
 import type { FacilityDirectory } from '../clients/facility';
 import { decodeCursor, encodeCursor } from './cursor';
-import { recoveryWindow } from './recovery';
+import { type RecoveryGate, recoverRateExceeded, recoveryInProgress, recoveryWindow } from './recovery';
 import { emptyPatchProblems, eventProblems, facilityIdProblems, mergeProblems, unknownFacilityProblems } from './validation';
 
 /** The public form of a subscription (docs/webhooks.md): the stored one without its bookkeeping. */
@@ -43,11 +44,12 @@ export interface DeliveryListView {
   pagination: { limit: number; next_cursor: string | null; has_more: boolean };
 }
 
-/** The answer of a recovery: how many events it enqueued (or would, for a dry run), and its window. */
+/** The answer of a recovery: how many events it enqueued (or would, for a dry run), its window, and where the next call starts. */
 export interface RecoveryView {
   events: number;
   since: string;
   until: string;
+  next_since: string | null;
 }
 
 export interface WebhookServiceOptions {
@@ -57,6 +59,10 @@ export interface WebhookServiceOptions {
   events: EventLog;
   /** EVENT_RETENTION_DAYS: how far back a recovery may reach. */
   retentionDays?: number;
+  /** Takes one call of the account's recover rate (`takeRecoverCall`); none: unlimited (unit tests). */
+  recoverRate?: (accountId: string, now: number) => Promise<RecoverRateDecision>;
+  /** Bounds the recoveries running at once in this process. */
+  recoveryGate?: RecoveryGate;
   facilities: FacilityDirectory;
   allowPrivateUrls: boolean;
   /** WEBHOOK_ALLOWED_PORTS (default 443). */
@@ -254,8 +260,11 @@ export class WebhookService {
   /**
    * Re-delivers the logged events of a window that the subscription matches and has not received
    * (none of its deliveries of the event succeeded, none is pending), as new deliveries that
-   * follow the normal retry rules. An unknown or foreign id is a 404 whatever the body says; an
-   * inactive subscription is refused like retry; a dry run counts and writes nothing.
+   * follow the normal retry rules, paced (docs/webhooks.md "Recovery"). The window starts no
+   * earlier than the subscription's creation; at most RECOVERY_MAX_EVENTS per call, `next_since`
+   * naming where the next call starts. An unknown or foreign id is a 404 whatever the body says;
+   * then bad input (400), the account's recover rate (429), an inactive subscription (400, like
+   * retry), a recovery in progress (409). A dry run counts and writes nothing.
    */
   async recover(account: AccountClaims, id: string, body: unknown, schemaProblems: FieldProblem[]): Promise<RecoveryView> {
     const subscription = await this.get(account, id);
@@ -269,17 +278,23 @@ export class WebhookService {
       problems.filter((p) => !refused.has(p.field)),
     );
     if (all.length > 0 || !window) throw validationError(all);
+    const rate = await this.options.recoverRate?.(account.account_id, now);
+    if (rate && !rate.allowed) throw recoverRateExceeded(rate.retryAfterSeconds);
     if (!subscription.is_active) throw inactiveProblem();
-    const result = await this.options.events.recover({
-      subscriptionId: id,
-      since: window.since,
-      until: window.until,
-      dryRun: raw.dry_run === true,
-      now,
-    });
+    const run = () =>
+      this.options.events.recover({ subscriptionId: id, since: window.since, until: window.until, dryRun: raw.dry_run === true, now });
+    const result = await (this.options.recoveryGate ? this.options.recoveryGate.run(run) : run());
     if (result.status === 'not_found') throw subscriptionNotFound();
     if (result.status === 'inactive') throw inactiveProblem();
-    return { events: result.events, since: new Date(window.since).toISOString(), until: new Date(window.until).toISOString() };
+    if (result.status === 'busy') throw recoveryInProgress(now);
+    if (result.status === 'in_progress') throw recoveryInProgress(now, result.lastDueAt);
+    const iso = (t: number) => new Date(t).toISOString();
+    return {
+      events: result.events,
+      since: iso(result.since),
+      until: iso(window.until),
+      next_since: result.nextSince === null ? null : iso(result.nextSince),
+    };
   }
 
   /**

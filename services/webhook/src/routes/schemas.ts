@@ -268,7 +268,8 @@ export const RecoverBody = Type.Object(
   {
     since: Type.String({
       format: 'date-time',
-      description: 'Start of the window (inclusive), RFC 3339; within the event retention (EVENT_RETENTION_DAYS, 30 by default).',
+      description:
+        "Start of the window (inclusive), RFC 3339 (real dates only: `2026-02-29` or `T24:00` are refused); within the event retention (EVENT_RETENTION_DAYS, 30 by default). Never earlier than the subscription's `created_at`: an earlier `since` starts there.",
     }),
     until: Type.Optional(Type.String({ format: 'date-time', description: 'End of the window (exclusive), RFC 3339; default now.' })),
     dry_run: Type.Optional(Type.Boolean({ description: 'Count the events that would be re-delivered; send nothing.' })),
@@ -279,9 +280,23 @@ export const RecoverBody = Type.Object(
 export const RecoveryEnvelope = Type.Object({
   data: Type.Object(
     {
-      events: Type.Integer({ minimum: 0, description: 'Events enqueued as new deliveries (for a dry run: that would be).' }),
-      since: Type.String({ format: 'date-time' }),
-      until: Type.String({ format: 'date-time' }),
+      events: Type.Integer({
+        minimum: 0,
+        maximum: 10_000,
+        description: 'Events enqueued as new deliveries (for a dry run: that would be); at most 10,000 per call.',
+      }),
+      since: Type.String({
+        format: 'date-time',
+        description: "Start of the window as applied: the requested `since`, or the subscription's `created_at` when later.",
+      }),
+      until: Type.String({ format: 'date-time', description: 'End of the window as applied (exclusive).' }),
+      next_since: Nullable(
+        Type.String({
+          format: 'date-time',
+          description:
+            'Where the window continues: the window held more than 10,000 events to send, and the next call with `since` = this (same `until`) goes on from there, once this recovery is sent (409 before). Null: the window is done.',
+        }),
+      ),
     },
     { additionalProperties: false },
   ),
