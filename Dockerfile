@@ -5,9 +5,13 @@
 #   node services/<name>/dist/cli.js migrate   (usage, facility, webhook: schema migrations)
 # The Helm chart (deploy/helm/facility-compliance) sets the command per Deployment and for the
 # migration Job. See docs/operations.md.
+# Build secrets (optional): `npmrc`, the npm configuration to install with (registry, credentials),
+# and `npm_ca`, the CA file it names. They are mounted only for the RUN that installs, so no
+# registry URL or credential reaches a layer (scripts/image/build.sh passes the machine's own).
 ARG NODE_IMAGE=node:20-bookworm-slim
 
 # 1. build: all dependencies (esbuild, TypeScript sources of libs/), bundle each service to dist/.
+#    npm's cache is a cache mount, not a layer: a rebuild after a source change reuses the downloads.
 FROM ${NODE_IMAGE} AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
@@ -18,8 +22,15 @@ COPY scripts/build-service.mjs scripts/build-service.mjs
 COPY tsconfig.base.json tsconfig.json turbo.json ./
 # npm install with the committed lockfile: the lockfile holds only the Linux builds of platform
 # packages (the project registry serves no others), which `npm ci`'s strict check refuses.
-RUN npm install --no-audit --no-fund \
- && for s in services/*/; do (cd "$s" && node ../../scripts/build-service.mjs); done
+RUN --mount=type=secret,id=npmrc,required=false --mount=type=secret,id=npm_ca,required=false \
+    --mount=type=cache,id=fcd-npm-cache,target=/root/.npm \
+    if [ -s /run/secrets/npmrc ]; then export NPM_CONFIG_USERCONFIG=/run/secrets/npmrc; fi; \
+    if [ -s /run/secrets/npm_ca ]; then export NPM_CONFIG_CAFILE=/run/secrets/npm_ca; fi; \
+    npm install --no-audit --no-fund \
+ && for s in services/*/; do (cd "$s" && node ../../scripts/build-service.mjs); done \
+ && for s in services/*/; do \
+      mkdir -p "/out/$s" && cp -r "$s/dist" "/out/$s/dist" && cp "$s/package.json" "/out/$s/package.json"; \
+    done
 
 # 2. deps: production dependencies only. npm needs every workspace's package.json to resolve
 #    the lockfile; the workspace sources themselves are not needed (libs are bundled into dist).
@@ -29,22 +40,23 @@ ENV NODE_ENV=production
 COPY package.json package-lock.json ./
 COPY --from=build /app/libs/ /tmp/libs/
 COPY --from=build /app/services/ /tmp/services/
-RUN set -e; for d in /tmp/libs/* /tmp/services/*; do \
+RUN --mount=type=secret,id=npmrc,required=false --mount=type=secret,id=npm_ca,required=false \
+    --mount=type=cache,id=fcd-npm-cache,target=/root/.npm \
+    set -e; if [ -s /run/secrets/npmrc ]; then export NPM_CONFIG_USERCONFIG=/run/secrets/npmrc; fi; \
+    if [ -s /run/secrets/npm_ca ]; then export NPM_CONFIG_CAFILE=/run/secrets/npm_ca; fi; \
+    for d in /tmp/libs/* /tmp/services/*; do \
       rel="${d#/tmp/}"; mkdir -p "$rel"; cp "$d/package.json" "$rel/package.json"; \
     done; \
     npm install --omit=dev --ignore-scripts --no-audit --no-fund \
- && npm cache clean --force \
  && rm -rf /tmp/libs /tmp/services
 
 # 3. runtime: node_modules + bundles, non-root, no build tools, no sources.
 FROM ${NODE_IMAGE} AS runtime
 WORKDIR /app
 COPY --from=deps --chown=root:root /app/ ./
-COPY --from=build --chown=root:root /app/services/ /tmp/built/
-RUN set -e; for d in /tmp/built/*/; do \
-      name="$(basename "$d")"; mkdir -p "services/$name"; \
-      cp -r "$d/dist" "services/$name/dist"; cp "$d/package.json" "services/$name/package.json"; \
-    done; rm -rf /tmp/built
+# Only each service's dist/ and package.json (gathered in /out by the build stage): no source
+# file reaches a layer of this stage, not even one removed later.
+COPY --from=build --chown=root:root /out/services/ ./services/
 # The application does not read NODE_ENV; it is not set here so nothing can branch on it.
 USER 1000:1000
 EXPOSE 8080 8081 8082 8083 8090 50051 9463 9464 9465 9466 9467

@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -68,13 +69,63 @@ describe('Dockerfile', () => {
     );
   });
 
+  it('gives npm its configuration only as build secrets, and copies only bundles into the runtime stage', () => {
+    const installs = instructions.filter((l) => l.startsWith('RUN ') && l.includes('npm install'));
+    expect(installs).toHaveLength(2);
+    for (const run of installs) {
+      expect(run).toContain('--mount=type=secret,id=npmrc,required=false --mount=type=secret,id=npm_ca,required=false');
+      expect(run).not.toMatch(/npm cache clean|registry=|_authToken/);
+    }
+    const runtime = instructions.slice(instructions.findIndex((l) => / AS runtime$/i.test(l)));
+    expect(runtime.filter((l) => l.startsWith('COPY '))).toEqual([
+      'COPY --from=deps --chown=root:root /app/ ./',
+      'COPY --from=build --chown=root:root /out/services/ ./services/',
+    ]);
+  });
+
   it('keeps dependencies, build output and secrets out of the build context', () => {
     const ignored = readFileSync(join(root, '.dockerignore'), 'utf8').split('\n');
     for (const entry of ['**/node_modules', '**/dist', '.git', '.env', '.env.*', '**/test']) expect(ignored).toContain(entry);
   });
 });
 
+/** Bare module specifiers a bundle imports, whole (`ajv-formats/dist/formats`), `node:` ones left out. */
+function bareSpecifiers(file: string): Set<string> {
+  const text = readFileSync(file, 'utf8');
+  const specs = new Set<string>();
+  for (const m of text.matchAll(/(?:(?<!["'])\bfrom\s*|\bimport\s*\(\s*)"([^"./\n][^"\n]*)"/g)) {
+    if (!(m[1] as string).startsWith('node:')) specs.add(m[1] as string);
+  }
+  return specs;
+}
+
+/**
+ * Specifiers Node's ESM resolution cannot load from the bundle's folder: it maps each to a file
+ * (package `exports` or the literal subpath) and a missing file fails the container at start
+ * (`ERR_MODULE_NOT_FOUND`: an extensionless deep import such as `pkg/dist/file`, which bundlers
+ * and vitest complete but Node does not). import.meta.resolve gives the URL; the file must exist.
+ */
+function unresolvable(dir: string, specs: Set<string>): string[] {
+  const script = `const out = [];
+    for (const s of JSON.parse(process.argv[1])) {
+      try { const u = import.meta.resolve(s); if (u.startsWith('file:') && !(await import('node:fs')).existsSync(new URL(u))) out.push(s); }
+      catch { out.push(s); }
+    }
+    console.log(JSON.stringify(out));`;
+  return JSON.parse(
+    execFileSync(process.execPath, ['--input-type=module', '-e', script, JSON.stringify([...specs])], { cwd: dir, encoding: 'utf8' }),
+  );
+}
+
 describe.each(SERVICES)('the %s bundles', (service) => {
+  it("load every bare import with Node's own ESM resolution (no extensionless deep import)", () => {
+    const dist = join(root, 'services', service, 'dist');
+    const specs = new Set<string>();
+    for (const b of readdirSync(dist).filter((f) => f.endsWith('.js'))) for (const s of bareSpecifiers(join(dist, b))) specs.add(s);
+    expect(specs.size).toBeGreaterThan(0);
+    expect(unresolvable(dist, specs)).toEqual([]);
+  });
+
   it('import only packages the production-only install provides', () => {
     const dist = join(root, 'services', service, 'dist');
     const bundles = readdirSync(dist).filter((f) => f.endsWith('.js'));
