@@ -10,6 +10,7 @@ import {
   type DecisionInput,
   DeliveryStore,
   generateSecret,
+  recoverEvents,
   SECRET_UNREADABLE_DEFER_MS,
   SecretBox,
   SubscriptionStore,
@@ -564,5 +565,43 @@ describe('fairness of the claim', () => {
     const claimed = await deliveries.claimDue(now, 9, now + 60_000);
     const per = (sub: { id: string }) => claimed.filter((c) => c.subscriptionId === sub.id).length;
     expect([per(deep), per(small), per(smaller)]).toEqual([4, 3, 2]);
+  });
+
+  it("takes a live event before a recovery's backlog: recovered deliveries are due at the recovery's pace, not all at once", async () => {
+    await pool.query("UPDATE webhook.deliveries SET next_attempt_at = '2100-01-01' WHERE status = 'pending'");
+    const type = 'violation.new';
+    const sub = await subs.create(
+      {
+        id: `wh_${randomUUID()}`,
+        account_id: `acct_${randomUUID()}`,
+        url: 'https://hooks.example.com/fcd',
+        events: [type],
+        facility_ids: null,
+        secret: generateSecret(),
+        now: T0 - 1000,
+        max_in_flight: 64,
+      },
+      25,
+    );
+    // 1,000 logged events the subscription missed, recovered now: paced at the default 10/s.
+    await pool.query(
+      `INSERT INTO webhook.events (id, type, created_at, facility_ids, body, recorded_at)
+       SELECT x.id, $2, x.at, '{}'::uuid[], json_build_object('id', x.id, 'type', $2::text, 'data', json_build_object())::text, x.at
+         FROM (SELECT 'evt_' || gen_random_uuid() AS id, $1::timestamptz + g * interval '1 second' AS at FROM generate_series(0, 999) g) x`,
+      [new Date(T0), type],
+    );
+    const now = Date.now();
+    const recovery = await recoverEvents(pool, { subscriptionId: sub.id, since: T0, until: T0 + 1_000_000, dryRun: false, now });
+    expect(recovery).toMatchObject({ status: 'done', events: 1000 });
+    // Two live events 50 ms later, and a claim with room for far more than they need.
+    const live = [event(type, []), event(type, [])];
+    await deliveries.fanOutMany(live, now + 50);
+    const mine = (claimed: ClaimedDelivery[]) => claimed.filter((c) => c.subscriptionId === sub.id);
+    const first = mine(await deliveries.claimDue(now + 50, 100, now + 60_000));
+    // Both live events, and of the recovery only what its pace has made due (the one due at now).
+    expect(first.filter((c) => live.some((e) => e.id === c.eventId))).toHaveLength(2);
+    expect(first).toHaveLength(3);
+    // A second later, the recovery's next 10 (one per 100 ms), no more.
+    expect(mine(await deliveries.claimDue(now + 1050, 100, now + 60_000))).toHaveLength(10);
   });
 });

@@ -164,3 +164,17 @@ export async function testApp(ctx: TestContext, options: AppOptions): Promise<{ 
   app.addHook('onClose', async () => facilities.close());
   return { app, facilities };
 }
+
+/** `n` violation.new events in the log, created `stepMs` apart from `from`, in one statement (recovery tests). */
+export async function insertEvents(pool: Pool, n: number, from: number, stepMs: number): Promise<void> {
+  await pool.query(
+    `INSERT INTO webhook.events (id, type, created_at, facility_ids, body, recorded_at)
+     SELECT x.id, 'violation.new', x.at, '{}'::uuid[],
+            json_build_object('id', x.id, 'type', 'violation.new', 'created_at', to_char(x.at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+                              'data', json_build_object('violation', json_build_object('id', gen_random_uuid())))::text,
+            x.at
+       FROM (SELECT 'evt_' || gen_random_uuid() AS id, $1::timestamptz + g * $3 * interval '1 millisecond' AS at
+               FROM generate_series(0, $2::int - 1) g) x`,
+    [new Date(from), n, stepMs],
+  );
+}
