@@ -1,4 +1,5 @@
 export * from './backends';
+export * from './backoff';
 export * from './bearer-token';
 export * from './cli';
 export * from './clock';

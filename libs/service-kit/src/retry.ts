@@ -1,3 +1,5 @@
+import { setTimeout as delay } from 'node:timers/promises';
+import { Backoff } from './backoff';
 import { type Clock, systemClock } from './clock';
 
 export interface RetryOptions {
@@ -10,7 +12,7 @@ export interface RetryOptions {
   maxDelayMs?: number;
   clock?: Clock;
   sleep?: (ms: number) => Promise<void>;
-  /** In [0, 1): spreads each backoff over its upper half ("equal jitter"). */
+  /** In [0, 1): spreads each backoff over its upper half ("equal jitter", `Backoff` with jitter 0.5). */
   random?: () => number;
   /** Called before each wait (log a line there). */
   onRetry?: (info: { err: unknown; attempt: number; delayMs: number; elapsedMs: number }) => void;
@@ -36,10 +38,13 @@ export class RetryExhaustedError extends Error {
  */
 export async function withRetry<T>(fn: () => Promise<T>, o: RetryOptions): Promise<T> {
   const clock = o.clock ?? systemClock;
-  const sleep = o.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
-  const random = o.random ?? Math.random;
-  const initial = o.initialDelayMs ?? 200;
-  const max = o.maxDelayMs ?? 5000;
+  const sleep = o.sleep ?? ((ms: number) => delay(ms));
+  const backoff = new Backoff({
+    initialMs: o.initialDelayMs ?? 200,
+    maxMs: o.maxDelayMs ?? 5000,
+    jitter: 0.5,
+    ...(o.random ? { random: o.random } : {}),
+  });
   let firstFailure: number | undefined;
   for (let attempt = 1; ; attempt++) {
     try {
@@ -51,8 +56,7 @@ export async function withRetry<T>(fn: () => Promise<T>, o: RetryOptions): Promi
       const elapsedMs = now - firstFailure;
       const left = o.retryForMs - elapsedMs;
       if (left <= 0) throw new RetryExhaustedError(err, attempt, elapsedMs);
-      const ceiling = Math.min(max, initial * 2 ** (attempt - 1));
-      const delayMs = Math.min(left, Math.round(ceiling / 2 + (random() * ceiling) / 2));
+      const delayMs = Math.min(left, backoff.next());
       o.onRetry?.({ err, attempt, delayMs, elapsedMs });
       await sleep(delayMs);
     }

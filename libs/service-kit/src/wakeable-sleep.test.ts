@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { errMessage } from './errors';
-import { Backoff, type Timer, WakeableSleep } from './wakeable-sleep';
+import { type Timer, WakeableSleep } from './wakeable-sleep';
 
 /** A timer that fires only when the test says so. */
 function manualTimer() {
@@ -76,29 +76,6 @@ describe('WakeableSleep', () => {
     const s = new WakeableSleep(timer);
     expect(await settled(s.sleep(0))).toBe(true);
     expect(timers).toHaveLength(0);
-  });
-});
-
-describe('Backoff', () => {
-  it('doubles from the initial delay up to the cap, and reset starts over', () => {
-    const b = new Backoff({ initialMs: 200, maxMs: 2000 });
-    expect([b.next(), b.next(), b.next(), b.next(), b.next(), b.next()]).toEqual([200, 400, 800, 1600, 2000, 2000]);
-    expect(b.failures).toBe(6);
-    b.reset();
-    expect(b.failures).toBe(0);
-    expect(b.next()).toBe(200);
-  });
-
-  it('jitter draws each delay from [delay·(1 − jitter), delay] with the injected random', () => {
-    const draws = [0, 0.5, 0.2];
-    const b = new Backoff({ initialMs: 1000, maxMs: 1000, jitter: 0.5, random: () => draws.shift() ?? 0 });
-    expect([b.next(), b.next(), b.next()]).toEqual([1000, 750, 900]);
-  });
-
-  it('never overflows after many failures', () => {
-    const b = new Backoff({ initialMs: 100, maxMs: 5000 });
-    for (let i = 0; i < 2000; i++) b.next();
-    expect(b.next()).toBe(5000);
   });
 });
 

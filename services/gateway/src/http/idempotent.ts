@@ -1,4 +1,4 @@
-import { AppError, errMessage, serviceUnavailable, validationError } from '@fcd/service-kit';
+import { AppError, Backoff, errMessage, pollWithBackoff, serviceUnavailable, validationError } from '@fcd/service-kit';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { AuthenticatedAccount } from '../app';
 import { sendAnswer } from '../clients/proxy';
@@ -35,8 +35,7 @@ export async function idempotent(
       throw serviceUnavailable('idempotency store', 1, err);
     }
   };
-  const waitUntil = Date.now() + waitMs;
-  for (let delay = 20; ; delay = Math.min(delay * 2, 250)) {
+  const attempt = async (): Promise<FastifyReply | undefined> => {
     const begun = await guarded(() => store.begin(key, fingerprint));
     if (begun.kind === 'mismatch') {
       throw new AppError(
@@ -48,35 +47,44 @@ export async function idempotent(
       reply.header('idempotent-replayed', 'true');
       return sendAnswer(reply, begun.answer);
     }
-    if (begun.kind === 'run') {
-      let answer: StoredAnswer;
-      try {
-        answer = await work();
-      } catch (err) {
-        // No answer from the upstream (unreachable, failed): the key is free for a retry.
-        await store.release(key, begun.token).catch(() => undefined);
-        throw err;
-      }
-      if (answer.status >= 500) {
-        await store.release(key, begun.token).catch(() => undefined);
-      } else {
-        try {
-          if (!(await store.complete(key, fingerprint, begun.token, answer))) {
-            request.log.warn('idempotency lease expired before the answer was stored');
-          }
-        } catch (err) {
-          // The work is done: the client gets its answer; a retry within the lease waits, then may run again.
-          request.log.error({ err: { message: errMessage(err) } }, 'idempotency answer not stored');
-        }
-      }
-      return sendAnswer(reply, answer);
-    }
-    // In progress elsewhere: wait for its answer.
-    if (Date.now() + delay > waitUntil) {
-      throw new AppError('IDEMPOTENCY_KEY_IN_USE', 'A request with this Idempotency-Key is still being processed. Retry shortly.', {
-        retryAfterSeconds: 1,
-      });
-    }
-    await new Promise((r) => setTimeout(r, delay));
+    if (begun.kind === 'run') return sendAnswer(reply, await runAndKeep(store, key, fingerprint, begun.token, request, work));
+    return undefined; // In progress elsewhere: wait for its answer.
+  };
+  const sent = await pollWithBackoff(attempt, { backoff: new Backoff({ initialMs: 20, maxMs: 250 }), waitMs });
+  if (sent) return sent;
+  throw new AppError('IDEMPOTENCY_KEY_IN_USE', 'A request with this Idempotency-Key is still being processed. Retry shortly.', {
+    retryAfterSeconds: 1,
+  });
+}
+
+/** Does the work under the key's lease and keeps its answer (a 5xx or no answer frees the key instead). */
+async function runAndKeep(
+  store: IdempotencyStore,
+  key: string,
+  fingerprint: string,
+  token: string,
+  request: FastifyRequest,
+  work: () => Promise<StoredAnswer>,
+): Promise<StoredAnswer> {
+  let answer: StoredAnswer;
+  try {
+    answer = await work();
+  } catch (err) {
+    // No answer from the upstream (unreachable, failed): the key is free for a retry.
+    await store.release(key, token).catch(() => undefined);
+    throw err;
   }
+  if (answer.status >= 500) {
+    await store.release(key, token).catch(() => undefined);
+    return answer;
+  }
+  try {
+    if (!(await store.complete(key, fingerprint, token, answer))) {
+      request.log.warn('idempotency lease expired before the answer was stored');
+    }
+  } catch (err) {
+    // The work is done: the client gets its answer; a retry within the lease waits, then may run again.
+    request.log.error({ err: { message: errMessage(err) } }, 'idempotency answer not stored');
+  }
+  return answer;
 }
