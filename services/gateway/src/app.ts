@@ -19,7 +19,7 @@ import { installMetering } from './auth/metering';
 import type { Upstream } from './clients/proxy';
 import type { IdempotencyStore } from './http/idempotency';
 import { registerApiReference } from './openapi';
-import { registerExports } from './routes/exports';
+import { type ExportLimits, registerExports } from './routes/exports';
 import { registerMethodNotAllowed, registerProxyRoutes } from './routes/proxy';
 import type { Target } from './routes/table';
 import { registerUsageRoute } from './routes/usage';
@@ -39,6 +39,8 @@ export interface GatewayDeps {
   isShuttingDown: () => boolean;
   /** Timeouts and connection cap of the HTTP server. */
   http?: HttpServerSettings;
+  /** Bulk exports: per-account concurrency and the send timeout. */
+  exports: ExportLimits;
 }
 
 export interface AuthenticatedAccount {
@@ -90,6 +92,7 @@ export function buildGatewayApp(deps: GatewayDeps): FastifyInstance {
     facility: deps.upstreams.facility,
     internalAuth: deps.internalAuth,
     batcher: deps.batcher,
+    limits: deps.exports,
   });
 
   registerMethodNotAllowed(app);

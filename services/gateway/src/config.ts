@@ -40,6 +40,24 @@ export const GatewayConfigSchema = Type.Object({
   REDIS_KEY_PREFIX: Type.String({ default: 'fcd:', pattern: '^[A-Za-z0-9:_-]*$' }),
   /** How long the answer of a POST with an Idempotency-Key is replayed. */
   IDEMPOTENCY_TTL_SECONDS: Env.int(86_400, 60, 7 * 86_400),
+  /**
+   * Bulk exports running at once per account, across every gateway replica (docs/api.md, "Bulk
+   * export"): Pro accounts, and Enterprise accounts. The next one gets 429 CONCURRENCY_LIMIT_EXCEEDED.
+   */
+  EXPORT_CONCURRENCY_PRO: Env.int(2, 1, 100),
+  EXPORT_CONCURRENCY_ENTERPRISE: Env.int(4, 1, 100),
+  /**
+   * Exports this replica runs at once, whatever their accounts: each holds at most one page (1,000
+   * rows, under 1 MiB) while its reader is slow, so this bounds their memory (docs/operations.md,
+   * "Bulk exports"). The next one gets 503 with Retry-After.
+   */
+  EXPORT_MAX_PER_REPLICA: Env.int(256, 1, 10_000),
+  /** An export's slot lapses this long after its gateway last renewed it (a third of it), so a crashed gateway frees its slots. */
+  EXPORT_SLOT_TTL_MS: Env.int(30_000, 3000, 600_000),
+  /** A reader that takes no bytes of an export for this long is cut: the rest of the page and the resume line are queued. */
+  EXPORT_SEND_TIMEOUT_MS: Env.int(30_000, 100, 600_000),
+  /** After the cut, how long the reader has to take what was queued before the connection is closed. */
+  EXPORT_SEND_GRACE_MS: Env.int(5000, 0, 60_000),
   LOG_LEVEL: Env.logLevel(),
   ...HttpServerEnv,
   ...RedisEnv,

@@ -13,18 +13,33 @@ import {
   redisOptions,
   startMetricsServer,
 } from '@fcd/service-kit';
-import { Redis } from 'ioredis';
+import { type Cluster, Redis } from 'ioredis';
 import { buildGatewayApp } from './app';
 import { AuthorizationBatcher } from './auth/batcher';
 import { Upstream } from './clients/proxy';
 import { UsageHealth } from './clients/usage-health';
 import type { GatewayConfig } from './config';
 import { IdempotencyStore } from './http/idempotency';
+import type { ExportLimits } from './routes/exports';
+import { ExportSlots } from './store/export-slots';
 
 export interface GatewayService {
   port: number;
   metricsPort: number;
   stop(): Promise<void>;
+}
+
+/** Bulk exports' limits (docs/api.md, "Bulk export"): slots per account in Redis, per replica, the send timeout. */
+function exportLimits(config: GatewayConfig, redis: Redis | Cluster, logger: Logger): ExportLimits {
+  return {
+    slots: new ExportSlots(redis, config.REDIS_KEY_PREFIX, config.EXPORT_SLOT_TTL_MS, (err) =>
+      logger.warn({ err: { message: (err as Error).message } }, 'export slot renewal or release failed'),
+    ),
+    concurrency: { pro: config.EXPORT_CONCURRENCY_PRO, enterprise: config.EXPORT_CONCURRENCY_ENTERPRISE },
+    perReplica: config.EXPORT_MAX_PER_REPLICA,
+    sendTimeoutMs: config.EXPORT_SEND_TIMEOUT_MS,
+    graceMs: config.EXPORT_SEND_GRACE_MS,
+  };
 }
 
 export async function startGateway(config: GatewayConfig, options: { logger?: Logger } = {}): Promise<GatewayService> {
@@ -62,7 +77,7 @@ export async function startGateway(config: GatewayConfig, options: { logger?: Lo
     facility: new Upstream('facility', config.FACILITY_URL, config.UPSTREAM_TIMEOUT_MS, config.UPSTREAM_CONNECTIONS),
     webhook: new Upstream('webhook', config.WEBHOOK_URL, config.UPSTREAM_TIMEOUT_MS, config.UPSTREAM_CONNECTIONS),
   };
-  // Idempotency records only: the gateway never counts in Redis (the usage service does).
+  // Idempotency records and export slots: the gateway never counts in Redis (the usage service does).
   const redis =
     clusterFromSettings(config, (scheme) => redisOptions(config, scheme)) ??
     new Redis(config.REDIS_URL as string, {
@@ -98,6 +113,7 @@ export async function startGateway(config: GatewayConfig, options: { logger?: Lo
     },
     isShuttingDown: () => shuttingDown,
     http: config,
+    exports: exportLimits(config, redis, logger),
   });
   await app.listen({ port: config.PORT, host: config.HOST });
   const port = (app.server.address() as { port: number }).port;

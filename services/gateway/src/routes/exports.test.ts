@@ -1,11 +1,12 @@
 import { create } from '@bufbuild/protobuf';
 import { AuthorizeResultSchema, Decision } from '@fcd/proto';
-import { type AppError, InternalAuth, serviceUnavailable } from '@fcd/service-kit';
+import { type AppError, InternalAuth, installHttpConventions, serviceUnavailable } from '@fcd/service-kit';
 import Fastify from 'fastify';
 import { describe, expect, it } from 'vitest';
 import type { AuthorizationBatcher } from '../auth/batcher';
 import type { Upstream, UpstreamPage } from '../clients/proxy';
-import { registerExports } from './exports';
+import type { ExportSlot } from '../store/export-slots';
+import { type ExportLimits, registerExports } from './exports';
 
 // The export route over scripted upstream pages and page counts: what reaches the client when a
 // later page fails or cannot be counted (docs/api.md, "Bulk export"). The happy path over the real
@@ -22,13 +23,46 @@ function page(ids: string[], more: boolean): UpstreamPage {
 
 const ALLOWED = create(AuthorizeResultSchema, { decision: Decision.ALLOWED });
 
+/** Slots that count what is held; `acquire` answers with `refuse` (null: all taken; an Error: Redis down). */
+function fakeSlots(refuse?: null | Error) {
+  const held = { now: 0, asked: [] as Array<{ accountId: string; limit: number }> };
+  const slots: ExportLimits['slots'] = {
+    acquire: async (accountId, limit) => {
+      held.asked.push({ accountId, limit });
+      if (refuse !== undefined) {
+        if (refuse instanceof Error) throw refuse;
+        return null;
+      }
+      held.now++;
+      let released = false;
+      const slot: ExportSlot = {
+        release: () => {
+          if (!released) held.now--;
+          released = true;
+        },
+      };
+      return slot;
+    },
+  };
+  return { slots, held };
+}
+
+interface RouteOptions {
+  slots?: ExportLimits['slots'];
+  tierRank?: number;
+  perReplica?: number;
+  /** The first page's fetch waits for it. */
+  hold?: Promise<void>;
+}
+
 /** The route with `pages` answered in turn (an Error is thrown instead) and each further page's count answered by `counts`. */
-async function exportWith(pages: Array<UpstreamPage | Error>, counts: Array<typeof ALLOWED> = []) {
+function exportRoute(pages: Array<UpstreamPage | Error>, counts: Array<typeof ALLOWED> = [], options: RouteOptions = {}) {
   const asked: string[] = [];
   const facility = {
     name: 'facility',
     getInternal: async (path: string) => {
       asked.push(path);
+      if (asked.length === 1) await options.hold;
       const next = pages.shift();
       if (next === undefined || next instanceof Error) throw next ?? new Error('no page scripted');
       return next;
@@ -42,15 +76,29 @@ async function exportWith(pages: Array<UpstreamPage | Error>, counts: Array<type
     },
   } as unknown as AuthorizationBatcher;
   const app = Fastify();
+  installHttpConventions(app);
   app.addHook('onRequest', async (request) => {
-    request.account = { accountId: 'acct_1', tier: 'pro', tierRank: 2 };
+    request.account = { accountId: 'acct_1', tier: 'pro', tierRank: options.tierRank ?? 1 };
     request.meterKey = 'fcd_test';
   });
-  registerExports(app, { facility, batcher, internalAuth: new InternalAuth('export-test-secret-0123456789abcdef') });
+  const limits: ExportLimits = {
+    slots: options.slots ?? fakeSlots().slots,
+    concurrency: { pro: 2, enterprise: 4 },
+    perReplica: options.perReplica ?? 10,
+    sendTimeoutMs: 30_000,
+    graceMs: 5000,
+  };
+  registerExports(app, { facility, batcher, limits, internalAuth: new InternalAuth('export-test-secret-0123456789abcdef') });
+  return { app, asked, counted: () => counted };
+}
+
+/** One export through `exportRoute`. */
+async function exportWith(pages: Array<UpstreamPage | Error>, counts: Array<typeof ALLOWED> = [], options: RouteOptions = {}) {
+  const { app, asked, counted } = exportRoute(pages, counts, options);
   const res = await app.inject({ method: 'GET', url: '/v1/exports/facilities' });
   await app.close();
   const lines = res.body.trimEnd().split('\n');
-  return { res, lines, asked, counted: () => counted };
+  return { res, lines, asked, counted };
 }
 
 describe('GET /v1/exports/{kind}, pages that fail or are not counted', () => {
@@ -95,5 +143,70 @@ describe('GET /v1/exports/{kind}, pages that fail or are not counted', () => {
       },
     });
     expect(lines).toHaveLength(3);
+  });
+});
+
+describe('GET /v1/exports/{kind}, concurrent exports of one account', () => {
+  it("takes a slot of the tier's limit before the first page and gives it back when the response closes", async () => {
+    const { slots, held } = fakeSlots();
+    const pro = await exportWith([page(['a'], false)], [], { slots, tierRank: 1 });
+    expect(pro.res.statusCode).toBe(200);
+    const enterprise = await exportWith([page(['a'], false)], [], { slots, tierRank: 2 });
+    expect(enterprise.res.statusCode).toBe(200);
+    expect(held.asked).toEqual([
+      { accountId: 'acct_1', limit: 2 },
+      { accountId: 'acct_1', limit: 4 },
+    ]);
+    expect(held.now).toBe(0);
+  });
+
+  it('gives the slot back when the first page fails', async () => {
+    const { slots, held } = fakeSlots();
+    const { res } = await exportWith([serviceUnavailable('facility', 1)], [], { slots });
+    expect(res.statusCode).toBe(503);
+    expect(held.now).toBe(0);
+  });
+
+  it('answers 429 CONCURRENCY_LIMIT_EXCEEDED with Retry-After when every slot is taken, and asks for no page', async () => {
+    const { res, asked } = await exportWith([page(['a'], false)], [], { slots: fakeSlots(null).slots });
+    expect(res.statusCode).toBe(429);
+    expect(res.headers['retry-after']).toBe('5');
+    expect(res.json()).toEqual({
+      error: {
+        code: 'CONCURRENCY_LIMIT_EXCEEDED',
+        message: 'At most 2 exports of this account may run at once. Retry when one of them has ended.',
+        details: { limit: 2 },
+      },
+    });
+    expect(asked).toEqual([]);
+  });
+
+  it('answers 503 with Retry-After when the slots cannot be read (Redis down), and asks for no page', async () => {
+    const { res, asked } = await exportWith([page(['a'], false)], [], { slots: fakeSlots(new Error('connection refused')).slots });
+    expect(res.statusCode).toBe(503);
+    expect(res.headers['retry-after']).toBe('1');
+    expect(res.json().error.code).toBe('SERVICE_UNAVAILABLE');
+    expect(asked).toEqual([]);
+  });
+});
+
+describe('GET /v1/exports/{kind}, exports at once on one gateway', () => {
+  it("answers 503 with Retry-After past the replica's limit, whatever the account, and admits again once one ends", async () => {
+    let letGo = () => {};
+    const hold = new Promise<void>((r) => {
+      letGo = r;
+    });
+    const { app } = exportRoute([page(['a'], false), page(['b'], false)], [], { perReplica: 1, hold });
+    const first = app.inject({ method: 'GET', url: '/v1/exports/facilities' });
+    await new Promise((r) => setImmediate(r));
+    const refused = await app.inject({ method: 'GET', url: '/v1/exports/facilities' });
+    expect(refused.statusCode).toBe(503);
+    expect(refused.headers['retry-after']).toBe('5');
+    expect(refused.json().error.code).toBe('SERVICE_UNAVAILABLE');
+    letGo();
+    expect((await first).statusCode).toBe(200);
+    const again = await app.inject({ method: 'GET', url: '/v1/exports/facilities' });
+    expect(again.statusCode).toBe(200);
+    await app.close();
   });
 });

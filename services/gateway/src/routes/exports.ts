@@ -1,9 +1,10 @@
-import { Readable } from 'node:stream';
 import { Decision } from '@fcd/proto';
-import { AppError, type InternalAuth, UNAUTHORIZED_MESSAGE, validationError } from '@fcd/service-kit';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { AppError, type InternalAuth, serviceUnavailable, UNAUTHORIZED_MESSAGE, validationError } from '@fcd/service-kit';
+import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { AuthorizationBatcher } from '../auth/batcher';
 import { sendAnswer, type Upstream, type UpstreamPage } from '../clients/proxy';
+import type { ExportSlot, ExportSlots } from '../store/export-slots';
+import { SendGuard } from './send-guard';
 import { EXPORT_KINDS, EXPORT_PAGE_ROWS } from './table';
 
 /**
@@ -19,13 +20,32 @@ import { EXPORT_KINDS, EXPORT_PAGE_ROWS } from './table';
  * place for it, is cut (no terminating chunk). Either way `after=<id of the last row received>`
  * resumes with no gap and no duplicate. A complete NDJSON export ends with
  * `{"export":{"complete":true,"rows":…,"after":null}}`.
+ *
+ * Bounded (docs/api.md, "Bulk export"): at most `concurrency` exports of one account at once,
+ * across replicas (store/export-slots.ts; the next is 429 CONCURRENCY_LIMIT_EXCEEDED), and a
+ * reader that takes nothing for `sendTimeoutMs` is cut (./send-guard.ts): no further page is
+ * fetched, the rest of the page in memory and the resume line (error REQUEST_TIMEOUT) are queued,
+ * and the connection is closed `graceMs` later if the reader has not taken them.
  */
 const RESERVED = ['page_size', 'format', 'header'];
+/** Retry-After of a refused export: when one of the account's running exports ends is unknown. */
+const CONCURRENCY_RETRY_AFTER_SECONDS = 5;
+
+export interface ExportLimits {
+  slots: Pick<ExportSlots, 'acquire'>;
+  /** Exports at once per account: Pro (tier rank 1), Enterprise (2 and above). */
+  concurrency: { pro: number; enterprise: number };
+  /** Exports this gateway runs at once, all accounts together (their memory's bound). */
+  perReplica: number;
+  sendTimeoutMs: number;
+  graceMs: number;
+}
 
 export interface ExportDeps {
   facility: Upstream;
   internalAuth: InternalAuth;
   batcher: AuthorizationBatcher;
+  limits: ExportLimits;
 }
 
 function wantsCsv(request: FastifyRequest): boolean {
@@ -33,20 +53,146 @@ function wantsCsv(request: FastifyRequest): boolean {
   return /(^|,)\s*text\/csv\s*(;|,|$)/i.test(accept);
 }
 
+/** Where the walk is: the current page's chunks not handed on yet, and what the resume line says. */
+interface WalkState {
+  rows: number;
+  pending: Buffer[];
+  /** The id of the current page's last row. */
+  last: string | undefined;
+  more: boolean;
+  /** The closing line (or the CSV's cut) was handed on. */
+  closed: boolean;
+}
+
+interface Walk {
+  kind: string;
+  publicPath: string;
+  key: string;
+  csv: boolean;
+  log: FastifyBaseLogger;
+  batcher: AuthorizationBatcher;
+  fetchPage(after: string | undefined, header: boolean): Promise<UpstreamPage>;
+}
+
+function take(state: WalkState, page: UpstreamPage): void {
+  state.rows += Number(page.headers['x-export-rows'] ?? 0);
+  // Taken out of the page, and each chunk let go as it is handed on: no page outlives its writing.
+  state.pending = page.chunks.splice(0);
+  state.more = page.headers['x-export-more'] === 'true';
+  state.last = page.headers['x-export-last'];
+}
+
+function line(state: WalkState, error?: AppError): string {
+  state.closed = true;
+  const end = error
+    ? { complete: false, rows: state.rows, after: state.last ?? null, error: { code: error.code, message: error.message } }
+    : { complete: true, rows: state.rows, after: null };
+  return `${JSON.stringify({ export: end })}\n`;
+}
+
+/** The next page, counted before it is written; an AppError when it cannot be fetched or counted. */
+async function nextPage(w: Walk, after: string | undefined): Promise<UpstreamPage | AppError> {
+  let next: UpstreamPage;
+  try {
+    next = await w.fetchPage(after, false);
+  } catch (err) {
+    return err instanceof AppError ? err : new AppError('SERVICE_UNAVAILABLE', 'The facility service is unavailable.');
+  }
+  if (next.status !== 200) return new AppError('SERVICE_UNAVAILABLE', 'The facility service is unavailable. Resume with `after`.');
+  // Counted before it is written: a page that cannot be counted is not sent.
+  const counted = await w.batcher.authorize(w.key, 'GET', w.publicPath);
+  if (counted.decision === Decision.ALLOWED) return next;
+  return counted.decision === Decision.RATE_LIMITED
+    ? new AppError('RATE_LIMIT_EXCEEDED', `Daily request limit of ${counted.dailyLimit} requests exceeded.`)
+    : new AppError('SERVICE_UNAVAILABLE', 'Metering is unavailable. Resume with `after`.');
+}
+
+async function* walkPages(w: Walk, first: UpstreamPage, state: WalkState): AsyncGenerator<Buffer | string, void> {
+  take(state, first);
+  for (;;) {
+    while (state.pending.length > 0) yield state.pending.shift() as Buffer;
+    if (!state.more) break;
+    const next = await nextPage(w, state.last);
+    if (next instanceof AppError) {
+      w.log.warn({ kind: w.kind, rows: state.rows, code: next.code }, 'export stopped before its end');
+      // CSV has no place for the reason: the response is cut, and the client resumes from its last row.
+      if (w.csv) throw next;
+      yield line(state, next);
+      return;
+    }
+    take(state, next);
+  }
+  if (!w.csv) yield line(state);
+}
+
+/** The account's slot, or the 429 (or 503 when Redis cannot say). */
+async function acquireSlot(limits: ExportLimits, accountId: string, tierRank: number): Promise<ExportSlot> {
+  const limit = tierRank >= 2 ? limits.concurrency.enterprise : limits.concurrency.pro;
+  let slot: ExportSlot | null;
+  try {
+    slot = await limits.slots.acquire(accountId, limit);
+  } catch (err) {
+    throw serviceUnavailable('redis', 1, err);
+  }
+  if (slot) return slot;
+  throw new AppError(
+    'CONCURRENCY_LIMIT_EXCEEDED',
+    `At most ${limit} exports of this account may run at once. Retry when one of them has ended.`,
+    { details: { limit }, retryAfterSeconds: CONCURRENCY_RETRY_AFTER_SECONDS },
+  );
+}
+
+/** The body of a started export: its pages, behind the send timeout. */
+function exportBody(w: Walk, first: UpstreamPage, reply: FastifyReply, limits: ExportLimits): SendGuard {
+  const state: WalkState = { rows: 0, pending: [], last: undefined, more: false, closed: false };
+  return new SendGuard(walkPages(w, first, state), {
+    sendTimeoutMs: limits.sendTimeoutMs,
+    onStall: () => {
+      w.log.warn({ kind: w.kind, rows: state.rows, timeout_ms: limits.sendTimeoutMs }, 'export reader stalled: cut');
+      // What the reader has not taken after the grace cannot be delivered: the connection goes.
+      const grace = setTimeout(() => {
+        w.log.info({ kind: w.kind }, 'export reader took nothing more: connection closed');
+        reply.raw.destroy();
+      }, limits.graceMs);
+      reply.raw.once('close', () => clearTimeout(grace));
+      if (w.csv) return null;
+      const rest: Array<Buffer | string> = state.pending.splice(0);
+      if (state.closed) return rest;
+      const seconds = limits.sendTimeoutMs / 1000;
+      const timeout = new AppError('REQUEST_TIMEOUT', `The export was not read for ${seconds} s. Resume with \`after\`.`);
+      rest.push(state.more ? line(state, timeout) : line(state));
+      return rest;
+    },
+  });
+}
+
 export function registerExports(app: FastifyInstance, deps: ExportDeps): void {
+  let running = 0;
   for (const kind of EXPORT_KINDS) {
     const publicPath = `/v1/exports/${kind}`;
     app.get(publicPath, async (request, reply) => {
       const account = request.account;
       const apiKey = request.meterKey;
       if (!account || !apiKey) throw new AppError('UNAUTHORIZED', UNAUTHORIZED_MESSAGE);
-      const key: string = apiKey;
       const query = new URLSearchParams(request.url.includes('?') ? request.url.slice(request.url.indexOf('?') + 1) : '');
       const reserved = RESERVED.filter((name) => query.has(name));
       if (reserved.length > 0) throw validationError(reserved.map((field) => ({ field, message: 'is not a parameter of this endpoint' })));
       const csv = wantsCsv(request);
       query.set('page_size', String(EXPORT_PAGE_ROWS));
       query.set('format', csv ? 'csv' : 'ndjson');
+
+      if (running >= deps.limits.perReplica) throw serviceUnavailable('gateway: exports at capacity', CONCURRENCY_RETRY_AFTER_SECONDS);
+      // Both held until the response closes, however it ends (complete, stopped, cut, or the client gone).
+      running++;
+      let slot: ExportSlot | undefined;
+      const release = () => {
+        running--;
+        slot?.release();
+      };
+      if (reply.raw.closed) release();
+      else reply.raw.once('close', release);
+      slot = await acquireSlot(deps.limits, account.accountId, account.tierRank);
+      if (reply.raw.closed) slot.release();
 
       const fetchPage = (after: string | undefined, header: boolean): Promise<UpstreamPage> => {
         const q = new URLSearchParams(query);
@@ -68,49 +214,8 @@ export function registerExports(app: FastifyInstance, deps: ExportDeps): void {
       reply.header('cache-control', 'private, no-store');
       if (request.method === 'HEAD') return reply.send();
 
-      const log = request.log;
-      async function* pages(): AsyncGenerator<Buffer | string> {
-        let page = first;
-        let rows = Number(page.headers['x-export-rows'] ?? 0);
-        // Taken out of the page as they are handed on, so no page's rows outlive their writing (the
-        // first page would otherwise stay referenced, by `first`, for the whole export).
-        yield* page.chunks.splice(0);
-        const stop = (after: string | undefined, error: AppError): string => {
-          log.warn({ kind, rows, code: error.code }, 'export stopped before its end');
-          // CSV has no place for the reason: the response is cut, and the client resumes from its last row.
-          if (csv) throw error;
-          return `${JSON.stringify({ export: { complete: false, rows, after: after ?? null, error: { code: error.code, message: error.message } } })}\n`;
-        };
-        while (page.headers['x-export-more'] === 'true') {
-          const after = page.headers['x-export-last'];
-          let next: UpstreamPage;
-          try {
-            next = await fetchPage(after, false);
-          } catch (err) {
-            yield stop(after, err instanceof AppError ? err : new AppError('SERVICE_UNAVAILABLE', 'The facility service is unavailable.'));
-            return;
-          }
-          if (next.status !== 200) {
-            yield stop(after, new AppError('SERVICE_UNAVAILABLE', 'The facility service is unavailable. Resume with `after`.'));
-            return;
-          }
-          // Counted before it is written: a page that cannot be counted is not sent.
-          const counted = await deps.batcher.authorize(key, 'GET', publicPath);
-          if (counted.decision !== Decision.ALLOWED) {
-            const error =
-              counted.decision === Decision.RATE_LIMITED
-                ? new AppError('RATE_LIMIT_EXCEEDED', `Daily request limit of ${counted.dailyLimit} requests exceeded.`)
-                : new AppError('SERVICE_UNAVAILABLE', 'Metering is unavailable. Resume with `after`.');
-            yield stop(after, error);
-            return;
-          }
-          rows += Number(next.headers['x-export-rows'] ?? 0);
-          page = next;
-          yield* page.chunks.splice(0);
-        }
-        if (!csv) yield `${JSON.stringify({ export: { complete: true, rows, after: null } })}\n`;
-      }
-      return reply.send(Readable.from(pages(), { objectMode: false }));
+      const walk: Walk = { kind, publicPath, key: apiKey, csv, log: request.log, batcher: deps.batcher, fetchPage };
+      return reply.send(exportBody(walk, first, reply, deps.limits));
     });
   }
 }
