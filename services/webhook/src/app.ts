@@ -42,7 +42,7 @@ export interface AppDeps {
 }
 
 /** Recoveries running at once per replica: at most this many of the pool's connections (docs/webhooks.md "Recovery"). */
-const RECOVERIES_AT_ONCE = 2;
+const RECOVERIES_AT_ONCE = 1;
 
 function domainMetrics(metrics: ServiceMetrics | undefined) {
   if (!metrics) return undefined;

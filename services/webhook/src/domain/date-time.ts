@@ -1,4 +1,4 @@
-import { fullFormats } from 'ajv-formats/dist/formats';
+import { fullFormats } from 'ajv-formats/dist/formats.js';
 
 /** ajv-formats' full `date-time` check, the one Fastify applies to `format: 'date-time'` in query strings. */
 const isDateTime = (fullFormats['date-time'] as { validate: (value: string) => boolean }).validate;
