@@ -173,7 +173,7 @@ export async function insertEvents(pool: Pool, n: number, from: number, stepMs: 
             json_build_object('id', x.id, 'type', 'violation.new', 'created_at', to_char(x.at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
                               'data', json_build_object('violation', json_build_object('id', gen_random_uuid())))::text,
             x.at
-       FROM (SELECT 'evt_' || gen_random_uuid() AS id, $1::timestamptz + g * $3 * interval '1 millisecond' AS at
+       FROM (SELECT 'evt_' || gen_random_uuid() AS id, $1::timestamptz + g * $3::float8 * interval '1 millisecond' AS at
                FROM generate_series(0, $2::int - 1) g) x`,
     [new Date(from), n, stepMs],
   );

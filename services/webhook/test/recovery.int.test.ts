@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import { ManualClock } from '@fcd/service-kit';
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
