@@ -51,7 +51,7 @@ const ERROR_RESPONSES: Record<string, { status: number; description: string; cod
       status: 409,
       codes: ['LIMIT_REACHED', 'IDEMPOTENCY_KEY_IN_USE'],
       description:
-        'LIMIT_REACHED: a per-account quota is reached (more than 25 webhook subscriptions). IDEMPOTENCY_KEY_IN_USE: a request with this `Idempotency-Key` is still being processed after waiting for it (`Retry-After`).',
+        'LIMIT_REACHED: a per-account quota is reached (more than 25 webhook subscriptions), or a recovery of the subscription is in progress (`details.limit: "recovery_in_progress"`, `Retry-After`). IDEMPOTENCY_KEY_IN_USE: a request with this `Idempotency-Key` is still being processed after waiting for it (`Retry-After`).',
     },
     UnprocessableContent: {
       status: 422,
@@ -73,7 +73,7 @@ const ERROR_RESPONSES: Record<string, { status: number; description: string; cod
       status: 429,
       codes: ['RATE_LIMIT_EXCEEDED'],
       description:
-        'A Free account over its daily limit (not counted). `details: { limit, remaining: 0, resets_at }`; `Retry-After` is the number of seconds to the reset.',
+        'A Free account over its daily limit (not counted). `details: { limit, remaining: 0, resets_at }`; `Retry-After` is the number of seconds to the reset. On POST /v1/webhooks/{webhook_id}/recover: more than 10 calls a minute for the account, `details: { limit, window_seconds, retry_after_seconds }`.',
       headers: ['Retry-After'],
     },
     InternalError: {

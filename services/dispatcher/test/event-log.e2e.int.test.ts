@@ -218,13 +218,13 @@ it('Recovery of a subscription that was inactive for a window re-delivers exactl
   // A dry run counts the window's matching events (a, b) and writes nothing.
   const dry = await recover({ since: windowStart, until: windowEnd, dry_run: true });
   expect(dry.status, dry.text).toBe(202);
-  expect(dry.body).toEqual({ data: { events: 2, since: windowStart, until: windowEnd } });
+  expect(dry.body).toEqual({ data: { events: 2, since: windowStart, until: windowEnd, next_since: null } });
   expect(await deliveryRows()).toBe(rowsBefore);
 
   // The recovery: a and b, once each, signed like any delivery.
   const done = await recover({ since: windowStart, until: windowEnd });
   expect(done.status, done.text).toBe(202);
-  expect(done.body).toEqual({ data: { events: 2, since: windowStart, until: windowEnd } });
+  expect(done.body).toEqual({ data: { events: 2, since: windowStart, until: windowEnd, next_since: null } });
   const settled = async () =>
     (await call(`/v1/webhooks/${sub.id}/deliveries?limit=100`, apiKey)).body.data as Array<{ event_id: string; status: string }>;
   await eventually(settled, (d) => d.length === 5 && d.every((x) => x.status !== 'pending'), 30_000);

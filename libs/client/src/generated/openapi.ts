@@ -376,7 +376,7 @@ export interface paths {
     put?: never;
     /**
      * Re-deliver the events of a window that the subscription did not receive
-     * @description Enqueues, as new deliveries with the normal retry rules, every event created in [`since`, `until`) (default until: now) that the subscription matches and did not receive successfully (no delivery of it succeeded and none is pending); `events` is how many. `since` must lie within the event retention (30 days by default, at least 7), else VALIDATION_ERROR. `dry_run: true` counts and sends nothing. An inactive subscription is a VALIDATION_ERROR (reactivate it first).
+     * @description Enqueues, as new deliveries with the normal retry rules, every event created in [`since`, `until`) (default until: now) that the subscription matches and did not receive successfully (no delivery of it succeeded and none is pending); `events` is how many. The window starts no earlier than the subscription's `created_at`. At most 10,000 events per call, oldest first: `next_since` is where the next call starts (null: the window is done). The deliveries are paced at the subscription's `rate_limit_per_second` (10/s without one). `since` must lie within the event retention (30 days by default, at least 7), else VALIDATION_ERROR; impossible dates (`2026-02-29`, `T24:00`) are refused as by GET /v1/events. `dry_run: true` counts and sends nothing. An inactive subscription is a VALIDATION_ERROR (reactivate it first). 409 LIMIT_REACHED (`Retry-After`) while a recovery of the subscription is in progress (running, or its deliveries still pending); 429 RATE_LIMIT_EXCEEDED (`Retry-After`) beyond 10 recover calls per minute per account.
      */
     post: operations['recoverWebhookEvents'];
     delete?: never;
@@ -835,7 +835,7 @@ export interface components {
         };
       };
     };
-    /** @description LIMIT_REACHED or IDEMPOTENCY_KEY_IN_USE. LIMIT_REACHED: a per-account quota is reached (more than 25 webhook subscriptions). IDEMPOTENCY_KEY_IN_USE: a request with this `Idempotency-Key` is still being processed after waiting for it (`Retry-After`). */
+    /** @description LIMIT_REACHED or IDEMPOTENCY_KEY_IN_USE. LIMIT_REACHED: a per-account quota is reached (more than 25 webhook subscriptions), or a recovery of the subscription is in progress (`details.limit: "recovery_in_progress"`, `Retry-After`). IDEMPOTENCY_KEY_IN_USE: a request with this `Idempotency-Key` is still being processed after waiting for it (`Retry-After`). */
     Conflict: {
       headers: {
         'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
@@ -986,7 +986,7 @@ export interface components {
         };
       };
     };
-    /** @description RATE_LIMIT_EXCEEDED. A Free account over its daily limit (not counted). `details: { limit, remaining: 0, resets_at }`; `Retry-After` is the number of seconds to the reset. */
+    /** @description RATE_LIMIT_EXCEEDED. A Free account over its daily limit (not counted). `details: { limit, remaining: 0, resets_at }`; `Retry-After` is the number of seconds to the reset. On POST /v1/webhooks/{webhook_id}/recover: more than 10 calls a minute for the account, `details: { limit, window_seconds, retry_after_seconds }`. */
     TooManyRequests: {
       headers: {
         'Retry-After': components['headers']['Retry-After'];
@@ -2976,7 +2976,7 @@ export interface operations {
           dry_run?: boolean;
           /**
            * Format: date-time
-           * @description Start of the window (inclusive), RFC 3339; within the event retention (EVENT_RETENTION_DAYS, 30 by default).
+           * @description Start of the window (inclusive), RFC 3339 (real dates only: `2026-02-29` or `T24:00` are refused); within the event retention (EVENT_RETENTION_DAYS, 30 by default). Never earlier than the subscription's `created_at`: an earlier `since` starts there.
            */
           since: string;
           /**
@@ -3000,11 +3000,18 @@ export interface operations {
         content: {
           'application/json': {
             data: {
-              /** @description Events enqueued as new deliveries (for a dry run: that would be). */
+              /** @description Events enqueued as new deliveries (for a dry run: that would be); at most 10,000 per call. */
               events: number;
-              /** Format: date-time */
+              next_since: string | null;
+              /**
+               * Format: date-time
+               * @description Start of the window as applied: the requested `since`, or the subscription's `created_at` when later.
+               */
               since: string;
-              /** Format: date-time */
+              /**
+               * Format: date-time
+               * @description End of the window as applied (exclusive).
+               */
               until: string;
             };
           };
