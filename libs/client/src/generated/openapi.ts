@@ -639,6 +639,7 @@ export interface components {
         code:
           | 'UNAUTHORIZED'
           | 'RATE_LIMIT_EXCEEDED'
+          | 'CONCURRENCY_LIMIT_EXCEEDED'
           | 'FORBIDDEN'
           | 'VALIDATION_ERROR'
           | 'BAD_REQUEST'
