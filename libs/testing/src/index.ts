@@ -2,6 +2,7 @@ export * from './balancer';
 export * from './eventually';
 export * from './fault-proxy';
 export * from './nats-cluster';
+export * from './nats-server';
 export * from './pgbouncer';
 export * from './postgres-server';
 export * from './process';

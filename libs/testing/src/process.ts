@@ -1,6 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { createConnection, createServer } from 'node:net';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { nodeOptionsOf } from './node-options.mjs';
@@ -36,6 +36,26 @@ export async function freePort(): Promise<number> {
     if (await canListen(port)) return port;
   }
   throw new Error(`no free port in ${block}-${block + PORT_BLOCK - 1}`);
+}
+
+/** Waits until something accepts connections on 127.0.0.1:`port` (a server just spawned). */
+export async function waitForPort(port: number, what: string, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await portOpen(port))) {
+    if (Date.now() > deadline) throw new Error(`${what} did not start on ${port}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+function portOpen(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = createConnection({ port, host: '127.0.0.1' });
+    s.once('connect', () => {
+      s.destroy();
+      resolve(true);
+    });
+    s.once('error', () => resolve(false));
+  });
 }
 
 export interface LogLine {

@@ -1,6 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { createConnection } from 'node:net';
-import { freePort } from './process';
+import { freePort, waitForPort } from './process';
 
 /**
  * A private, throw-away redis-server for tests that stop and restart Redis
@@ -25,11 +24,7 @@ export class PrivateRedis {
     this.proc = spawn('redis-server', ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
       stdio: 'ignore',
     });
-    const until = Date.now() + 10_000;
-    while (!(await portOpen(this.port))) {
-      if (Date.now() > until) throw new Error(`redis-server did not start on ${this.port}`);
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    await waitForPort(this.port, 'redis-server');
   }
 
   /** Freezes the server (SIGSTOP): connections stay open, commands wait unanswered until `resume`. */
@@ -50,15 +45,4 @@ export class PrivateRedis {
     await exited;
     this.proc = undefined;
   }
-}
-
-function portOpen(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const s = createConnection({ port, host: '127.0.0.1' });
-    s.once('connect', () => {
-      s.destroy();
-      resolve(true);
-    });
-    s.once('error', () => resolve(false));
-  });
 }

@@ -248,42 +248,5 @@ export async function deliveriesOf(db: TestDb, subscriptionId: string) {
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** A private nats-server (-js, own storage dir) that a test may stop and restart; never the machine's shared one. */
-export class PrivateNats {
-  private proc: import('node:child_process').ChildProcess | undefined;
-  readonly dir = mkdtempSync(join(tmpdir(), 'dispatcher-nats-'));
-  constructor(readonly port: number) {}
-
-  get url(): string {
-    return `nats://127.0.0.1:${this.port}`;
-  }
-
-  async start(): Promise<void> {
-    const { spawn } = await import('node:child_process');
-    const { connect: netConnect } = await import('node:net');
-    this.proc = spawn('/usr/sbin/nats-server', ['-js', '-a', '127.0.0.1', '-p', String(this.port), '-sd', this.dir], { stdio: 'ignore' });
-    const deadline = Date.now() + 10_000;
-    for (;;) {
-      const open = await new Promise<boolean>((resolve) => {
-        const s = netConnect(this.port, '127.0.0.1');
-        s.once('connect', () => {
-          s.destroy();
-          resolve(true);
-        });
-        s.once('error', () => resolve(false));
-      });
-      if (open) return;
-      if (Date.now() > deadline) throw new Error('private nats-server did not start');
-      await sleep(50);
-    }
-  }
-
-  async stop(): Promise<void> {
-    const p = this.proc;
-    this.proc = undefined;
-    if (!p || p.exitCode !== null) return;
-    const exited = new Promise((r) => p.once('exit', r));
-    p.kill('SIGTERM');
-    await exited;
-  }
-}
+/** A private JetStream server the tests stop and restart (@fcd/testing). */
+export { PrivateNats } from '@fcd/testing';

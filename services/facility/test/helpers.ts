@@ -1,8 +1,3 @@
-import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { connect as netConnect } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import type { EventEnvelope } from '@fcd/events';
 import {
   type Check,
@@ -16,7 +11,7 @@ import {
   type Pool,
   systemClock,
 } from '@fcd/service-kit';
-import { createTestDatabase, freePort, type TestDatabase } from '@fcd/testing';
+import { createTestDatabase, type TestDatabase } from '@fcd/testing';
 import { type JetStreamManager, jetstreamManager } from '@nats-io/jetstream';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import type { FastifyInstance } from 'fastify';
@@ -146,52 +141,5 @@ export async function natsManager(url: string): Promise<{ nc: NatsConnection; js
   return { nc, jsm: await jetstreamManager(nc) };
 }
 
-function portOpen(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const s = netConnect(port, '127.0.0.1');
-    s.once('connect', () => {
-      s.destroy();
-      resolve(true);
-    });
-    s.once('error', () => resolve(false));
-  });
-}
-
-/**
- * A private JetStream server (never the machine's shared one), so tests can
- * stop and restart NATS. Its store directory survives restarts.
- */
-export class PrivateNats {
-  private proc: ChildProcess | undefined;
-  readonly dir = mkdtempSync(join(tmpdir(), 'facility-nats-'));
-
-  private constructor(readonly port: number) {}
-
-  static async create(): Promise<PrivateNats> {
-    return new PrivateNats(await freePort());
-  }
-
-  get url(): string {
-    return `nats://127.0.0.1:${this.port}`;
-  }
-
-  async start(): Promise<void> {
-    if (this.proc && this.proc.exitCode === null && this.proc.signalCode === null) return;
-    this.proc = spawn('/usr/sbin/nats-server', ['-js', '-a', '127.0.0.1', '-p', String(this.port), '-sd', this.dir], { stdio: 'ignore' });
-    await waitFor(async () => ((await portOpen(this.port)) ? true : undefined), 10_000, 'private nats-server');
-  }
-
-  async stop(): Promise<void> {
-    const p = this.proc;
-    this.proc = undefined;
-    if (!p || p.exitCode !== null || p.signalCode !== null) return;
-    const exited = new Promise((r) => p.once('exit', r));
-    p.kill('SIGTERM');
-    await exited;
-  }
-
-  async destroy(): Promise<void> {
-    await this.stop();
-    rmSync(this.dir, { recursive: true, force: true });
-  }
-}
+/** A private JetStream server the tests stop and restart (@fcd/testing). */
+export { PrivateNats } from '@fcd/testing';
