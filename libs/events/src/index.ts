@@ -1,3 +1,4 @@
 export * from './connect';
+export * from './session';
 export * from './stream';
 export * from './types';

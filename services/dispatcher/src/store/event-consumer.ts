@@ -1,4 +1,4 @@
-import { connectWithBackoff, ensureEventsStream, isConsumerNotFound, subjectsOf } from '@fcd/events';
+import { isConsumerNotFound, JetStreamSession, subjectsOf } from '@fcd/events';
 import {
   Backoff,
   context,
@@ -12,16 +12,8 @@ import {
   trace,
   WakeableSleep,
 } from '@fcd/service-kit';
-import {
-  AckPolicy,
-  DeliverPolicy,
-  type JetStreamClient,
-  type JetStreamManager,
-  type JsMsg,
-  jetstream,
-  jetstreamManager,
-} from '@nats-io/jetstream';
-import { type NatsConnection, nanos } from '@nats-io/transport-node';
+import { AckPolicy, DeliverPolicy, type JsMsg } from '@nats-io/jetstream';
+import { nanos } from '@nats-io/transport-node';
 
 export type Verdict = { ack: true } | { ack: false; retryInMs: number } | { term: string };
 
@@ -65,9 +57,7 @@ const ACK_WAIT_MS = 30_000;
  * fan-out is idempotent).
  */
 export class EventConsumer {
-  private nc: NatsConnection | undefined;
-  private js: JetStreamClient | undefined;
-  private jsm: JetStreamManager | undefined;
+  private readonly session: JetStreamSession;
   private ready = false;
   private stopping = false;
   private loop: Promise<void> | undefined;
@@ -77,41 +67,19 @@ export class EventConsumer {
   /** The wait between tries; woken at stop. */
   private readonly sleep = new WakeableSleep();
 
-  constructor(private readonly s: EventConsumerSettings) {}
+  constructor(private readonly s: EventConsumerSettings) {
+    this.session = new JetStreamSession({ ...s, name: `dispatcher-${s.consumer}`, pingIntervalMs: 5000, sleep: this.sleep });
+  }
 
   start(): void {
     this.loop ??= this.run();
   }
 
-  /** Connects (retrying with backoff); false when stopping first. */
-  private async connect(): Promise<boolean> {
-    const nc = await connectWithBackoff({
-      url: this.s.url,
-      ...(this.s.auth ? { auth: this.s.auth } : {}),
-      name: `dispatcher-${this.s.consumer}`,
-      pingIntervalMs: 5000,
-      logger: this.s.logger,
-      isClosing: () => this.stopping,
-      sleep: this.sleep,
-    });
-    if (!nc) return false;
-    this.nc = nc;
-    this.js = jetstream(nc, { timeout: 5000 });
-    this.jsm = await jetstreamManager(nc, { timeout: 5000, checkAPI: false });
-    void (async () => {
-      for await (const st of nc.status()) {
-        if (st.type === 'disconnect') this.s.logger.warn('nats disconnected');
-        else if (st.type === 'reconnect') this.s.logger.info('nats reconnected');
-      }
-    })();
-    return true;
-  }
-
   /** The stream (@fcd/events, as the facility relay creates it) and the durable consumer, created when missing. */
   private async ensure(): Promise<void> {
-    const jsm = this.jsm;
+    await this.session.ensureStream();
+    const jsm = this.session.jsm;
     if (!jsm) throw new Error('nats not connected');
-    await ensureEventsStream(jsm, { stream: this.s.stream, subjectPrefix: this.s.subjectPrefix, replicas: this.s.replicas }, this.s.logger);
     try {
       await jsm.consumers.info(this.s.stream, this.s.consumer);
     } catch (err) {
@@ -133,7 +101,7 @@ export class EventConsumer {
     let warned = false;
     while (!this.stopping) {
       try {
-        if ((!this.nc || this.nc.isClosed()) && !(await this.connect())) break;
+        if (!(await this.session.open())) break;
         await this.ensure();
         this.ready = true;
         backoff.reset();
@@ -142,6 +110,8 @@ export class EventConsumer {
         await this.consume();
       } catch (err) {
         this.ready = false;
+        // Ensured again before the next consume: the consumer may be gone with its stream.
+        this.session.streamMayBeLost();
         if (!warned) this.s.logger.warn({ err: { message: errMessage(err) } }, 'event consumer unavailable; retrying');
         warned = true;
       }
@@ -151,7 +121,7 @@ export class EventConsumer {
   }
 
   private async consume(): Promise<void> {
-    const js = this.js;
+    const js = this.session.js;
     if (!js) throw new Error('nats not connected');
     const consumer = await js.consumers.get(this.s.stream, this.s.consumer);
     const messages = await consumer.consume({ max_messages: this.s.batch, expires: 5000, idle_heartbeat: 2000 });
@@ -216,7 +186,7 @@ export class EventConsumer {
     if (this.pendingTimer || !this.s.onPending) return;
     const tick = async () => {
       try {
-        const info = await this.jsm?.consumers.info(this.s.stream, this.s.consumer);
+        const info = await this.session.jsm?.consumers.info(this.s.stream, this.s.consumer);
         if (info) this.s.onPending?.(info.num_pending + info.num_ack_pending);
       } catch {
         // NATS away: keep the last value.
@@ -229,8 +199,8 @@ export class EventConsumer {
 
   /** Readiness: connected, consumer in place, and the server answers a round trip. */
   async check(): Promise<void> {
-    if (!this.nc || this.nc.isClosed() || !this.ready) throw new Error('not connected');
-    await this.nc.flush();
+    if (!this.ready) throw new Error('not connected');
+    await this.session.check();
   }
 
   /** Stops fetching, finishes the messages in hand (acked), closes the connection. */
@@ -240,8 +210,7 @@ export class EventConsumer {
     clearInterval(this.pendingTimer);
     this.stopCurrent?.();
     await Promise.allSettled([...this.handling]);
-    const nc = this.nc;
-    if (nc && !nc.isClosed()) await nc.drain().catch(() => nc.close());
+    await this.session.close();
     await this.loop?.catch(() => undefined);
   }
 }

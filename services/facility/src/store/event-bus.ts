@@ -1,4 +1,4 @@
-import { connectWithBackoff, ensureEventsStream, eventIdOf, subjectFor } from '@fcd/events';
+import { eventIdOf, JetStreamSession, subjectFor } from '@fcd/events';
 import {
   contextFromColumn,
   errMessage,
@@ -9,10 +9,9 @@ import {
   SpanKind,
   SpanStatusCode,
   trace,
-  WakeableSleep,
 } from '@fcd/service-kit';
-import { type JetStreamClient, type JetStreamManager, jetstream, jetstreamManager } from '@nats-io/jetstream';
-import { headers, type NatsConnection } from '@nats-io/transport-node';
+import type { JetStreamClient } from '@nats-io/jetstream';
+import { headers } from '@nats-io/transport-node';
 import type { OutboxRow } from './outbox';
 
 export interface EventBusSettings {
@@ -41,84 +40,31 @@ export interface PublishResult {
 const tracer = trace.getTracer('@fcd/facility');
 
 /**
- * The NATS side of the outbox: one connection made in the background (the
- * service starts and serves while NATS is down) that reconnects forever, the
- * stream ensured before publishing, and publishes with Nats-Msg-Id = event id
- * so a republish after a crash is dropped by JetStream's duplicate window.
+ * The NATS side of the outbox: one JetStream session (@fcd/events) made in the background (the
+ * service starts and serves while NATS is down) that reconnects forever, the stream ensured
+ * before publishing, and publishes with Nats-Msg-Id = event id so a republish after a crash is
+ * dropped by JetStream's duplicate window.
  */
 export class EventBus {
-  private nc: NatsConnection | undefined;
-  private js: JetStreamClient | undefined;
-  private jsm: JetStreamManager | undefined;
-  private streamReady = false;
-  private closing = false;
+  private readonly session: JetStreamSession;
   private connecting: Promise<void> | undefined;
-  /** The wait between connection tries; woken at close. */
-  private readonly sleep = new WakeableSleep();
 
-  constructor(private readonly s: EventBusSettings) {}
+  constructor(private readonly s: EventBusSettings) {
+    this.session = new JetStreamSession({ ...s, name: 'facility-relay', timeoutMs: s.publishTimeoutMs ?? 5000 });
+  }
 
   /** Starts connecting; returns at once. */
   start(): void {
-    this.connecting ??= this.connectLoop().catch((err: unknown) =>
-      this.s.logger.error({ err: { message: errMessage(err) } }, 'nats connection failed; events stay in the outbox'),
-    );
+    this.connecting ??= this.session
+      .open()
+      .then(() => undefined)
+      .catch((err: unknown) =>
+        this.s.logger.error({ err: { message: errMessage(err) } }, 'nats connection failed; events stay in the outbox'),
+      );
   }
 
   get connected(): boolean {
-    return this.nc !== undefined && !this.nc.isClosed() && !this.nc.isDraining() && this.isUp;
-  }
-
-  private isUp = false;
-
-  private async connectLoop(): Promise<void> {
-    const nc = await connectWithBackoff({
-      url: this.s.url,
-      ...(this.s.auth ? { auth: this.s.auth } : {}),
-      name: 'facility-relay',
-      logger: this.s.logger,
-      isClosing: () => this.closing,
-      sleep: this.sleep,
-    });
-    if (!nc) return;
-    let jsm: JetStreamManager;
-    try {
-      jsm = await jetstreamManager(nc, { timeout: this.s.publishTimeoutMs ?? 5000, checkAPI: false });
-    } catch (err) {
-      // Not connected after all: close this connection and let the next use try again.
-      this.connecting = undefined;
-      await nc.close().catch(() => undefined);
-      throw err;
-    }
-    // Published only once every part is ready, so `connected` never reports a half-made bus.
-    this.js = jetstream(nc, { timeout: this.s.publishTimeoutMs ?? 5000 });
-    this.jsm = jsm;
-    this.nc = nc;
-    this.isUp = true;
-    void this.watch(nc);
-  }
-
-  private async watch(nc: NatsConnection): Promise<void> {
-    for await (const st of nc.status()) {
-      if (st.type === 'disconnect') {
-        this.isUp = false;
-        this.s.logger.warn('nats disconnected');
-      } else if (st.type === 'reconnect') {
-        this.isUp = true;
-        // The server may have lost the stream (e.g. restarted without storage): check again.
-        this.streamReady = false;
-        this.s.logger.info('nats reconnected');
-      }
-    }
-  }
-
-  /** Creates the stream when it is missing (@fcd/events: subjects `<prefix>.>`, duplicate window ≥ 2 min). */
-  async ensureStream(): Promise<void> {
-    if (this.streamReady) return;
-    const jsm = this.jsm;
-    if (!jsm) throw new Error('nats not connected');
-    await ensureEventsStream(jsm, this.s, this.s.logger);
-    this.streamReady = true;
+    return this.session.connected;
   }
 
   /**
@@ -127,10 +73,11 @@ export class EventBus {
    * acked; the caller marks exactly those sent.
    */
   async publish(rows: OutboxRow[]): Promise<PublishResult> {
-    const js = this.js;
+    const js = this.session.js;
     if (!js || !this.connected) return { acked: [], failed: rows.length, error: 'nats not connected' };
     try {
-      await this.ensureStream();
+      // Created when missing (@fcd/events: subjects `<prefix>.>`, duplicate window ≥ 2 min).
+      await this.session.ensureStream();
     } catch (err) {
       return { acked: [], failed: rows.length, error: errMessage(err) };
     }
@@ -141,7 +88,7 @@ export class EventBus {
       if (r.status === 'fulfilled') acked.push(rows[i] as OutboxRow);
       else error ??= errMessage(r.reason);
     });
-    if (error) this.streamReady = false;
+    if (error) this.session.streamMayBeLost();
     return { acked, failed: rows.length - acked.length, ...(error ? { error } : {}) };
   }
 
@@ -188,16 +135,11 @@ export class EventBus {
 
   /** Readiness: connected and the server answers a round trip. */
   async check(): Promise<void> {
-    if (!this.nc || !this.connected) throw new Error('not connected');
-    await this.nc.flush();
+    await this.session.check();
   }
 
   async close(): Promise<void> {
-    this.closing = true;
-    this.sleep.wake();
-    const nc = this.nc;
-    this.nc = undefined;
-    if (nc && !nc.isClosed()) await nc.drain().catch(() => nc.close());
-    await this.connecting?.catch(() => undefined);
+    await this.session.close();
+    await this.connecting;
   }
 }
