@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { type Pool, type PoolClient, withTransaction } from '@fcd/service-kit';
 import { type MatchableEvent, type MatchableSubscription, matches } from './matching';
 
@@ -18,7 +19,9 @@ export const RECOVERY_MAX_EVENTS = 10_000;
 /** The pace of recovered deliveries for a subscription without `rate_limit_per_second`. */
 export const DEFAULT_RECOVERY_PACE_PER_SECOND = 10;
 /** Events a recovery reads per statement. */
-const RECOVERY_PAGE = 1000;
+const RECOVERY_PAGE = 500;
+/** Most a recovery rests between pages: as long as the page took, so it uses at most half a CPU of the database and of the service. */
+const MAX_PAGE_REST_MS = 100;
 
 export interface RecoveryRequest {
   subscriptionId: string;
@@ -178,6 +181,7 @@ export async function recoverEvents(pool: Pool, r: RecoveryRequest): Promise<Rec
     let count = 0;
     let after: EventRow | null = null;
     for (;;) {
+      const started = Date.now();
       const page = await missedPage(client, r, sub, after, since);
       const take = page.missed.slice(0, cap - count);
       if (!r.dryRun && take.length > 0) await enqueue(client, r.subscriptionId, take, count, r.now, interval);
@@ -186,6 +190,8 @@ export async function recoverEvents(pool: Pool, r: RecoveryRequest): Promise<Rec
       if (rest) return { status: 'done', events: count, since, nextSince: Number(rest.created_ms) };
       if (!page.full || !page.last) return { status: 'done', events: count, since, nextSince: null };
       after = page.last;
+      // Leave the CPU to other requests for as long as this page took.
+      await sleep(Math.min(MAX_PAGE_REST_MS, Date.now() - started));
     }
   });
 }

@@ -191,7 +191,7 @@ describe('recovery bounds', () => {
       (await pool.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${sql}`, params)).rows.map((r) => r['QUERY PLAN']).join('\n');
     const ids = Array.from({ length: 1000 }, () => `evt_${randomUUID()}`);
     const page = (types: string[], facilities: string[] | null) =>
-      plan(RECOVERY_STATEMENTS.page, [new Date(T0), '0', new Date(T0 + 30_000_000), types, facilities, 1000]);
+      plan(RECOVERY_STATEMENTS.page, [new Date(T0), '0', new Date(T0 + 30_000_000), types, facilities, 500]);
     const received = async () => {
       const text = await plan(RECOVERY_STATEMENTS.received, [sub.id, ids]);
       expect(text, text).toMatch(/deliveries_fan_out_once/);
@@ -200,7 +200,7 @@ describe('recovery bounds', () => {
     };
     const ALL_TYPES = ['violation.new', 'case.new', 'case.updated', 'facility.status_changed'];
     // Never analysed: per type, an ordered range of events_type_created that the LIMIT stops; the
-    // one full Sort is the merge of the types' pages (at most 4 × 1,000 rows).
+    // one full Sort is the merge of the types' pages (at most 4 × 500 rows).
     for (const types of [['violation.new'], ALL_TYPES]) {
       for (const facilities of [null, [randomUUID()]]) {
         const text = await page(types, facilities);
