@@ -114,4 +114,15 @@ describe('RecoveryGate', () => {
     await expect(gate.run(async () => Promise.reject(new Error('boom')))).rejects.toThrow('boom');
     expect(await gate.run(async () => 'next')).toBe('next');
   });
+
+  it('refuses with 503 and Retry-After once maxWaiting calls already wait, and takes calls again when they drain', async () => {
+    const gate = new RecoveryGate(1, 2);
+    let release: () => void = () => undefined;
+    const first = gate.run(() => new Promise<string>((resolve) => (release = () => resolve('first'))));
+    const waiters = [gate.run(async () => 'second'), gate.run(async () => 'third')];
+    await expect(gate.run(async () => 'fourth')).rejects.toMatchObject({ code: 'SERVICE_UNAVAILABLE', status: 503, retryAfterSeconds: 5 });
+    release();
+    expect(await Promise.all([first, ...waiters])).toEqual(['first', 'second', 'third']);
+    expect(await gate.run(async () => 'fifth')).toBe('fifth');
+  });
 });

@@ -1,4 +1,4 @@
-import { AppError, type FieldProblem } from '@fcd/service-kit';
+import { AppError, type FieldProblem, serviceUnavailable } from '@fcd/service-kit';
 import { DAY_MS, RECOVER_RATE } from '@fcd/webhooks';
 import { parseDateTime } from './date-time';
 
@@ -67,16 +67,26 @@ export function recoverRateExceeded(retryAfterSeconds: number): AppError {
 /**
  * At most `limit` recoveries at once in this process: the others wait here, in memory, not on a
  * pooled connection, so recoveries never take more than `limit` of the pool (docs/webhooks.md).
+ * At most `maxWaiting` wait: the next is refused with 503 and Retry-After, so a burst of
+ * recoveries from many accounts cannot pile up open requests without bound.
  */
+/** Retry-After of a recovery refused because too many already wait on this replica. */
+const RECOVERY_BUSY_RETRY_SECONDS = 5;
+
 export class RecoveryGate {
   private running = 0;
   private readonly waiting: Array<() => void> = [];
 
-  constructor(private readonly limit: number) {}
+  constructor(
+    private readonly limit: number,
+    private readonly maxWaiting = 100,
+  ) {}
 
   async run<T>(work: () => Promise<T>): Promise<T> {
-    if (this.running >= this.limit) await new Promise<void>((resolve) => this.waiting.push(resolve));
-    else this.running += 1;
+    if (this.running >= this.limit) {
+      if (this.waiting.length >= this.maxWaiting) throw serviceUnavailable('recovery', RECOVERY_BUSY_RETRY_SECONDS);
+      await new Promise<void>((resolve) => this.waiting.push(resolve));
+    } else this.running += 1;
     try {
       return await work();
     } finally {
