@@ -38,7 +38,15 @@ let port = 0;
 /** What the receiver answers per path. */
 function answer(path: string, res: import('node:http').ServerResponse): void {
   if (path.startsWith('/big')) {
-    res.writeHead(200, { 'content-type': 'text/plain', 'x-receiver': 'big', 'set-cookie': ['a=1', 'b=2'] }).end(BIG);
+    res
+      .writeHead(200, {
+        'content-type': 'text/plain',
+        'x-receiver': 'big',
+        'set-cookie': ['a=1', 'b=2'],
+        'WWW-Authenticate': 'Bearer realm="receiver-realm"',
+        authorization: 'Bearer receiver-token',
+      })
+      .end(BIG);
   } else if (path.startsWith('/exact')) {
     res.writeHead(200, { 'content-type': 'text/plain' }).end(EXACT);
   } else if (path.startsWith('/binary')) {
@@ -254,7 +262,20 @@ describe('the dispatcher records it in the delivery log', () => {
     });
     expect(a.request_headers?.['x-service-signature']).toMatch(/^sha256=[0-9a-f]{64}$/);
     expect(a.request_headers?.['webhook-signature']).toMatch(/^v1,[A-Za-z0-9+/]{43}=$/);
-    expect(a.response_headers).toMatchObject({ 'x-receiver': 'big', 'content-type': 'text/plain', 'set-cookie': 'a=1, b=2' });
+    // Credentials are never stored: the names stay, the values are redacted.
+    expect(a.response_headers).toMatchObject({
+      'x-receiver': 'big',
+      'content-type': 'text/plain',
+      'set-cookie': '[redacted]',
+      'www-authenticate': '[redacted]',
+      authorization: '[redacted]',
+    });
+    const stored = await db.pool.query<{ h: string }>(
+      'SELECT request_headers::text || response_headers::text AS h FROM webhook.delivery_attempts WHERE delivery_id = $1',
+      [delivery.id],
+    );
+    expect(stored.rows).toHaveLength(1);
+    for (const secret of ['a=1', 'b=2', 'receiver-realm', 'receiver-token']) expect(stored.rows[0]?.h).not.toContain(secret);
     expect(a.response_headers_truncated).toBe(false);
     expect(a.response_body).toBe(BIG.slice(0, 4096));
     expect(a.response_body_truncated).toBe(true);

@@ -1,5 +1,17 @@
-import type { Pool } from '@fcd/service-kit';
+import {
+  fetchSize,
+  type KeysetPage,
+  keysetAfter,
+  keysetOrderBy,
+  keysetPage,
+  type PageRequest,
+  type Pool,
+  type Rows,
+  takeRows,
+} from '@fcd/service-kit';
 import type { PauseReason } from '../limits';
+import { deliveryList, type ListPosition, NEWEST_FIRST } from '../lists';
+import { redactHeaders } from './redact';
 import type { DeliveryStatus } from './types';
 
 /**
@@ -46,10 +58,7 @@ export interface DeliveryView {
   attempts: AttemptView[];
 }
 
-export interface DeliveryPosition {
-  created_at: string;
-  id: string;
-}
+export type DeliveryPosition = ListPosition;
 
 const iso = (d: Date | null) => (d === null ? null : d.toISOString());
 
@@ -105,8 +114,9 @@ function toView(row: DeliveryRow, attempts: AttemptRow[]): DeliveryView {
       response_status: a.response_status,
       error: a.error,
       outcome: a.outcome,
-      request_headers: a.request_headers,
-      response_headers: a.response_headers,
+      // Redacted when stored (./record.ts); again here for attempts stored before that.
+      request_headers: redactHeaders(a.request_headers),
+      response_headers: redactHeaders(a.response_headers),
       response_headers_truncated: a.response_headers_truncated,
       response_body: a.response_body,
       response_body_truncated: a.response_body_truncated,
@@ -126,20 +136,25 @@ export class DeliveryLog {
   constructor(private readonly pool: Pool) {}
 
   /** Newest first, each with every attempt; `after` continues after the last row of the previous page. */
-  async list(subscriptionId: string, limit: number, after?: DeliveryPosition): Promise<{ items: DeliveryView[]; has_more: boolean }> {
-    const params: unknown[] = [subscriptionId, limit + 1];
+  async list(subscriptionId: string, limit: number, after?: DeliveryPosition): Promise<Rows<DeliveryView>> {
+    const params: unknown[] = [subscriptionId, fetchSize(limit)];
     let where = 'subscription_id = $1';
     if (after) {
       params.push(new Date(after.created_at), after.id);
-      where += ' AND (created_at, id) < ($3, $4)';
+      where += ` AND ${keysetAfter(NEWEST_FIRST, ['$3', '$4'])}`;
     }
     const { rows } = await this.pool.query<DeliveryRow>(
-      `SELECT ${DELIVERY_COLUMNS} FROM webhook.deliveries WHERE ${where} ORDER BY created_at DESC, id DESC LIMIT $2`,
+      `SELECT ${DELIVERY_COLUMNS} FROM webhook.deliveries WHERE ${where} ORDER BY ${keysetOrderBy(NEWEST_FIRST)} LIMIT $2`,
       params,
     );
-    const page = rows.slice(0, limit);
-    const attempts = await this.attemptsOf(page.map((r) => r.id));
-    return { items: page.map((r) => toView(r, attempts.get(r.id) ?? [])), has_more: rows.length > limit };
+    const page = takeRows(rows, limit);
+    const attempts = await this.attemptsOf(page.items.map((r) => r.id));
+    return { items: page.items.map((r) => toView(r, attempts.get(r.id) ?? [])), has_more: page.has_more };
+  }
+
+  /** A page of the subscription's deliveries for a request's limit and cursor (400 VALIDATION_ERROR for a bad one). */
+  page(subscriptionId: string, request: PageRequest): Promise<KeysetPage<DeliveryView>> {
+    return keysetPage(deliveryList<DeliveryView>(subscriptionId), request, (limit, after) => this.list(subscriptionId, limit, after));
   }
 
   async get(subscriptionId: string, deliveryId: string): Promise<DeliveryView | undefined> {

@@ -1,6 +1,7 @@
 import type { Pool } from '@fcd/service-kit';
 import type { PauseReason } from '../limits';
 import type { Bookkeeping, DeliveryBefore, SubscriptionBefore } from './bookkeeping';
+import { redactHeaders } from './redact';
 import { type AttemptDebug, type AttemptRecord, DEACTIVATION_CONSECUTIVE_FAILURES } from './types';
 
 /**
@@ -11,12 +12,15 @@ import { type AttemptDebug, type AttemptRecord, DEACTIVATION_CONSECUTIVE_FAILURE
 
 type Client = Pick<Pool, 'query'>;
 
-/** An attempt's debug record as one jsonb parameter of the batch INSERT (null: not recorded). */
+/**
+ * An attempt's debug record as one jsonb parameter of the batch INSERT (null: not recorded). Every
+ * attempt row is written through here: credentials in its headers are redacted before storage.
+ */
 function debugColumns(debug: AttemptDebug | undefined): string | null {
   if (!debug) return null;
   return JSON.stringify({
-    request_headers: debug.requestHeaders,
-    response_headers: debug.responseHeaders,
+    request_headers: redactHeaders(debug.requestHeaders),
+    response_headers: redactHeaders(debug.responseHeaders),
     response_headers_truncated: debug.responseHeadersTruncated,
     response_body: debug.responseBody,
     response_body_truncated: debug.responseBodyTruncated,

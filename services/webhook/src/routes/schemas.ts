@@ -198,10 +198,11 @@ const AttemptSchema = Type.Object({
   ),
   request_headers: Type.Union([HeaderMap, Type.Null()], {
     description:
-      'The headers the attempt was sent with (signatures included), as set by the dispatcher; the HTTP client adds host, connection and content-length. null for attempts recorded before this was kept.',
+      'The headers the attempt was sent with (signatures included), as set by the dispatcher; the HTTP client adds host, connection and content-length. The values of Authorization and Proxy-Authorization are never stored: shown as "[redacted]". null for attempts recorded before this was kept.',
   }),
   response_headers: Type.Union([HeaderMap, Type.Null()], {
-    description: 'The response headers (lower-case names; repeated ones joined with ", "); null when no response came.',
+    description:
+      'The response headers (lower-case names; repeated ones joined with ", "); null when no response came. The values of set-cookie, authorization, proxy-authorization and www-authenticate are never stored: the name is kept and the value shown as "[redacted]".',
   }),
   response_headers_truncated: Type.Boolean({ description: 'Headers beyond 8 KiB (names and values) were left out.' }),
   response_body: Type.Union([Type.String(), Type.Null()], {
