@@ -71,9 +71,9 @@ const ERROR_RESPONSES: Record<string, { status: number; description: string; cod
     },
     TooManyRequests: {
       status: 429,
-      codes: ['RATE_LIMIT_EXCEEDED'],
+      codes: ['RATE_LIMIT_EXCEEDED', 'CONCURRENCY_LIMIT_EXCEEDED'],
       description:
-        'A Free account over its daily limit (not counted). `details: { limit, remaining: 0, resets_at }`; `Retry-After` is the number of seconds to the reset. On POST /v1/webhooks/{webhook_id}/recover: more than 10 calls a minute for the account, `details: { limit, window_seconds, retry_after_seconds }`.',
+        'A Free account over its daily limit (not counted). `details: { limit, remaining: 0, resets_at }`; `Retry-After` is the number of seconds to the reset. On POST /v1/webhooks/{webhook_id}/recover: more than 10 calls a minute for the account, `details: { limit, window_seconds, retry_after_seconds }`. CONCURRENCY_LIMIT_EXCEEDED: the account already runs its most bulk exports at once (2 on Pro, 4 on Enterprise); `details: { limit }`, `Retry-After: 5`.',
       headers: ['Retry-After'],
     },
     InternalError: {

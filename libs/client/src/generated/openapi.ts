@@ -140,7 +140,7 @@ export interface paths {
     };
     /**
      * Export every enforcement case matching the filters (NDJSON or CSV)
-     * @description Pro tier and above (Free: 403). Streams every matching row in `id` order, NDJSON by default (one representation per line, then a last line `{"export":{"complete":true,"rows":N,"after":null}}`) or CSV with `Accept: text/csv` (a header row, RFC 4180 quoting, arrays joined with `;`). **Counted as one request per 1,000 rows** (at least one; 50,000 rows = 50 requests), each page counted before it is sent. If the export stops early, the NDJSON ends with `{"export":{"complete":false,"rows":N,"after":"<id>","error":{…}}}` and a CSV response is cut; either way `after=<id of the last row received>` resumes with no gap and no duplicate. Not conditional (no ETag).
+     * @description Pro tier and above (Free: 403). Streams every matching row in `id` order, NDJSON by default (one representation per line, then a last line `{"export":{"complete":true,"rows":N,"after":null}}`) or CSV with `Accept: text/csv` (a header row, RFC 4180 quoting, arrays joined with `;`). **Counted as one request per 1,000 rows** (at least one; 50,000 rows = 50 requests), each page counted before it is sent. If the export stops early, the NDJSON ends with `{"export":{"complete":false,"rows":N,"after":"<id>","error":{…}}}` and a CSV response is cut; either way `after=<id of the last row received>` resumes with no gap and no duplicate. At most 2 exports of an account at once (4 on Enterprise; the next is 429 CONCURRENCY_LIMIT_EXCEEDED with `Retry-After`). A reader that takes nothing for 30 s is cut: the rest of the page and the resume line (error REQUEST_TIMEOUT) are queued, and the connection is closed 5 s later if it is not read. Not conditional (no ETag).
      */
     get: operations['exportCases'];
     put?: never;
@@ -160,7 +160,7 @@ export interface paths {
     };
     /**
      * Export every facility matching the filters (NDJSON or CSV)
-     * @description Pro tier and above (Free: 403). Streams every matching row in `id` order, NDJSON by default (one representation per line, then a last line `{"export":{"complete":true,"rows":N,"after":null}}`) or CSV with `Accept: text/csv` (a header row, RFC 4180 quoting, arrays joined with `;`). **Counted as one request per 1,000 rows** (at least one; 50,000 rows = 50 requests), each page counted before it is sent. If the export stops early, the NDJSON ends with `{"export":{"complete":false,"rows":N,"after":"<id>","error":{…}}}` and a CSV response is cut; either way `after=<id of the last row received>` resumes with no gap and no duplicate. Not conditional (no ETag).
+     * @description Pro tier and above (Free: 403). Streams every matching row in `id` order, NDJSON by default (one representation per line, then a last line `{"export":{"complete":true,"rows":N,"after":null}}`) or CSV with `Accept: text/csv` (a header row, RFC 4180 quoting, arrays joined with `;`). **Counted as one request per 1,000 rows** (at least one; 50,000 rows = 50 requests), each page counted before it is sent. If the export stops early, the NDJSON ends with `{"export":{"complete":false,"rows":N,"after":"<id>","error":{…}}}` and a CSV response is cut; either way `after=<id of the last row received>` resumes with no gap and no duplicate. At most 2 exports of an account at once (4 on Enterprise; the next is 429 CONCURRENCY_LIMIT_EXCEEDED with `Retry-After`). A reader that takes nothing for 30 s is cut: the rest of the page and the resume line (error REQUEST_TIMEOUT) are queued, and the connection is closed 5 s later if it is not read. Not conditional (no ETag).
      */
     get: operations['exportFacilities'];
     put?: never;
@@ -180,7 +180,7 @@ export interface paths {
     };
     /**
      * Export every violation matching the filters (NDJSON or CSV)
-     * @description Pro tier and above (Free: 403). Streams every matching row in `id` order, NDJSON by default (one representation per line, then a last line `{"export":{"complete":true,"rows":N,"after":null}}`) or CSV with `Accept: text/csv` (a header row, RFC 4180 quoting, arrays joined with `;`). **Counted as one request per 1,000 rows** (at least one; 50,000 rows = 50 requests), each page counted before it is sent. If the export stops early, the NDJSON ends with `{"export":{"complete":false,"rows":N,"after":"<id>","error":{…}}}` and a CSV response is cut; either way `after=<id of the last row received>` resumes with no gap and no duplicate. Not conditional (no ETag). `state` is the facility's state.
+     * @description Pro tier and above (Free: 403). Streams every matching row in `id` order, NDJSON by default (one representation per line, then a last line `{"export":{"complete":true,"rows":N,"after":null}}`) or CSV with `Accept: text/csv` (a header row, RFC 4180 quoting, arrays joined with `;`). **Counted as one request per 1,000 rows** (at least one; 50,000 rows = 50 requests), each page counted before it is sent. If the export stops early, the NDJSON ends with `{"export":{"complete":false,"rows":N,"after":"<id>","error":{…}}}` and a CSV response is cut; either way `after=<id of the last row received>` resumes with no gap and no duplicate. At most 2 exports of an account at once (4 on Enterprise; the next is 429 CONCURRENCY_LIMIT_EXCEEDED with `Retry-After`). A reader that takes nothing for 30 s is cut: the rest of the page and the resume line (error REQUEST_TIMEOUT) are queued, and the connection is closed 5 s later if it is not read. Not conditional (no ETag). `state` is the facility's state.
      */
     get: operations['exportViolations'];
     put?: never;
@@ -987,7 +987,7 @@ export interface components {
         };
       };
     };
-    /** @description RATE_LIMIT_EXCEEDED. A Free account over its daily limit (not counted). `details: { limit, remaining: 0, resets_at }`; `Retry-After` is the number of seconds to the reset. On POST /v1/webhooks/{webhook_id}/recover: more than 10 calls a minute for the account, `details: { limit, window_seconds, retry_after_seconds }`. */
+    /** @description RATE_LIMIT_EXCEEDED or CONCURRENCY_LIMIT_EXCEEDED. A Free account over its daily limit (not counted). `details: { limit, remaining: 0, resets_at }`; `Retry-After` is the number of seconds to the reset. On POST /v1/webhooks/{webhook_id}/recover: more than 10 calls a minute for the account, `details: { limit, window_seconds, retry_after_seconds }`. CONCURRENCY_LIMIT_EXCEEDED: the account already runs its most bulk exports at once (2 on Pro, 4 on Enterprise); `details: { limit }`, `Retry-After: 5`. */
     TooManyRequests: {
       headers: {
         'Retry-After': components['headers']['Retry-After'];
@@ -1001,7 +1001,7 @@ export interface components {
         'application/json': components['schemas']['Error'] & {
           error?: {
             /** @enum {unknown} */
-            code?: 'RATE_LIMIT_EXCEEDED';
+            code?: 'RATE_LIMIT_EXCEEDED' | 'CONCURRENCY_LIMIT_EXCEEDED';
           };
         };
       };
@@ -2758,7 +2758,7 @@ export interface operations {
                 latency_ms: number | null;
                 /** @description success: a 2xx within the timeout. */
                 outcome: 'success' | 'failure';
-                /** @description The headers the attempt was sent with (signatures included), as set by the dispatcher; the HTTP client adds host, connection and content-length. null for attempts recorded before this was kept. */
+                /** @description The headers the attempt was sent with (signatures included), as set by the dispatcher; the HTTP client adds host, connection and content-length. The values of Authorization and Proxy-Authorization are never stored: shown as "[redacted]". null for attempts recorded before this was kept. */
                 request_headers: {
                   [key: string]: string;
                 } | null;
@@ -2766,7 +2766,7 @@ export interface operations {
                 response_body: string | null;
                 /** @description The body was longer than 4 KiB and was cut. */
                 response_body_truncated: boolean;
-                /** @description The response headers (lower-case names; repeated ones joined with ", "); null when no response came. */
+                /** @description The response headers (lower-case names; repeated ones joined with ", "); null when no response came. The values of set-cookie, authorization, proxy-authorization and www-authenticate are never stored: the name is kept and the value shown as "[redacted]". */
                 response_headers: {
                   [key: string]: string;
                 } | null;
@@ -2886,7 +2886,7 @@ export interface operations {
                 latency_ms: number | null;
                 /** @description success: a 2xx within the timeout. */
                 outcome: 'success' | 'failure';
-                /** @description The headers the attempt was sent with (signatures included), as set by the dispatcher; the HTTP client adds host, connection and content-length. null for attempts recorded before this was kept. */
+                /** @description The headers the attempt was sent with (signatures included), as set by the dispatcher; the HTTP client adds host, connection and content-length. The values of Authorization and Proxy-Authorization are never stored: shown as "[redacted]". null for attempts recorded before this was kept. */
                 request_headers: {
                   [key: string]: string;
                 } | null;
@@ -2894,7 +2894,7 @@ export interface operations {
                 response_body: string | null;
                 /** @description The body was longer than 4 KiB and was cut. */
                 response_body_truncated: boolean;
-                /** @description The response headers (lower-case names; repeated ones joined with ", "); null when no response came. */
+                /** @description The response headers (lower-case names; repeated ones joined with ", "); null when no response came. The values of set-cookie, authorization, proxy-authorization and www-authenticate are never stored: the name is kept and the value shown as "[redacted]". */
                 response_headers: {
                   [key: string]: string;
                 } | null;
@@ -3148,7 +3148,7 @@ export interface operations {
                 latency_ms: number | null;
                 /** @description success: a 2xx within the timeout. */
                 outcome: 'success' | 'failure';
-                /** @description The headers the attempt was sent with (signatures included), as set by the dispatcher; the HTTP client adds host, connection and content-length. null for attempts recorded before this was kept. */
+                /** @description The headers the attempt was sent with (signatures included), as set by the dispatcher; the HTTP client adds host, connection and content-length. The values of Authorization and Proxy-Authorization are never stored: shown as "[redacted]". null for attempts recorded before this was kept. */
                 request_headers: {
                   [key: string]: string;
                 } | null;
@@ -3156,7 +3156,7 @@ export interface operations {
                 response_body: string | null;
                 /** @description The body was longer than 4 KiB and was cut. */
                 response_body_truncated: boolean;
-                /** @description The response headers (lower-case names; repeated ones joined with ", "); null when no response came. */
+                /** @description The response headers (lower-case names; repeated ones joined with ", "); null when no response came. The values of set-cookie, authorization, proxy-authorization and www-authenticate are never stored: the name is kept and the value shown as "[redacted]". */
                 response_headers: {
                   [key: string]: string;
                 } | null;
