@@ -14,6 +14,7 @@ export * from './ids';
 export * from './internal-auth';
 export * from './logger';
 export * from './metrics';
+export * from './pagination';
 export * from './pg';
 export * from './process-guard';
 export * from './redis-cluster';
