@@ -1,5 +1,17 @@
 import { isEventType } from '@fcd/events';
-import { type Pool, type PoolClient, UUID_LOWER_CASE } from '@fcd/service-kit';
+import {
+  fetchSize,
+  type KeysetPage,
+  keysetAfter,
+  keysetOrderBy,
+  keysetPage,
+  type PageRequest,
+  type Pool,
+  type PoolClient,
+  takeRows,
+  UUID_LOWER_CASE,
+} from '@fcd/service-kit';
+import { BY_POSITION, EVENT_LIST } from './lists';
 import { type RecoveryRequest, type RecoveryResult, recoverEvents } from './recovery';
 
 /**
@@ -91,7 +103,7 @@ export class EventLog {
   /** Oldest first (by position), after `after` (a position) when given; one more than `limit` tells whether more follow. */
   async list(filter: EventFilter, limit: number, after?: string): Promise<{ items: StoredEvent[]; has_more: boolean }> {
     const params: unknown[] = [after ?? '0'];
-    const where = ['position > $1::bigint'];
+    const where = [keysetAfter(BY_POSITION, ['$1::bigint'])];
     if (filter.type !== undefined) {
       params.push(filter.type);
       where.push(`type = $${params.length}`);
@@ -104,13 +116,18 @@ export class EventLog {
       params.push(new Date(filter.since));
       where.push(`created_at >= $${params.length}`);
     }
-    params.push(limit + 1);
+    params.push(fetchSize(limit));
     const { rows } = await this.pool.query<StoredEvent>(
       // Ordered by the bigint column (e.position), not by its text alias.
-      `SELECT e.position::text AS position, e.id, e.body FROM webhook.events e WHERE ${where.join(' AND ')} ORDER BY e.position LIMIT $${params.length}`,
+      `SELECT e.position::text AS position, e.id, e.body FROM webhook.events e WHERE ${where.join(' AND ')} ORDER BY e.${keysetOrderBy(BY_POSITION)} LIMIT $${params.length}`,
       params,
     );
-    return { items: rows.slice(0, limit), has_more: rows.length > limit };
+    return takeRows(rows, limit);
+  }
+
+  /** A page of the log for a request's limit and cursor (polled: see `EVENT_LIST`); 400 VALIDATION_ERROR for a bad one. */
+  page(filter: EventFilter, request: PageRequest): Promise<KeysetPage<StoredEvent>> {
+    return keysetPage<string, StoredEvent>(EVENT_LIST, request, (limit, after) => this.list(filter, limit, after));
   }
 
   async get(id: string): Promise<StoredEvent | undefined> {

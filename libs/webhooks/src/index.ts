@@ -6,6 +6,7 @@ export * from '@fcd/webhook-verify';
 export * from './deliveries/index';
 export * from './event-log';
 export * from './limits';
+export * from './lists';
 export * from './matching';
 export * from './migrations';
 export * from './recovery';

@@ -1,5 +1,17 @@
-import { AppError, type Pool, withTransaction } from '@fcd/service-kit';
+import {
+  AppError,
+  fetchSize,
+  type KeysetPage,
+  keysetAfter,
+  keysetOrderBy,
+  keysetPage,
+  type PageRequest,
+  type Pool,
+  takeRows,
+  withTransaction,
+} from '@fcd/service-kit';
 import { DEFAULT_MAX_IN_FLIGHT } from './limits';
+import { type ListPosition, NEWEST_FIRST, subscriptionList } from './lists';
 import { redactSecret, type SecretBox, secretLast4 } from './secrets';
 
 /**
@@ -56,12 +68,6 @@ export interface SubscriptionPatch {
   is_active?: boolean;
   rate_limit_per_second?: number | null;
   max_in_flight?: number;
-}
-
-/** Keyset position: the last row of the previous page. */
-export interface ListPosition {
-  created_at: string;
-  id: string;
 }
 
 export interface SubscriptionPage {
@@ -177,17 +183,23 @@ export class SubscriptionStore {
 
   /** Newest first; `after` continues after the last row of the previous page. */
   async list(accountId: string, limit: number, after?: ListPosition): Promise<SubscriptionPage> {
-    const params: unknown[] = [accountId, limit + 1];
+    const params: unknown[] = [accountId, fetchSize(limit)];
     let where = 'account_id = $1';
     if (after) {
       params.push(new Date(after.created_at), after.id);
-      where += ' AND (created_at, id) < ($3, $4)';
+      where += ` AND ${keysetAfter(NEWEST_FIRST, ['$3', '$4'])}`;
     }
     const { rows } = await this.pool.query<Row>(
-      `SELECT ${COLUMNS} FROM webhook.subscriptions WHERE ${where} ORDER BY created_at DESC, id DESC LIMIT $2`,
+      `SELECT ${COLUMNS} FROM webhook.subscriptions WHERE ${where} ORDER BY ${keysetOrderBy(NEWEST_FIRST)} LIMIT $2`,
       params,
     );
-    return { items: rows.slice(0, limit).map(toSubscription), has_more: rows.length > limit };
+    const page = takeRows(rows, limit);
+    return { items: page.items.map(toSubscription), has_more: page.has_more };
+  }
+
+  /** A page of the account's subscriptions for a request's limit and cursor (400 VALIDATION_ERROR for a bad one). */
+  page(accountId: string, request: PageRequest): Promise<KeysetPage<Subscription>> {
+    return keysetPage(subscriptionList<Subscription>(accountId), request, (limit, after) => this.list(accountId, limit, after));
   }
 
   async count(accountId: string): Promise<number> {

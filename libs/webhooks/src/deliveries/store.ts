@@ -1,4 +1,4 @@
-import type { Pool } from '@fcd/service-kit';
+import type { KeysetPage, PageRequest, Pool } from '@fcd/service-kit';
 import { DeliveryLog, type DeliveryPosition, type DeliveryView } from './log';
 import { type DeliveryStoreHooks, type DeliveryStoreOptions, DispatchQueue } from './queue';
 import type { SecretDecrypter } from './secret-cache';
@@ -17,6 +17,10 @@ export class DeliveryStore extends DispatchQueue {
 
   list(subscriptionId: string, limit: number, after?: DeliveryPosition): Promise<{ items: DeliveryView[]; has_more: boolean }> {
     return this.log.list(subscriptionId, limit, after);
+  }
+
+  page(subscriptionId: string, request: PageRequest): Promise<KeysetPage<DeliveryView>> {
+    return this.log.page(subscriptionId, request);
   }
 
   get(subscriptionId: string, deliveryId: string): Promise<DeliveryView | undefined> {

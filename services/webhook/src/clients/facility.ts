@@ -1,10 +1,9 @@
 import { type AccountClaims, INTERNAL_AUTH_HEADER, type InternalAuth, serviceUnavailable } from '@fcd/service-kit';
 import { Pool } from 'undici';
+import type { FacilityDirectory as FacilityDirectoryPort } from '../domain/ports';
 
-/** The facility service, as the webhook service needs it: which facility ids exist. */
-export interface FacilityDirectory {
-  /** The subset of `ids` that exist (lower-case). Throws SERVICE_UNAVAILABLE when the facility service cannot answer. */
-  existing(ids: readonly string[], account: AccountClaims): Promise<Set<string>>;
+/** The facility client the app holds: the domain's FacilityDirectory port, and its health check and close. */
+export interface FacilityDirectory extends FacilityDirectoryPort {
   /** Resolves when the facility service answers its health check (for /readyz). */
   ping(): Promise<void>;
   close(): Promise<void>;

@@ -1,8 +1,7 @@
-import { notFound, validationError } from '@fcd/service-kit';
-import type { EventLog, StoredEvent } from '@fcd/webhooks';
-import { decodePositionCursor, encodePositionCursor } from './cursor';
+import { EventId, notFound, validationError } from '@fcd/service-kit';
+import type { StoredEvent } from '@fcd/webhooks';
 import { parseDateTime } from './date-time';
-import { DEFAULT_PAGE_SIZE } from './webhooks';
+import type { EventReader } from './ports';
 
 /**
  * The events API (GET /v1/events, GET /v1/events/{id}): the envelopes of the event log, exactly
@@ -23,39 +22,28 @@ export interface EventQuery {
   cursor?: string;
 }
 
-const LIST = 'events';
-
-const EVENT_ID = /^evt_[A-Za-z0-9-]{1,100}$/;
-
 export class EventsService {
-  constructor(private readonly log: EventLog) {}
+  constructor(private readonly log: EventReader) {}
 
   /** The page as JSON text: `{ "data": [envelope…], "pagination": { limit, next_cursor, has_more } }`. */
   async list(query: EventQuery): Promise<string> {
-    const limit = query.limit ?? DEFAULT_PAGE_SIZE;
-    const after = query.cursor === undefined ? undefined : decodePositionCursor(LIST, query.cursor);
-    if (query.cursor !== undefined && after === undefined) {
-      throw validationError([{ field: 'cursor', message: 'is not a valid cursor for this list' }]);
-    }
     const since = query.since === undefined ? undefined : parseDateTime(query.since);
     if (since !== undefined && Number.isNaN(since)) throw validationError([{ field: 'since', message: 'must be an RFC 3339 date-time' }]);
-    const page = await this.log.list(
+    const page = await this.log.page(
       {
         ...(query.type !== undefined ? { type: query.type } : {}),
         ...(query.facility_id !== undefined ? { facilityId: query.facility_id } : {}),
         ...(since !== undefined ? { since } : {}),
       },
-      limit,
-      after,
+      { limit: query.limit, cursor: query.cursor },
     );
-    const last = page.items[page.items.length - 1];
-    const next = last ? encodePositionCursor(LIST, last.position) : (query.cursor ?? null);
-    return `{"data":[${page.items.map((e) => e.body).join(',')}],"pagination":${JSON.stringify({ limit, next_cursor: next, has_more: page.has_more })}}`;
+    const pagination = { limit: page.limit, next_cursor: page.next_cursor, has_more: page.has_more };
+    return `{"data":[${page.items.map((e) => e.body).join(',')}],"pagination":${JSON.stringify(pagination)}}`;
   }
 
   /** One event as JSON text `{ "data": envelope }`; 404 for an unknown or malformed id. */
   async get(id: string): Promise<string> {
-    const found: StoredEvent | undefined = EVENT_ID.test(id) ? await this.log.get(id) : undefined;
+    const found: StoredEvent | undefined = EventId.is(id) ? await this.log.get(id) : undefined;
     if (!found) throw notFound('event');
     return `{"data":${found.body}}`;
   }

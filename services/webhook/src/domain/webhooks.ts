@@ -1,11 +1,13 @@
 import {
   type AccountClaims,
   type Clock,
+  DeliveryId,
   type FieldProblem,
   type IdSource,
+  listBody,
   notFound,
   prefixedId,
-  prefixedIdRegExp,
+  SubscriptionId,
   serviceUnavailable,
   systemClock,
   uuidSource,
@@ -14,20 +16,16 @@ import {
 import {
   checkWebhookUrl,
   DEFAULT_EVENT_RETENTION_DAYS,
-  type DeliveryLog,
   type DeliveryView,
-  type EventLog,
   generateSecret,
   type RecoverRateDecision,
   type Resolver,
   type Subscription,
   type SubscriptionPatch,
-  type SubscriptionStore,
   TEST_EVENT_TYPE,
   type UrlCheck,
 } from '@fcd/webhooks';
-import type { FacilityDirectory } from '../clients/facility';
-import { decodeCursor, encodeCursor } from './cursor';
+import type { DeliveryRepository, EventRecovery, FacilityDirectory, SubscriptionRepository } from './ports';
 import { type RecoveryGate, recoverRateExceeded, recoveryInProgress, recoveryWindow } from './recovery';
 import { emptyPatchProblems, eventProblems, facilityIdProblems, mergeProblems, unknownFacilityProblems } from './validation';
 
@@ -52,11 +50,12 @@ export interface RecoveryView {
   next_since: string | null;
 }
 
+/** Ports only (./ports.ts): the stores, the facility directory, DNS (`resolver`), the recover rate. */
 export interface WebhookServiceOptions {
-  store: SubscriptionStore;
-  deliveries: DeliveryLog;
+  store: SubscriptionRepository;
+  deliveries: DeliveryRepository;
   /** The event log recovery reads. */
-  events: EventLog;
+  events: EventRecovery;
   /** EVENT_RETENTION_DAYS: how far back a recovery may reach. */
   retentionDays?: number;
   /** Takes one call of the account's recover rate (`takeRecoverCall`); none: unlimited (unit tests). */
@@ -68,6 +67,7 @@ export interface WebhookServiceOptions {
   /** WEBHOOK_ALLOWED_PORTS (default 443). */
   allowedPorts?: readonly number[];
   maxSubscriptions: number;
+  /** DNS for the URL checks; node:dns when absent. */
   resolver?: Resolver;
   clock?: Clock;
   ids?: IdSource;
@@ -75,10 +75,6 @@ export interface WebhookServiceOptions {
   /** Called with the reason of each refused URL (metrics). */
   onUrlRefused?: (code: string) => void;
 }
-
-const DELIVERY_ID = prefixedIdRegExp('dlv');
-const WEBHOOK_ID = prefixedIdRegExp('wh');
-export const DEFAULT_PAGE_SIZE = 25;
 
 function view(s: Subscription): SubscriptionView {
   return {
@@ -144,25 +140,11 @@ export class WebhookService {
   }
 
   async list(account: AccountClaims, limit: number | undefined, cursor: string | undefined): Promise<SubscriptionListView> {
-    const size = limit ?? DEFAULT_PAGE_SIZE;
-    const list = `subscriptions:${account.account_id}`;
-    const after = cursor === undefined ? undefined : decodeCursor(list, cursor);
-    if (cursor !== undefined && after === undefined)
-      throw validationError([{ field: 'cursor', message: 'is not a valid cursor for this list' }]);
-    const page = await this.options.store.list(account.account_id, size, after);
-    const last = page.items[page.items.length - 1];
-    return {
-      data: page.items.map(view),
-      pagination: {
-        limit: size,
-        next_cursor: page.has_more && last ? encodeCursor(list, { created_at: last.created_at, id: last.id }) : null,
-        has_more: page.has_more,
-      },
-    };
+    return listBody(await this.options.store.page(account.account_id, { limit, cursor }), view);
   }
 
   async get(account: AccountClaims, id: string): Promise<SubscriptionView> {
-    if (!WEBHOOK_ID.test(id)) throw subscriptionNotFound();
+    if (!SubscriptionId.is(id)) throw subscriptionNotFound();
     const found = await this.options.store.get(account.account_id, id);
     if (!found) throw subscriptionNotFound();
     return view(found);
@@ -170,7 +152,7 @@ export class WebhookService {
 
   async update(account: AccountClaims, id: string, body: unknown, schemaProblems: FieldProblem[]): Promise<SubscriptionView> {
     // An unknown or foreign id is a 404 whatever the body says.
-    if (!WEBHOOK_ID.test(id) || !(await this.options.store.get(account.account_id, id))) throw subscriptionNotFound();
+    if (!SubscriptionId.is(id) || !(await this.options.store.get(account.account_id, id))) throw subscriptionNotFound();
     const raw = (typeof body === 'object' && body !== null ? body : {}) as RawBody;
     await this.validate(account, raw, [...schemaProblems, ...emptyPatchProblems(body)]);
     const patch: SubscriptionPatch = {};
@@ -186,7 +168,7 @@ export class WebhookService {
   }
 
   async delete(account: AccountClaims, id: string): Promise<void> {
-    if (!WEBHOOK_ID.test(id) || !(await this.options.store.delete(account.account_id, id))) throw subscriptionNotFound();
+    if (!SubscriptionId.is(id) || !(await this.options.store.delete(account.account_id, id))) throw subscriptionNotFound();
   }
 
   /** The delivery log of one subscription: newest first, each delivery with every attempt. */
@@ -197,21 +179,7 @@ export class WebhookService {
     cursor: string | undefined,
   ): Promise<DeliveryListView> {
     await this.get(account, id);
-    const size = limit ?? DEFAULT_PAGE_SIZE;
-    const list = `deliveries:${id}`;
-    const after = cursor === undefined ? undefined : decodeCursor(list, cursor, DELIVERY_ID);
-    if (cursor !== undefined && after === undefined)
-      throw validationError([{ field: 'cursor', message: 'is not a valid cursor for this list' }]);
-    const page = await this.options.deliveries.list(id, size, after);
-    const last = page.items[page.items.length - 1];
-    return {
-      data: page.items,
-      pagination: {
-        limit: size,
-        next_cursor: page.has_more && last ? encodeCursor(list, { created_at: last.created_at, id: last.id }) : null,
-        has_more: page.has_more,
-      },
-    };
+    return listBody(await this.options.deliveries.page(id, { limit, cursor }), (delivery) => delivery);
   }
 
   /**
@@ -221,7 +189,7 @@ export class WebhookService {
    */
   async retryDelivery(account: AccountClaims, id: string, deliveryId: string): Promise<DeliveryView> {
     const subscription = await this.get(account, id);
-    if (!DELIVERY_ID.test(deliveryId)) throw deliveryNotFound();
+    if (!DeliveryId.is(deliveryId)) throw deliveryNotFound();
     if (!subscription.is_active) throw inactiveProblem();
     const delivery = await this.options.deliveries.retry(id, deliveryId, this.clock.now());
     if (!delivery) throw deliveryNotFound();
@@ -308,7 +276,7 @@ export class WebhookService {
     schemaProblems: FieldProblem[] = [],
   ): Promise<SubscriptionView> {
     if (schemaProblems.length > 0) throw validationError(schemaProblems);
-    if (!WEBHOOK_ID.test(id)) throw subscriptionNotFound();
+    if (!SubscriptionId.is(id)) throw subscriptionNotFound();
     const overlap = typeof body?.overlap_seconds === 'number' ? body.overlap_seconds : 0;
     const secret = this.secrets();
     const updated = await this.options.store.rotateSecret(account.account_id, id, secret, this.clock.now(), overlap);
