@@ -1,33 +1,29 @@
-import type { CaseStatus, CaseType, Program, Severity } from './codes';
-import type { FacilityRecord } from './records';
+import { type Static, Type } from '@sinclair/typebox';
+import { schemasOf, Timestamp, Uuid } from './fields';
+import { CASE_FIELDS, FACILITY_FIELDS, VIOLATION_FIELDS } from './records';
 
-/** The public representations (docs/facility.md): what the API returns and events carry. */
-export interface Facility extends FacilityRecord {
-  id: string;
-  updated_at: string;
-}
+/**
+ * The public representations (docs/facility.md): what the API returns and events carry. Each is
+ * its resource's fields (domain/records.ts) with the ids and timestamps the store adds; the
+ * routes serialise by these schemas, and the SQL columns and row mappers derive from them.
+ */
 
-export interface Violation {
-  id: string;
-  facility_id: string;
-  facility_name: string;
-  program: Program;
-  violation_type: string;
-  violation_date: string;
-  severity: Severity;
-  description: string | null;
-  resolved_date: string | null;
-}
+export const FacilitySchema = Type.Object({ id: Uuid, ...schemasOf(FACILITY_FIELDS), updated_at: Timestamp });
 
-export interface EnforcementCase {
-  id: string;
-  case_number: string;
-  case_type: CaseType;
-  status: CaseStatus;
-  lead_agency: string;
-  filed_date: string;
-  settled_date: string | null;
-  penalty_amount_usd: string | null;
-  facility_ids: string[];
-  updated_at: string;
-}
+export const ViolationSchema = Type.Object({
+  id: Uuid,
+  facility_id: Uuid,
+  facility_name: Type.String(),
+  ...schemasOf(VIOLATION_FIELDS),
+});
+
+export const CaseSchema = Type.Object({
+  id: Uuid,
+  ...schemasOf(CASE_FIELDS),
+  facility_ids: Type.Array(Uuid),
+  updated_at: Timestamp,
+});
+
+export type Facility = Static<typeof FacilitySchema>;
+export type Violation = Static<typeof ViolationSchema>;
+export type EnforcementCase = Static<typeof CaseSchema>;

@@ -1,7 +1,9 @@
 import { EVENT_TYPES } from '@fcd/events';
-import { Nullable, Pagination, StringEnum } from '@fcd/service-kit';
+import { Pagination, StringEnum } from '@fcd/service-kit';
 import { type TSchema, Type } from '@sinclair/typebox';
 import { CASE_STATUSES, CASE_TYPES, COMPLIANCE_STATUSES, PROGRAMS, SEVERITIES, STATE_CODES } from '../domain/codes';
+import { Uuid } from '../domain/fields';
+import { FacilitySchema } from '../domain/model';
 import { FIELDS } from '../domain/records';
 
 /**
@@ -9,27 +11,7 @@ import { FIELDS } from '../domain/records';
  * (fast-json-stringify), so fields that are not declared never leave the service.
  */
 
-const Uuid = Type.String({ format: 'uuid' });
-const DateString = Type.String({ format: 'date', description: 'YYYY-MM-DD' });
-const Timestamp = Type.String({ format: 'date-time' });
-
-export const FacilitySchema = Type.Object({
-  id: Uuid,
-  registry_id: Type.String(),
-  name: Type.String(),
-  street: Nullable(Type.String()),
-  city: Nullable(Type.String()),
-  state: Type.String(),
-  zip: Nullable(Type.String()),
-  county: Nullable(Type.String()),
-  latitude: Nullable(Type.Number()),
-  longitude: Nullable(Type.Number()),
-  naics_codes: Type.Array(Type.String()),
-  programs: Type.Array(StringEnum(PROGRAMS)),
-  compliance_status: StringEnum(COMPLIANCE_STATUSES),
-  last_inspection_date: Nullable(DateString),
-  updated_at: Timestamp,
-});
+export { CaseSchema, FacilitySchema, ViolationSchema } from '../domain/model';
 
 /** A facility in a search by place: its distance from the centre, in km rounded to the metre. */
 export const FacilityNearSchema = Type.Object({
@@ -37,31 +19,6 @@ export const FacilityNearSchema = Type.Object({
   distance_km: Type.Optional(
     Type.Number({ description: 'Great-circle distance from `near`, in km (to the metre). Present only with `near`.' }),
   ),
-});
-
-export const ViolationSchema = Type.Object({
-  id: Uuid,
-  facility_id: Uuid,
-  facility_name: Type.String(),
-  program: StringEnum(PROGRAMS),
-  violation_type: Type.String(),
-  violation_date: DateString,
-  severity: StringEnum(SEVERITIES),
-  description: Nullable(Type.String()),
-  resolved_date: Nullable(DateString),
-});
-
-export const CaseSchema = Type.Object({
-  id: Uuid,
-  case_number: Type.String(),
-  case_type: StringEnum(CASE_TYPES),
-  status: StringEnum(CASE_STATUSES),
-  lead_agency: Type.String(),
-  filed_date: DateString,
-  settled_date: Nullable(DateString),
-  penalty_amount_usd: Nullable(Type.String({ description: 'Decimal string, e.g. "12500.00"' })),
-  facility_ids: Type.Array(Uuid),
-  updated_at: Timestamp,
 });
 
 export const dataOf = <T extends TSchema>(t: T) => Type.Object({ data: t });

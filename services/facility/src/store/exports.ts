@@ -11,6 +11,8 @@ import {
   toCase,
   toFacility,
   toViolation,
+  VIOLATION_COLUMNS,
+  VIOLATION_FIELDS,
   type ViolationRow,
 } from './rows';
 
@@ -76,8 +78,7 @@ export async function exportPage(
     if (f.severity) where.push(`v.severity = ${p(f.severity)}`);
     if (f.since) where.push(`v.violation_date >= ${p(f.since)}::date`);
     if (after) where.push(`v.id > ${p(after)}::uuid`);
-    sql = `SELECT v.id, v.facility_id, f.name AS facility_name, v.program, v.violation_type, v.violation_date, v.severity,
-                  v.description, v.resolved_date
+    sql = `SELECT ${VIOLATION_COLUMNS}
              FROM violations v JOIN facilities f ON f.id = v.facility_id
              ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
             ORDER BY v.id LIMIT ${p(limit + 1)}`;
@@ -99,17 +100,7 @@ export async function exportPage(
 /** CSV columns of each kind: the representation's fields, in its order. */
 export const CSV_COLUMNS: Record<ExportKind, readonly string[]> = {
   facilities: FACILITY_FIELDS,
-  violations: [
-    'id',
-    'facility_id',
-    'facility_name',
-    'program',
-    'violation_type',
-    'violation_date',
-    'severity',
-    'description',
-    'resolved_date',
-  ],
+  violations: VIOLATION_FIELDS,
   cases: CASE_FIELDS,
 };
 

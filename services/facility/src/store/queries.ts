@@ -1,7 +1,17 @@
 import type { CaseStatus, CaseType, ComplianceStatus, Program, Severity } from '../domain/codes';
 import { type DatedKey, encodeCursor, type FacilityKey, type NearKey } from '../domain/cursor';
 import type { EnforcementCase, Facility, Violation } from '../domain/model';
-import { CASE_COLUMNS, type CaseRow, FACILITY_COLUMNS, type FacilityRow, toCase, toFacility, toViolation, type ViolationRow } from './rows';
+import {
+  CASE_COLUMNS,
+  type CaseRow,
+  FACILITY_COLUMNS,
+  type FacilityRow,
+  toCase,
+  toFacility,
+  toViolation,
+  VIOLATION_COLUMNS,
+  type ViolationRow,
+} from './rows';
 
 /** Anything that runs a query: a pg.Pool or a client inside a transaction. */
 export interface Queryable {
@@ -158,8 +168,7 @@ export async function listViolations(db: Queryable, f: ViolationFilter): Promise
   if (f.after) w.add((d, i) => `(v.violation_date, v.id) < (${d}::date, ${i}::uuid)`, f.after.date, f.after.id);
   const limitRef = w.param(f.limit + 1);
   const { rows } = await db.query<ViolationRow>(
-    `SELECT v.id, v.facility_id, f.name AS facility_name, v.program, v.violation_type, v.violation_date, v.severity,
-            v.description, v.resolved_date
+    `SELECT ${VIOLATION_COLUMNS}
        FROM violations v JOIN facilities f ON f.id = v.facility_id
        ${w}
       ORDER BY v.violation_date DESC, v.id DESC

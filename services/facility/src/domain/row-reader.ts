@@ -1,0 +1,155 @@
+import type { FieldProblem } from '@fcd/service-kit';
+
+/**
+ * Reading the fields of one raw import row (a CSV line or a JSON object): every field is read,
+ * every problem collected, so a rejected row names all of its problems at once.
+ */
+
+const DATE_PATTERN = /^(\d{4})-(\d{2})-(\d{2})$/;
+const MONEY_PATTERN = /^\d{1,12}(\.\d{1,2})?$/;
+/** Separators accepted between list items given as one string (CSV cells). */
+const LIST_SEPARATOR = /[\s;|,]+/;
+
+/** True for a real calendar date written YYYY-MM-DD. */
+export function isCalendarDate(value: string): boolean {
+  const m = DATE_PATTERN.exec(value);
+  if (!m) return false;
+  const [y, mo, d] = [Number(m[1]), Number(m[2]), Number(m[3])];
+  if (y < 1900 || y > 2999 || mo < 1 || mo > 12 || d < 1) return false;
+  return d <= new Date(Date.UTC(y, mo, 0)).getUTCDate();
+}
+
+/** Reads the fields of one raw row, collecting every problem. */
+export class RowReader {
+  readonly problems: FieldProblem[] = [];
+
+  constructor(
+    private readonly raw: Record<string, unknown>,
+    known: readonly string[],
+  ) {
+    for (const key of Object.keys(raw)) {
+      if (!known.includes(key)) this.problem(key, 'is not a known field');
+    }
+  }
+
+  problem(field: string, message: string): void {
+    this.problems.push({ field, message });
+  }
+
+  /** A trimmed non-empty string, or null when absent or empty. */
+  private text(field: string): string | null | undefined {
+    const v = this.raw[field];
+    if (v === undefined || v === null) return null;
+    if (typeof v === 'number' && Number.isFinite(v)) return String(v);
+    if (typeof v !== 'string') {
+      this.problem(field, 'must be a string');
+      return undefined;
+    }
+    const t = v.trim();
+    return t === '' ? null : t;
+  }
+
+  optionalString(field: string, maxLength: number, pattern?: RegExp, patternMessage?: string): string | null {
+    const t = this.text(field);
+    if (t === undefined || t === null) return null;
+    if (t.length > maxLength) {
+      this.problem(field, `must be at most ${maxLength} characters`);
+      return null;
+    }
+    if (pattern && !pattern.test(t)) {
+      this.problem(field, patternMessage ?? 'is malformed');
+      return null;
+    }
+    return t;
+  }
+
+  requiredString(field: string, maxLength: number, pattern?: RegExp, patternMessage?: string): string {
+    if (this.isBlank(field)) {
+      this.problem(field, 'is required');
+      return '';
+    }
+    return this.optionalString(field, maxLength, pattern, patternMessage) ?? '';
+  }
+
+  private isBlank(field: string): boolean {
+    const v = this.raw[field];
+    return v === undefined || v === null || (typeof v === 'string' && v.trim() === '');
+  }
+
+  oneOf<T extends string>(field: string, allowed: readonly T[], required: true): T;
+  oneOf<T extends string>(field: string, allowed: readonly T[], required: false): T | null;
+  oneOf<T extends string>(field: string, allowed: readonly T[], required: boolean): T | null {
+    if (this.isBlank(field)) {
+      if (required) this.problem(field, 'is required');
+      return null;
+    }
+    const t = this.text(field);
+    if (t === undefined || t === null) return null;
+    const found = allowed.find((a) => a === t || a === t.toLowerCase() || a === t.toUpperCase());
+    if (!found) {
+      this.problem(field, `must be one of ${allowed.join(', ')}`);
+      return null;
+    }
+    return found;
+  }
+
+  date(field: string, required: boolean): string | null {
+    if (this.isBlank(field)) {
+      if (required) this.problem(field, 'is required');
+      return null;
+    }
+    const t = this.text(field);
+    if (t === undefined || t === null) return null;
+    if (!isCalendarDate(t)) {
+      this.problem(field, 'must be a date YYYY-MM-DD');
+      return null;
+    }
+    return t;
+  }
+
+  number(field: string, min: number, max: number): number | null {
+    const v = this.raw[field];
+    if (v === undefined || v === null || (typeof v === 'string' && v.trim() === '')) return null;
+    const n = typeof v === 'number' ? v : typeof v === 'string' ? Number(v.trim()) : Number.NaN;
+    if (!Number.isFinite(n) || n < min || n > max) {
+      this.problem(field, `must be a number from ${min} to ${max}`);
+      return null;
+    }
+    return n;
+  }
+
+  /** A list given as a JSON array of strings or as one string of items separated by ; | , or spaces. */
+  list(field: string): string[] | undefined {
+    const v = this.raw[field];
+    if (v === undefined || v === null) return [];
+    let items: unknown[];
+    if (Array.isArray(v)) items = v;
+    else if (typeof v === 'string') items = v.split(LIST_SEPARATOR);
+    else {
+      this.problem(field, 'must be a list of strings');
+      return undefined;
+    }
+    const out: string[] = [];
+    for (const item of items) {
+      if (typeof item !== 'string' && typeof item !== 'number') {
+        this.problem(field, 'must be a list of strings');
+        return undefined;
+      }
+      const t = String(item).trim();
+      if (t !== '' && !out.includes(t)) out.push(t);
+    }
+    return out;
+  }
+
+  money(field: string): string | null {
+    const v = this.raw[field];
+    if (v === undefined || v === null || (typeof v === 'string' && v.trim() === '')) return null;
+    const s = typeof v === 'number' && Number.isFinite(v) && v >= 0 ? v.toFixed(2) : typeof v === 'string' ? v.trim() : '';
+    if (!MONEY_PATTERN.test(s)) {
+      this.problem(field, 'must be a non-negative amount in dollars with at most 2 decimals');
+      return null;
+    }
+    const [whole, frac = ''] = s.split('.');
+    return `${BigInt(whole ?? '0').toString()}.${frac.padEnd(2, '0')}`;
+  }
+}
