@@ -1,5 +1,5 @@
 import type { TypedClient } from '@fcd/grpc';
-import type { GetUsageResponse, UsageService } from '@fcd/proto';
+import type { UsageService } from '@fcd/proto';
 import {
   AppError,
   baseFastifyOptions,
@@ -10,9 +10,8 @@ import {
   type Logger,
   registerHealthRoutes,
   type ServiceMetrics,
-  UNAUTHORIZED_MESSAGE,
 } from '@fcd/service-kit';
-import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
+import Fastify, { type FastifyInstance } from 'fastify';
 import type { AuthorizationBatcher } from './auth/batcher';
 import { canonicalRouting } from './auth/canonical-path';
 import { installMetering } from './auth/metering';
@@ -41,33 +40,6 @@ export interface GatewayDeps {
   http?: HttpServerSettings;
   /** Bulk exports: per-account concurrency and the send timeout. */
   exports: ExportLimits;
-}
-
-export interface AuthenticatedAccount {
-  accountId: string;
-  tier: string;
-  tierRank: number;
-}
-
-declare module 'fastify' {
-  interface FastifyRequest {
-    account?: AuthenticatedAccount;
-    /** The usage report computed with the authorization (GET /v1/account/usage). */
-    usageReport?: GetUsageResponse;
-    /**
-     * Set for a conditional GET, authorized with a peek (not counted): it is counted before any
-     * answer but a 304 is sent (docs/metering.md, "Conditional GETs").
-     */
-    uncounted?: { apiKey: string; path: string };
-    /** The API key, kept for the per-page counts of an export. */
-    meterKey?: string;
-  }
-}
-
-/** The account a /v1 request was authenticated as; 401 when there is none. */
-export function requireAccount(request: FastifyRequest): AuthenticatedAccount {
-  if (!request.account) throw new AppError('UNAUTHORIZED', UNAUTHORIZED_MESSAGE);
-  return request.account;
 }
 
 /** The public HTTP surface: health, authentication and metering of /v1, routing to the domain services. */

@@ -1,6 +1,6 @@
 import { AppError, Backoff, errMessage, pollWithBackoff, serviceUnavailable, validationError } from '@fcd/service-kit';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { AuthenticatedAccount } from '../app';
+import type { AuthenticatedAccount } from '../auth/account';
 import { sendAnswer } from '../clients/proxy';
 import { IDEMPOTENCY_KEY_PATTERN, IdempotencyStore, type StoredAnswer } from './idempotency';
 

@@ -1,13 +1,21 @@
+import type { InternalAuth } from '@fcd/service-kit';
 import { methodNotAllowed } from '@fcd/service-kit';
 import type { FastifyInstance } from 'fastify';
-import { type GatewayDeps, requireAccount } from '../app';
+import { requireAccount } from '../auth/account';
+import type { Upstream } from '../clients/proxy';
+import type { IdempotencyStore } from '../http/idempotency';
 import { idempotent } from '../http/idempotent';
-import { ALL_METHODS, PUBLIC_ROUTES } from './table';
+import { ALL_METHODS, PUBLIC_ROUTES, type Target } from './table';
 
 /** The public routes answered by a domain service: signed, forwarded, a POST with an Idempotency-Key kept. */
 export function registerProxyRoutes(
   app: FastifyInstance,
-  deps: Pick<GatewayDeps, 'upstreams' | 'internalAuth' | 'idempotency' | 'idempotencyWaitMs'>,
+  deps: {
+    upstreams: Record<Exclude<Target, 'local'>, Upstream>;
+    internalAuth: InternalAuth;
+    idempotency: IdempotencyStore;
+    idempotencyWaitMs: number;
+  },
 ): void {
   for (const route of PUBLIC_ROUTES) {
     if (route.target === 'local') continue;

@@ -1,9 +1,10 @@
 import { create } from '@bufbuild/protobuf';
-import { fromGrpcError } from '@fcd/grpc';
-import { GetUsageRequestSchema, type GetUsageResponse } from '@fcd/proto';
+import { fromGrpcError, type TypedClient } from '@fcd/grpc';
+import { GetUsageRequestSchema, type GetUsageResponse, type UsageService } from '@fcd/proto';
 import { serviceUnavailable } from '@fcd/service-kit';
 import type { FastifyInstance } from 'fastify';
-import { type GatewayDeps, requireAccount } from '../app';
+import { requireAccount } from '../auth/account';
+import type { AuthorizationBatcher } from '../auth/batcher';
 import { countNow, USAGE_PATH } from '../auth/metering';
 import { ifNoneMatchMatches, strongEtag } from '../http/conditional';
 import { NoQuery, UsageResponseSchema } from './usage-schema';
@@ -31,7 +32,10 @@ function usageBody(u: GetUsageResponse) {
 }
 
 /** GET /v1/account/usage: the report computed with the authorization, else asked of the usage service. */
-export function registerUsageRoute(app: FastifyInstance, deps: Pick<GatewayDeps, 'batcher' | 'usage'>): void {
+export function registerUsageRoute(
+  app: FastifyInstance,
+  deps: { batcher: AuthorizationBatcher; usage: TypedClient<typeof UsageService> },
+): void {
   app.get(USAGE_PATH, { schema: { querystring: NoQuery, response: { 200: UsageResponseSchema } } }, async (request, reply) => {
     const account = requireAccount(request);
     let u = request.usageReport;
