@@ -8,10 +8,10 @@
 import { readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { EVENT_ID_PATTERN } from '@fcd/events';
+import { EventId, SubscriptionId } from '@fcd/service-kit';
 import { CASE_STATUSES, COMPLIANCE_STATUSES } from '../../services/facility/src/domain/codes';
 import { CaseSchema, FacilitySchema, ViolationSchema } from '../../services/facility/src/routes/schemas';
-import { TIMESTAMP_PATTERN, WEBHOOK_ID_PATTERN } from '../../services/webhook/src/routes/schemas';
+import { TIMESTAMP_PATTERN } from '../../services/webhook/src/routes/schemas';
 
 type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 type JsonObject = { [key: string]: Json };
@@ -171,7 +171,7 @@ export const EVENTS: EventInfo[] = [
       'Sent by `POST /v1/webhooks/{webhook_id}/test`, whatever the subscription lists; signed like every delivery, attempted once.',
     data: () =>
       object({
-        webhook_id: { type: 'string', pattern: WEBHOOK_ID_PATTERN, description: 'The subscription tested.' },
+        webhook_id: { type: 'string', pattern: SubscriptionId.pattern, description: 'The subscription tested.' },
         message: { type: 'string' },
       }),
     example: {
@@ -193,7 +193,7 @@ export function envelopeSchema(event: EventInfo, record: (name: string) => JsonO
     properties: {
       id: {
         type: 'string',
-        pattern: EVENT_ID_PATTERN,
+        pattern: EventId.pattern,
         description: '`evt_` + UUID: the same on every attempt and in `webhook-id`; drop an id you have already handled.',
       },
       type: { type: 'string', const: event.type },
@@ -215,7 +215,7 @@ export const DELIVERY_HEADERS: DeliveryHeader[] = [
   {
     name: 'webhook-id',
     description: 'Standard Webhooks: the event id (the same on every attempt).',
-    schema: { type: 'string', pattern: EVENT_ID_PATTERN },
+    schema: { type: 'string', pattern: EventId.pattern },
   },
   {
     name: 'webhook-timestamp',
@@ -234,7 +234,7 @@ export const DELIVERY_HEADERS: DeliveryHeader[] = [
       '`sha256=` + lowercase hex HMAC-SHA256 of the raw body, keyed by the whole secret string (UTF-8). During a rotation overlap, one value per valid secret, newest first, separated by commas.',
     schema: { type: 'string', pattern: '^sha256=[0-9a-f]{64}(,sha256=[0-9a-f]{64})*$' },
   },
-  { name: 'X-Service-Event-Id', description: 'The event id (as `webhook-id`).', schema: { type: 'string', pattern: EVENT_ID_PATTERN } },
+  { name: 'X-Service-Event-Id', description: 'The event id (as `webhook-id`).', schema: { type: 'string', pattern: EventId.pattern } },
   {
     name: 'X-Service-Event-Type',
     description: 'The event type (as `type` in the body).',

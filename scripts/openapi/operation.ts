@@ -1,5 +1,5 @@
 /** One OpenAPI operation from a collected route: its parameters, responses and error statuses. */
-import { DELIVERY_ID_PATTERN, WEBHOOK_ID_PATTERN } from '../../services/webhook/src/routes/schemas';
+import { DeliveryId, SubscriptionId } from '@fcd/service-kit';
 import { type Json, type JsonObject, ref, toJsonSchema } from './json';
 import { OPERATIONS, type OperationInfo } from './operations';
 import { RATE_LIMIT_HEADERS, STATUS_RESPONSE } from './responses';
@@ -7,8 +7,8 @@ import type { CollectedRoute } from './routes';
 
 /** Path parameters' schemas beyond `type: string` (a malformed id is still 404 NOT_FOUND, as documented). */
 const PATH_PARAMETER_SCHEMAS: Record<string, JsonObject> = {
-  webhook_id: { type: 'string', pattern: WEBHOOK_ID_PATTERN },
-  delivery_id: { type: 'string', pattern: DELIVERY_ID_PATTERN },
+  webhook_id: { type: 'string', pattern: SubscriptionId.pattern },
+  delivery_id: { type: 'string', pattern: DeliveryId.pattern },
 };
 
 const PATH_PARAMETERS: Record<string, string> = {

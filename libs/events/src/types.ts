@@ -1,4 +1,4 @@
-import { prefixedIdPattern, StringEnum } from '@fcd/service-kit';
+import { EventId, StringEnum } from '@fcd/service-kit';
 import { type Static, type TSchema, Type } from '@sinclair/typebox';
 
 /** The event types the facility service publishes and a subscription can list (docs/webhooks.md). */
@@ -11,9 +11,8 @@ export function isEventType(value: unknown): value is EventType {
   return typeof value === 'string' && (EVENT_TYPES as readonly string[]).includes(value);
 }
 
-/** Event ids: `evt_` and a uuid (the facility outbox's primary key). */
+/** Event ids are issued as `evt_` and a uuid (the facility outbox's primary key) and accepted as service-kit's EventId. */
 export const EVENT_ID_PREFIX = 'evt_';
-export const EVENT_ID_PATTERN = prefixedIdPattern('evt');
 
 /**
  * The JSON schema of the envelope (docs/webhooks.md) around a `data` schema: keys in the order
@@ -21,7 +20,7 @@ export const EVENT_ID_PATTERN = prefixedIdPattern('evt');
  */
 export function EventEnvelopeSchema<D extends TSchema, T extends EventType = EventType>(data: D, type?: T) {
   return Type.Object({
-    id: Type.String({ pattern: EVENT_ID_PATTERN, description: 'Event id, `evt_<uuid>`: the `webhook-id` of its deliveries.' }),
+    id: Type.String({ pattern: EventId.pattern, description: 'Event id, `evt_<uuid>`: the `webhook-id` of its deliveries.' }),
     type: type === undefined ? EventTypeSchema : Type.Literal(type),
     created_at: Type.String({ format: 'date-time' }),
     data,

@@ -1,8 +1,7 @@
+import { EventId } from '@fcd/service-kit';
 import { eventFacilityIds, type FanOutEvent, type MatchableEvent } from '@fcd/webhooks';
 
 export type ParsedEvent = { ok: true; event: FanOutEvent; createdAt: number } | { ok: false; reason: string };
-
-const EVENT_ID = /^evt_[A-Za-z0-9-]{1,100}$/;
 
 /**
  * A JetStream message body → the event the fan-out needs. The body is kept
@@ -18,7 +17,7 @@ export function parseEvent(body: string): ParsedEvent {
   }
   if (typeof value !== 'object' || value === null || Array.isArray(value)) return { ok: false, reason: 'not an object' };
   const e = value as Partial<MatchableEvent>;
-  if (typeof e.id !== 'string' || !EVENT_ID.test(e.id)) return { ok: false, reason: 'missing or malformed id' };
+  if (typeof e.id !== 'string' || !EventId.is(e.id)) return { ok: false, reason: 'missing or malformed id' };
   if (typeof e.type !== 'string' || e.type.length === 0 || e.type.length > 100) return { ok: false, reason: 'missing type' };
   if (typeof e.data !== 'object' || e.data === null) return { ok: false, reason: 'missing data' };
   const createdAt = typeof e.created_at === 'string' ? Date.parse(e.created_at) : Number.NaN;
