@@ -1,4 +1,5 @@
 import { type TSchema, Type } from '@sinclair/typebox';
+import { MAX_PAGE_SIZE } from './pagination';
 
 /**
  * The TypeBox shapes every service's routes share: one definition each, so the OpenAPI document
@@ -14,7 +15,13 @@ export const StringEnum = <T extends readonly string[]>(values: T, options: Reco
 
 /** The `pagination` object of every list response (keyset cursors: docs/api.md, "Pagination"). */
 export const Pagination = Type.Object({
-  limit: Type.Integer({ minimum: 1, maximum: 100 }),
+  limit: Type.Integer({ minimum: 1, maximum: MAX_PAGE_SIZE }),
   next_cursor: Nullable(Type.String({ minLength: 1 }), { description: 'Pass as `cursor` for the next page; null on the last one.' }),
   has_more: Type.Boolean(),
 });
+
+/** The `limit` and `cursor` query parameters of every list, spread into its querystring schema (docs/api.md "Pagination"). */
+export const PageQuery = {
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_PAGE_SIZE })),
+  cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 400, pattern: '^[A-Za-z0-9_-]+$' })),
+};

@@ -1446,12 +1446,16 @@ export interface operations {
               };
               /** @description Event id, `evt_<uuid>`: the `webhook-id` of its deliveries. */
               id: string;
-              /** @enum {string} */
+              /**
+               * @description The event type.
+               * @enum {string}
+               */
               type: 'violation.new' | 'case.new' | 'case.updated' | 'facility.status_changed';
             }[];
             pagination: {
               has_more: boolean;
               limit: number;
+              /** @description Pass as `cursor` for the next page; null on the last one. */
               next_cursor: string | null;
             };
           };
@@ -1516,7 +1520,10 @@ export interface operations {
               };
               /** @description Event id, `evt_<uuid>`: the `webhook-id` of its deliveries. */
               id: string;
-              /** @enum {string} */
+              /**
+               * @description The event type.
+               * @enum {string}
+               */
               type: 'violation.new' | 'case.new' | 'case.updated' | 'facility.status_changed';
             };
           };

@@ -2,7 +2,8 @@ import { INTERNAL_AUTH_HEADER, type InternalAuth, methodNotAllowed, requestTarge
 import type { Static } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import type { EventsService } from '../domain/events';
-import { EventEnvelopeResponse, EventList, type EventParams, EventsQuery, NoQuery } from './event-schemas';
+import { EventEnvelopeResponse, EventList, EventsQuery } from './event-schemas';
+import { type IdParams, NoQuery } from './schemas';
 
 export interface EventRoutesOptions {
   events: EventsService;
@@ -27,7 +28,7 @@ export async function eventRoutes(app: FastifyInstance, options: EventRoutesOpti
     async (request, reply) => reply.type('application/json; charset=utf-8').send(await events.list(request.query)),
   );
 
-  app.get<{ Params: Static<typeof EventParams> }>(
+  app.get<{ Params: Static<typeof IdParams> }>(
     '/v1/events/:id',
     { schema: { querystring: NoQuery, response: { 200: EventEnvelopeResponse } } },
     async (request, reply) => reply.type('application/json; charset=utf-8').send(await events.get(request.params.id)),

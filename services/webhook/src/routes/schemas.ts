@@ -1,4 +1,4 @@
-import { Nullable, Pagination, prefixedIdPattern, UUID_PATTERN } from '@fcd/service-kit';
+import { DeliveryId, EventId, Nullable, PageQuery, Pagination, SubscriptionId, UUID_PATTERN } from '@fcd/service-kit';
 import { DEFAULT_MAX_IN_FLIGHT, EVENT_TYPES, MAX_IN_FLIGHT_RANGE, RATE_LIMIT_RANGE, TEST_EVENT_TYPE } from '@fcd/webhooks';
 import { type TSchema, Type } from '@sinclair/typebox';
 
@@ -14,9 +14,6 @@ import { type TSchema, Type } from '@sinclair/typebox';
  * reported twice. Responses are serialised by these schemas (fast-json-stringify).
  */
 
-export const WEBHOOK_ID_PATTERN = prefixedIdPattern('wh');
-export const DELIVERY_ID_PATTERN = prefixedIdPattern('dlv');
-const EVENT_ID_PATTERN = prefixedIdPattern('evt');
 /** ISO 8601 UTC with milliseconds and Z. */
 export const TIMESTAMP_PATTERN = '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$';
 /** Every type a delivery can carry: the four subscribable event types and the test event. */
@@ -125,20 +122,14 @@ export const RotateBody = Type.Object(
   { additionalProperties: false },
 );
 
-export const ListQuery = Type.Object(
-  {
-    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100 })),
-    cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 400 })),
-  },
-  { additionalProperties: false },
-);
+export const ListQuery = Type.Object(PageQuery, { additionalProperties: false });
 
 export const IdParams = Type.Object({ id: Type.String() });
 /** Routes without query parameters still refuse unknown ones (VALIDATION_ERROR naming the parameter: docs/api.md "Errors"). */
 export const NoQuery = Type.Object({}, { additionalProperties: false });
 
 const SubscriptionSchema = Type.Object({
-  id: Type.String({ pattern: WEBHOOK_ID_PATTERN, description: '`wh_` + UUID.' }),
+  id: Type.String({ pattern: SubscriptionId.pattern, description: '`wh_` + UUID.' }),
   url: Type.String({
     format: 'uri',
     maxLength: 2048,
@@ -240,8 +231,8 @@ const AttemptSchema = Type.Object({
 });
 
 const DeliverySchema = Type.Object({
-  id: Type.String({ pattern: DELIVERY_ID_PATTERN, description: '`dlv_` + UUID.' }),
-  event_id: Type.String({ pattern: EVENT_ID_PATTERN, description: "The event's id: the same on every attempt (`webhook-id`)." }),
+  id: Type.String({ pattern: DeliveryId.pattern, description: '`dlv_` + UUID.' }),
+  event_id: Type.String({ pattern: EventId.pattern, description: "The event's id: the same on every attempt (`webhook-id`)." }),
   event_type: Type.Union(DELIVERY_EVENT_TYPES.map((t) => Type.Literal(t))),
   status: Type.Union(
     DELIVERY_STATUSES.map((t) => Type.Literal(t)),
