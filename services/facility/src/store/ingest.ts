@@ -2,9 +2,18 @@ import { eventUuid } from '@fcd/events';
 import { type IdSource, traceContextColumn } from '@fcd/service-kit';
 import type { CaseStatus, ComplianceStatus } from '../domain/codes';
 import { type DomainEvent, events } from '../domain/events';
-import type { CaseRecord, FacilityRecord, RecordKind, ViolationRecord } from '../domain/records';
+import {
+  CASE_FIELDS,
+  type CaseRecord,
+  FACILITY_FIELDS,
+  type FacilityRecord,
+  type RecordKind,
+  VIOLATION_FIELDS,
+  type ViolationRecord,
+} from '../domain/records';
 import type { Queryable } from './queries';
 import { CASE_COLUMNS, type CaseRow, FACILITY_COLUMNS, type FacilityRow, toCase, toFacility, toViolation, type ViolationRow } from './rows';
+import { sqlColumns, upsertStatement } from './upsert';
 
 /**
  * The write side of ingestion: batched multi-row upserts keyed on the natural
@@ -55,6 +64,36 @@ export async function lockIngestion(client: Queryable): Promise<void> {
   await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [INGEST_LOCK_KEY]);
 }
 
+/**
+ * The upserts, their columns from the resources' fields (domain/records.ts): a violation is stored
+ * with its facility's id instead of the registry_id, a case with its facilities' ids.
+ */
+const UPSERT_FACILITIES = upsertStatement({
+  table: 'facilities',
+  alias: 'f',
+  key: 'registry_id',
+  columns: sqlColumns(FACILITY_FIELDS),
+  returning: FACILITY_COLUMNS.replace(/(\w+)/g, 'f.$1'),
+  previous: 'compliance_status',
+});
+const VIOLATION_COLUMNS: Array<[string, string]> = [['source_id', 'text'], ['facility_id', 'uuid'], ...sqlColumns(VIOLATION_FIELDS)];
+const UPSERT_VIOLATIONS = upsertStatement({
+  table: 'violations',
+  alias: 'v',
+  key: 'source_id',
+  columns: VIOLATION_COLUMNS,
+  returning: ['id', ...VIOLATION_COLUMNS.map(([c]) => c)].map((c) => `v.${c}`).join(', '),
+  join: { from: 'JOIN facilities f ON f.id = up.facility_id', select: 'f.name AS facility_name' },
+});
+const UPSERT_CASES = upsertStatement({
+  table: 'cases',
+  alias: 'c',
+  key: 'case_number',
+  columns: [...sqlColumns(CASE_FIELDS), ['facility_ids', 'uuid[]']],
+  returning: CASE_COLUMNS.replace(/(\w+)/g, 'c.$1'),
+  previous: 'status',
+});
+
 function outcome(): BatchOutcome {
   return { inserted: 0, updated: 0, unchanged: 0, rejected: 0, errors: [], events: [] };
 }
@@ -71,35 +110,8 @@ export async function upsertFacilities(ctx: WriteContext, rows: Staged<FacilityR
   const out = outcome();
   if (rows.length === 0) return out;
   const input = rows.map((r) => ({ new_id: ctx.ids(), ...r.record }));
-  const cols =
-    'name, street, city, state, zip, county, latitude, longitude, naics_codes, programs, compliance_status, last_inspection_date';
   const { rows: changed } = await ctx.client.query<FacilityRow & { previous_status: ComplianceStatus | null; inserted: boolean }>(
-    `WITH input AS (
-       SELECT * FROM jsonb_to_recordset($1::jsonb) AS t(
-         new_id uuid, registry_id text, name text, street text, city text, state text, zip text, county text,
-         latitude float8, longitude float8, naics_codes text[], programs text[], compliance_status text, last_inspection_date date)
-     ),
-     old AS (
-       SELECT f.registry_id, f.compliance_status FROM facilities f JOIN input i ON i.registry_id = f.registry_id
-     ),
-     up AS (
-       INSERT INTO facilities AS f (id, registry_id, ${cols}, updated_at)
-       SELECT new_id, registry_id, ${cols}, $2::timestamptz FROM input
-       ON CONFLICT (registry_id) DO UPDATE SET
-         name = EXCLUDED.name, street = EXCLUDED.street, city = EXCLUDED.city, state = EXCLUDED.state,
-         zip = EXCLUDED.zip, county = EXCLUDED.county, latitude = EXCLUDED.latitude, longitude = EXCLUDED.longitude,
-         naics_codes = EXCLUDED.naics_codes, programs = EXCLUDED.programs, compliance_status = EXCLUDED.compliance_status,
-         last_inspection_date = EXCLUDED.last_inspection_date, updated_at = EXCLUDED.updated_at
-       WHERE (f.name, f.street, f.city, f.state, f.zip, f.county, f.latitude, f.longitude, f.naics_codes, f.programs,
-              f.compliance_status, f.last_inspection_date)
-         IS DISTINCT FROM
-             (EXCLUDED.name, EXCLUDED.street, EXCLUDED.city, EXCLUDED.state, EXCLUDED.zip, EXCLUDED.county,
-              EXCLUDED.latitude, EXCLUDED.longitude, EXCLUDED.naics_codes, EXCLUDED.programs,
-              EXCLUDED.compliance_status, EXCLUDED.last_inspection_date)
-       RETURNING ${FACILITY_COLUMNS.replace(/(\w+)/g, 'f.$1')}
-     )
-     SELECT up.*, old.compliance_status AS previous_status, (old.registry_id IS NULL) AS inserted
-       FROM up LEFT JOIN old ON old.registry_id = up.registry_id`,
+    UPSERT_FACILITIES,
     [JSON.stringify(input), ctx.now],
   );
   const byKey = new Map(changed.map((c) => [c.registry_id, c]));
@@ -142,33 +154,10 @@ export async function upsertViolations(ctx: WriteContext, rows: Staged<Violation
     accepted.push(r);
   }
   if (input.length === 0) return out;
-  const cols = 'facility_id, program, violation_type, violation_date, severity, description, resolved_date';
-  const { rows: changed } = await ctx.client.query<ViolationRow & { source_id: string; inserted: boolean }>(
-    `WITH input AS (
-       SELECT * FROM jsonb_to_recordset($1::jsonb) AS t(
-         new_id uuid, source_id text, facility_id uuid, program text, violation_type text, violation_date date,
-         severity text, description text, resolved_date date)
-     ),
-     old AS (
-       SELECT v.source_id FROM violations v JOIN input i ON i.source_id = v.source_id
-     ),
-     up AS (
-       INSERT INTO violations AS v (id, source_id, ${cols}, updated_at)
-       SELECT new_id, source_id, ${cols}, $2::timestamptz FROM input
-       ON CONFLICT (source_id) DO UPDATE SET
-         facility_id = EXCLUDED.facility_id, program = EXCLUDED.program, violation_type = EXCLUDED.violation_type,
-         violation_date = EXCLUDED.violation_date, severity = EXCLUDED.severity, description = EXCLUDED.description,
-         resolved_date = EXCLUDED.resolved_date, updated_at = EXCLUDED.updated_at
-       WHERE (v.facility_id, v.program, v.violation_type, v.violation_date, v.severity, v.description, v.resolved_date)
-         IS DISTINCT FROM
-             (EXCLUDED.facility_id, EXCLUDED.program, EXCLUDED.violation_type, EXCLUDED.violation_date,
-              EXCLUDED.severity, EXCLUDED.description, EXCLUDED.resolved_date)
-       RETURNING v.id, v.source_id, ${cols.replace(/(\w+)/g, 'v.$1')}
-     )
-     SELECT up.*, f.name AS facility_name, (old.source_id IS NULL) AS inserted
-       FROM up JOIN facilities f ON f.id = up.facility_id LEFT JOIN old ON old.source_id = up.source_id`,
-    [JSON.stringify(input), ctx.now],
-  );
+  const { rows: changed } = await ctx.client.query<ViolationRow & { source_id: string; inserted: boolean }>(UPSERT_VIOLATIONS, [
+    JSON.stringify(input),
+    ctx.now,
+  ]);
   const byKey = new Map(changed.map((c) => [c.source_id, c]));
   for (const r of accepted) {
     const c = byKey.get(r.record.source_id);
@@ -203,34 +192,10 @@ export async function upsertCases(ctx: WriteContext, rows: Staged<CaseRecord>[])
     accepted.push(r);
   }
   if (input.length === 0) return out;
-  const cols = 'case_type, status, lead_agency, filed_date, settled_date, penalty_amount_usd, facility_ids';
-  const { rows: changed } = await ctx.client.query<CaseRow & { previous_status: CaseStatus | null; inserted: boolean }>(
-    `WITH input AS (
-       SELECT * FROM jsonb_to_recordset($1::jsonb) AS t(
-         new_id uuid, case_number text, case_type text, status text, lead_agency text, filed_date date,
-         settled_date date, penalty_amount_usd numeric, facility_ids uuid[])
-     ),
-     old AS (
-       SELECT c.case_number, c.status FROM cases c JOIN input i ON i.case_number = c.case_number
-     ),
-     up AS (
-       INSERT INTO cases AS c (id, case_number, ${cols}, updated_at)
-       SELECT new_id, case_number, ${cols}, $2::timestamptz FROM input
-       ON CONFLICT (case_number) DO UPDATE SET
-         case_type = EXCLUDED.case_type, status = EXCLUDED.status, lead_agency = EXCLUDED.lead_agency,
-         filed_date = EXCLUDED.filed_date, settled_date = EXCLUDED.settled_date,
-         penalty_amount_usd = EXCLUDED.penalty_amount_usd, facility_ids = EXCLUDED.facility_ids,
-         updated_at = EXCLUDED.updated_at
-       WHERE (c.case_type, c.status, c.lead_agency, c.filed_date, c.settled_date, c.penalty_amount_usd, c.facility_ids)
-         IS DISTINCT FROM
-             (EXCLUDED.case_type, EXCLUDED.status, EXCLUDED.lead_agency, EXCLUDED.filed_date, EXCLUDED.settled_date,
-              EXCLUDED.penalty_amount_usd, EXCLUDED.facility_ids)
-       RETURNING ${CASE_COLUMNS.replace(/(\w+)/g, 'c.$1')}
-     )
-     SELECT up.*, old.status AS previous_status, (old.case_number IS NULL) AS inserted
-       FROM up LEFT JOIN old ON old.case_number = up.case_number`,
-    [JSON.stringify(input), ctx.now],
-  );
+  const { rows: changed } = await ctx.client.query<CaseRow & { previous_status: CaseStatus | null; inserted: boolean }>(UPSERT_CASES, [
+    JSON.stringify(input),
+    ctx.now,
+  ]);
   const byKey = new Map(changed.map((c) => [c.case_number, c]));
   for (const r of accepted) {
     const c = byKey.get(r.record.case_number);
