@@ -1,4 +1,4 @@
-import { type FieldProblem, UUID_ANY_CASE } from '@fcd/service-kit';
+import { FacilityId, type FieldProblem } from '@fcd/service-kit';
 import { EVENT_TYPES, isEventType } from '@fcd/webhooks';
 
 /**
@@ -14,7 +14,7 @@ export const MAX_REPORTED_PROBLEMS = 100;
 const PATCHABLE_FIELDS = ['url', 'events', 'facility_ids', 'is_active', 'rate_limit_per_second', 'max_in_flight'] as const;
 
 function isUuid(value: string): boolean {
-  return UUID_ANY_CASE.test(value);
+  return FacilityId.parse(value) !== undefined;
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {
