@@ -11,11 +11,12 @@
  * no two pods can listen on one port. Application secrets (`facility-compliance-secrets`, the
  * chart's default existing Secret) are generated once into .run/kube/app-secrets.json.
  */
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFile, execFileSync, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import pg from 'pg';
 import { parse, stringify } from 'yaml';
 import { CHART, type Manifest, ROOT, render } from '../chart/manifests';
@@ -57,16 +58,34 @@ interface PodmanValues {
   [service: string]: { containerPorts?: Record<string, number> } & Record<string, unknown>;
 }
 
+/**
+ * podman without blocking the event loop: for what takes a while (`wait`, `exec`), while this
+ * process also serves the pods (the ECHO download, the webhook receiver, the load of a test).
+ */
+export async function podmanAsync(args: string[]): Promise<string> {
+  try {
+    return (await promisify(execFile)('podman', args, { env: podmanEnv, encoding: 'utf8', maxBuffer: 64 << 20 })).stdout;
+  } catch (err) {
+    const e = err as { stderr?: string; message: string };
+    throw new Error(`podman ${args.slice(0, 3).join(' ')}: ${e.stderr?.trim() || e.message}`);
+  }
+}
+
 /** The overlay's values (ports, backends). */
 export function podmanValues(): PodmanValues {
   return parse(readFileSync(VALUES, 'utf8'));
 }
 
-/** `--set` flags moving every service port of replica `i` up by 100 × i. */
+/**
+ * `--set` flags of the render of replica `i`: the ports of each service with more than `i`
+ * replicas move up by 100 × i; the others keep theirs (their replica 0 is what the env vars of
+ * the rendered pods, e.g. the gateway's FACILITY_URL, point at).
+ */
 function replicaPortFlags(i: number): string[] {
   const values = podmanValues();
   const flags: string[] = [];
   for (const s of SERVICES) {
+    if (Number(values[s]?.replicaCount ?? 1) <= i) continue;
     for (const [name, port] of Object.entries(values[s]?.containerPorts ?? {}))
       flags.push('--set', `${s}.containerPorts.${name}=${Number(port) + 100 * i}`);
   }
@@ -153,10 +172,10 @@ export function containerNames(m: Manifest): string[] {
  * Runs a Job's pod to completion: its containers must exit 0. podman runs the init containers
  * first, one after the other, and removes each once it exits 0; one that fails fails the play.
  */
-export function runToCompletion(m: Manifest): void {
+export async function runToCompletion(m: Manifest): Promise<void> {
   playPod(m);
   for (const c of m.spec.containers.map((x: { name: string }) => `${m.metadata.name}-${x.name}`)) {
-    const code = podman(['wait', c]).trim();
+    const code = (await podmanAsync(['wait', c])).trim();
     if (code !== '0') throw new Error(`${c} exited with ${code}:\n${containerLog(c)}`);
   }
 }
@@ -200,7 +219,7 @@ export async function up(
   for (const s of p.secrets) createSecret(s.name, s.data);
   const migrate = p.jobs.find((j) => j.metadata.name.endsWith('-migrate'));
   if (migrate) {
-    runToCompletion(migrate);
+    await runToCompletion(migrate);
     log(`${migrate.metadata.name}: completed`);
   }
   for (const pod of p.pods) playPod(pod);
@@ -210,7 +229,7 @@ export async function up(
   }
   const echo = p.jobs.find((j) => j.metadata.name.endsWith('-echo-sync-once'));
   if (echo && options.echoSync) {
-    runToCompletion(echo);
+    await runToCompletion(echo);
     log(`${echo.metadata.name}: completed`);
   }
   log(`not played (no podman equivalent): ${p.skipped.join(', ')}`);
@@ -228,7 +247,8 @@ function played(kind: 'pod' | 'volume' | 'secret', prefix: string): string[] {
 /** Takes every pod, volume and secret of the played chart away, also those of an earlier overlay. */
 export function down(): void {
   const p = plan();
-  const prefix = p.jobs[0]?.metadata.name.replace(/-migrate$/, '') ?? 'fcd-facility-compliance';
+  const migrate = p.jobs.find((j) => j.metadata.name.endsWith('-migrate'));
+  const prefix = migrate?.metadata.name.replace(/-migrate$/, '') ?? 'fcd-facility-compliance';
   const pods = played('pod', `${prefix}-`);
   if (pods.length > 0) podman(['pod', 'rm', '--force', '--time', '10', ...pods]);
   const volumes = played('volume', `${prefix}-`);
