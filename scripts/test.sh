@@ -23,6 +23,7 @@ fi
 bash scripts/browser.sh || echo "warning: chromium unavailable; the /docs screenshot test will fail" >&2
 bash scripts/debian-tool.sh promtool prometheus || echo "warning: promtool unavailable; the metrics format test will fail" >&2
 bash scripts/debian-tool.sh pgbouncer pgbouncer || echo "warning: pgbouncer unavailable; the PgBouncer (transaction pooling) test will fail" >&2
+bash scripts/image/setup.sh || echo "warning: podman/buildah unavailable; the image build and chart play test (scripts/image/play.int.test.ts) will fail" >&2
 
 # `npm install` with the committed lockfile (not `npm ci`): this project's registry serves only the
 # Linux builds of platform packages, and `npm ci` refuses a lockfile without the others' entries.

@@ -38,9 +38,11 @@ podman build --network host --layers \
   -t "$FCD_IMAGE" -f "$root/Dockerfile" "${FCD_BUILD_CONTEXT:-$root}" >"$out/build.log" 2>&1 || {
   tail -40 "$out/build.log" >&2; echo "image build FAILED (log: .run/image/build.log)" >&2; exit 1;
 }
-echo "image $FCD_IMAGE built in $(( $(date +%s) - start )) s"
+took=$(( $(date +%s) - start ))
+echo "image $FCD_IMAGE built in $took s"
 
 {
+  echo "built in $took s ($(grep -c 'Using cache' "$out/build.log") steps from the layer cache)"
   podman image inspect "$FCD_IMAGE" --format 'image {{.RepoTags}} {{.Id}} size {{.Size}} bytes'
   echo "layers (newest first; size, instruction):"
   podman history --no-trunc --format '{{.Size}}\t{{.CreatedBy}}' "$FCD_IMAGE"
@@ -63,4 +65,4 @@ podman run --rm --network none --user 0:0 -e HOME=/tmp -e npm_config_cache=/tmp/
         fs.writeFileSync(f, JSON.stringify(m));
       }" && npm sbom --sbom-format cyclonedx --omit dev' >"$out/sbom.cdx.json"
 echo "recorded .run/image/layers.txt and .run/image/sbom.cdx.json ($(node -p "require('$out/sbom.cdx.json').components.length") components)"
-head -1 "$out/layers.txt"
+head -2 "$out/layers.txt"
