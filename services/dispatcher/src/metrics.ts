@@ -20,11 +20,11 @@ export interface DispatcherMetrics extends ServiceMetrics {
   eventsPruned: Counter;
 }
 
-export function createDispatcherMetrics(): DispatcherMetrics {
-  const base = createMetrics('dispatcher');
-  const registers = [base.registry];
+type Registers = ServiceMetrics['registry'][];
+
+/** Consuming events: the JetStream consumer, the fan-out and the event log. */
+function eventMetrics(registers: Registers): Pick<DispatcherMetrics, 'events' | 'deliveriesCreated' | 'consumerPending' | 'eventsPruned'> {
   return {
-    ...base,
     events: new Counter({
       name: 'fcd_dispatcher_events_total',
       help: 'Events consumed from JetStream, by result (matched, unmatched, invalid, error).',
@@ -36,6 +36,27 @@ export function createDispatcherMetrics(): DispatcherMetrics {
       help: 'Deliveries created by the fan-out (one per event and matching subscription).',
       registers,
     }),
+    consumerPending: new Gauge({
+      name: 'fcd_dispatcher_consumer_pending',
+      help: 'Events in the stream not yet acknowledged by the dispatcher consumer (pending + ack pending).',
+      registers,
+    }),
+    eventsPruned: new Counter({
+      name: 'fcd_dispatcher_events_pruned_total',
+      help: 'Events deleted from the event log (webhook.events) past EVENT_RETENTION_DAYS.',
+      registers,
+    }),
+  };
+}
+
+/** Sending: attempts, their outcome and latency, and the retries they schedule. */
+function attemptMetrics(
+  registers: Registers,
+): Pick<
+  DispatcherMetrics,
+  'attempts' | 'deliveries' | 'attemptDuration' | 'retriesScheduled' | 'eventToFirstAttempt' | 'secretUnreadable'
+> {
+  return {
     attempts: new Counter({
       name: 'fcd_dispatcher_attempts_total',
       help: 'Delivery attempts by result (success, http_status, timeout, connect_timeout, blocked, dns, tls, connection, invalid_url).',
@@ -60,6 +81,28 @@ export function createDispatcherMetrics(): DispatcherMetrics {
       help: 'Retries scheduled after a failed attempt.',
       registers,
     }),
+    eventToFirstAttempt: new Histogram({
+      name: 'fcd_dispatcher_event_to_first_attempt_seconds',
+      help: "From the event's created_at to the start of its first delivery attempt.",
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
+      registers,
+    }),
+    secretUnreadable: new Counter({
+      name: 'fcd_dispatcher_secret_unreadable_total',
+      help: 'Claimed deliveries put back because their subscription secret did not decrypt (a key misconfiguration).',
+      registers,
+    }),
+  };
+}
+
+/** Subscriptions held back, paused or deactivated. */
+function subscriptionMetrics(
+  registers: Registers,
+): Pick<
+  DispatcherMetrics,
+  'deactivations' | 'subscriptionsHeld' | 'rateLimitedLateStarts' | 'subscriptionPauses' | 'tierDeactivations' | 'entitlementUnavailable'
+> {
+  return {
     deactivations: new Counter({
       name: 'fcd_dispatcher_deactivations_total',
       help: 'Subscriptions deactivated after their last retry failed.',
@@ -82,22 +125,6 @@ export function createDispatcherMetrics(): DispatcherMetrics {
       labelNames: ['reason'],
       registers,
     }),
-    consumerPending: new Gauge({
-      name: 'fcd_dispatcher_consumer_pending',
-      help: 'Events in the stream not yet acknowledged by the dispatcher consumer (pending + ack pending).',
-      registers,
-    }),
-    eventToFirstAttempt: new Histogram({
-      name: 'fcd_dispatcher_event_to_first_attempt_seconds',
-      help: "From the event's created_at to the start of its first delivery attempt.",
-      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
-      registers,
-    }),
-    secretUnreadable: new Counter({
-      name: 'fcd_dispatcher_secret_unreadable_total',
-      help: 'Claimed deliveries put back because their subscription secret did not decrypt (a key misconfiguration).',
-      registers,
-    }),
     tierDeactivations: new Counter({
       name: 'fcd_dispatcher_tier_deactivations_total',
       help: 'Subscriptions deactivated because their account is below Pro (reason tier_downgraded).',
@@ -108,10 +135,11 @@ export function createDispatcherMetrics(): DispatcherMetrics {
       help: 'Tier lookups the usage service could not answer (deliveries were sent unchecked: fail open).',
       registers,
     }),
-    eventsPruned: new Counter({
-      name: 'fcd_dispatcher_events_pruned_total',
-      help: 'Events deleted from the event log (webhook.events) past EVENT_RETENTION_DAYS.',
-      registers,
-    }),
   };
+}
+
+export function createDispatcherMetrics(): DispatcherMetrics {
+  const base = createMetrics('dispatcher');
+  const registers = [base.registry];
+  return { ...base, ...eventMetrics(registers), ...attemptMetrics(registers), ...subscriptionMetrics(registers) };
 }

@@ -26,23 +26,17 @@ export interface OutboxStats {
   oldest_age_seconds: number;
 }
 
+type Registers = ServiceMetrics['registry'][];
+
 /**
- * The service's registry: process + RED metrics from service-kit and the
- * domain's own: events published by type, ingested rows by outcome, and the
- * outbox backlog (read from Postgres at scrape time, so every replica reports
- * the same shared backlog).
+ * One call of `load` shared by every gauge collected in the same scrape (they ask within
+ * milliseconds of each other), answering `failed` when it throws.
  */
-export function createFacilityMetrics(
-  outboxStats: () => Promise<OutboxStats>,
-  echoSyncStats: () => Promise<EchoSyncStats | null> = async () => null,
-): FacilityMetrics {
-  const base = createMetrics('facility');
-  const registers = [base.registry];
-  let last: Promise<OutboxStats> | undefined;
-  // Both gauges are collected in one scrape; share one query between them.
-  const stats = () => {
-    last ??= outboxStats()
-      .catch(() => ({ pending: Number.NaN, oldest_age_seconds: Number.NaN }))
+function perScrape<T>(load: () => Promise<T>, failed: T): () => Promise<T> {
+  let last: Promise<T> | undefined;
+  return () => {
+    last ??= load()
+      .catch(() => failed)
       .finally(() => {
         setTimeout(() => {
           last = undefined;
@@ -50,31 +44,15 @@ export function createFacilityMetrics(
       });
     return last;
   };
-  let lastEcho: Promise<EchoSyncStats | null | undefined> | undefined;
-  const echo = () => {
-    lastEcho ??= echoSyncStats()
-      .catch(() => undefined)
-      .finally(() => {
-        setTimeout(() => {
-          lastEcho = undefined;
-        }, 50).unref();
-      });
-    return lastEcho;
-  };
+}
+
+/** The outbox backlog, read from Postgres at scrape time (so every replica reports the same shared backlog). */
+function outboxGauges(
+  registers: Registers,
+  outboxStats: () => Promise<OutboxStats>,
+): Pick<FacilityMetrics, 'outboxPending' | 'outboxOldestAge'> {
+  const stats = perScrape(outboxStats, { pending: Number.NaN, oldest_age_seconds: Number.NaN });
   return {
-    ...base,
-    eventsPublished: new Counter({
-      name: 'fcd_facility_events_published_total',
-      help: 'Domain events published to JetStream (acknowledged), by event type.',
-      labelNames: ['type'] as const,
-      registers,
-    }),
-    ingestRows: new Counter({
-      name: 'fcd_facility_ingest_rows_total',
-      help: 'Ingested rows by record kind and outcome (inserted, updated, unchanged, rejected).',
-      labelNames: ['kind', 'outcome'] as const,
-      registers,
-    }),
     outboxPending: new Gauge({
       name: 'fcd_facility_outbox_pending',
       help: 'Outbox rows not yet published.',
@@ -91,8 +69,20 @@ export function createFacilityMetrics(
         this.set((await stats()).oldest_age_seconds);
       },
     }),
-    // The ECHO sync runs as a CronJob with no scrape endpoint of its own: it records each run in
-    // Postgres (echo_sync_runs) and every facility replica exports the last successful one.
+  };
+}
+
+/**
+ * The ECHO sync runs as a CronJob with no scrape endpoint of its own: it records each run in
+ * Postgres (echo_sync_runs) and every facility replica exports the last successful one.
+ */
+function echoSyncGauges(
+  registers: Registers,
+  echoSyncStats: () => Promise<EchoSyncStats | null>,
+): Pick<FacilityMetrics, 'echoSyncLastSuccess' | 'echoSyncDuration' | 'echoSyncRows'> {
+  // undefined: Postgres unreachable (NaN); null: no sync finished yet (0).
+  const echo = perScrape<EchoSyncStats | null | undefined>(echoSyncStats, undefined);
+  return {
     echoSyncLastSuccess: new Gauge({
       name: 'fcd_facility_echo_sync_last_success_timestamp_seconds',
       help: 'Unix time the last successful ECHO sync finished (0 when none has; NaN when Postgres is unreachable).',
@@ -122,6 +112,36 @@ export function createFacilityMetrics(
         for (const f of s?.files ?? []) for (const [outcome, n] of Object.entries(f.counts)) this.set({ file: f.file, outcome }, n);
       },
     }),
+  };
+}
+
+/**
+ * The service's registry: process + RED metrics from service-kit and the
+ * domain's own: events published by type, ingested rows by outcome, the
+ * outbox backlog and the last ECHO sync.
+ */
+export function createFacilityMetrics(
+  outboxStats: () => Promise<OutboxStats>,
+  echoSyncStats: () => Promise<EchoSyncStats | null> = async () => null,
+): FacilityMetrics {
+  const base = createMetrics('facility');
+  const registers = [base.registry];
+  return {
+    ...base,
+    eventsPublished: new Counter({
+      name: 'fcd_facility_events_published_total',
+      help: 'Domain events published to JetStream (acknowledged), by event type.',
+      labelNames: ['type'] as const,
+      registers,
+    }),
+    ingestRows: new Counter({
+      name: 'fcd_facility_ingest_rows_total',
+      help: 'Ingested rows by record kind and outcome (inserted, updated, unchanged, rejected).',
+      labelNames: ['kind', 'outcome'] as const,
+      registers,
+    }),
+    ...outboxGauges(registers, outboxStats),
+    ...echoSyncGauges(registers, echoSyncStats),
   };
 }
 
