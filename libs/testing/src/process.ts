@@ -76,24 +76,17 @@ export interface ServiceProcess {
   exited: Promise<number | null>;
 }
 
-/**
- * Starts a built service (services/<name>/dist/<entry>.js) as a child process
- * with the given environment and waits until it logs `ready`. Like production,
- * the service's dist/telemetry.js (when built) is loaded first with --import, and node runs with
- * the service's flags from the Helm chart (`nodeOptions`, node-options.mjs).
- */
-export async function startService(
-  name: string,
-  env: Record<string, string>,
-  options: {
-    entry?: string;
-    args?: string[];
-    readyTimeoutMs?: number;
-    waitReady?: boolean;
-    /** Runs the process under this file-descriptor limit (`ulimit -n` in bash, then exec node). */
-    fdLimit?: number;
-  } = {},
-): Promise<ServiceProcess> {
+interface StartOptions {
+  entry?: string;
+  args?: string[];
+  readyTimeoutMs?: number;
+  waitReady?: boolean;
+  /** Runs the process under this file-descriptor limit (`ulimit -n` in bash, then exec node). */
+  fdLimit?: number;
+}
+
+/** node with the service's flags and telemetry preload, on dist/<entry>.js (under `ulimit -n` when asked). */
+function spawnService(name: string, env: Record<string, string>, options: StartOptions): ChildProcess {
   const script = resolve(repoRoot, 'services', name, 'dist', `${options.entry ?? 'main'}.js`);
   const telemetry = resolve(repoRoot, 'services', name, 'dist', 'telemetry.js');
   const preload = (options.entry ?? 'main') === 'main' && existsSync(telemetry) ? ['--import', telemetry] : [];
@@ -102,10 +95,14 @@ export async function startService(
     options.fdLimit === undefined
       ? [process.execPath, nodeArgs]
       : ['bash', ['-c', `ulimit -n ${Math.floor(options.fdLimit)} && exec "$0" "$@"`, process.execPath, ...nodeArgs]];
-  const proc = spawn(command, args, {
+  return spawn(command, args, {
     env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+}
+
+/** Every line of the process's stdout and stderr, the JSON ones parsed, and a wait for a line. */
+function collectLogs(name: string, proc: ChildProcess, exited: Promise<number | null>) {
   const output: string[] = [];
   const waiters: Array<{ pred: (l: LogLine) => boolean; resolve: (l: LogLine) => void }> = [];
   const parsed: LogLine[] = [];
@@ -134,7 +131,6 @@ export async function startService(
   const errAcc = { rest: '' };
   proc.stdout?.on('data', (b: Buffer) => onData(b, outAcc));
   proc.stderr?.on('data', (b: Buffer) => onData(b, errAcc));
-  const exited = new Promise<number | null>((res) => proc.once('exit', (code) => res(code)));
 
   const waitForLog = (predicate: (l: LogLine) => boolean, timeoutMs = 15_000) =>
     new Promise<LogLine>((res, rej) => {
@@ -155,7 +151,19 @@ export async function startService(
         rej(new Error(`${name} exited with ${code} before the expected log line; output:\n${output.slice(-20).join('\n')}`));
       });
     });
+  return { output, parsed, waitForLog };
+}
 
+/**
+ * Starts a built service (services/<name>/dist/<entry>.js) as a child process
+ * with the given environment and waits until it logs `ready`. Like production,
+ * the service's dist/telemetry.js (when built) is loaded first with --import, and node runs with
+ * the service's flags from the Helm chart (`nodeOptions`, node-options.mjs).
+ */
+export async function startService(name: string, env: Record<string, string>, options: StartOptions = {}): Promise<ServiceProcess> {
+  const proc = spawnService(name, env, options);
+  const exited = new Promise<number | null>((res) => proc.once('exit', (code) => res(code)));
+  const { output, parsed, waitForLog } = collectLogs(name, proc, exited);
   const sp: ServiceProcess = {
     name,
     proc,

@@ -69,12 +69,9 @@ export async function gatewayEnv(
   };
 }
 
-/** Starts a usage service and N gateways on a fresh database and Redis key prefix. */
-export async function startStack(options: StackOptions): Promise<Stack> {
-  const db = options.database ?? (await createTestDatabase(options.label));
-  const redisPrefix = `${uniqueName(options.label)}:`;
-  const grpcPort = await freePort();
-  const usageEnv: Record<string, string> = {
+/** The usage service's env: the stack's database, Redis (or cluster) and key prefix, short flush and cache times. */
+function stackUsageEnv(options: StackOptions, db: TestDatabase, redisPrefix: string, grpcPort: number): Record<string, string> {
+  return {
     DATABASE_URL: db.url,
     ...db.env,
     ...(options.redisClusterNodes
@@ -91,12 +88,15 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     USAGE_GRPC_SECRET: TEST_USAGE_GRPC_SECRET,
     ...options.usageEnv,
   };
-  let usage = await startService('usage', usageEnv).catch(async (err: unknown) => {
-    if (!options.database) await db.drop().catch(() => undefined);
-    throw err;
-  });
+}
+
+/** The stack's gateways, each ready; on a failure, the ones that started are killed. */
+async function startGateways(
+  options: StackOptions,
+  grpcPort: number,
+  redisPrefix: string,
+): Promise<{ gateways: ServiceProcess[]; gatewayUrls: string[] }> {
   const gateways: ServiceProcess[] = [];
-  let gatewayUrls: string[];
   try {
     for (let i = 0; i < (options.gateways ?? 1); i++) {
       gateways.push(
@@ -106,12 +106,33 @@ export async function startStack(options: StackOptions): Promise<Stack> {
         }),
       );
     }
-    gatewayUrls = await Promise.all(
+    const gatewayUrls = await Promise.all(
       gateways.map(async (g) => `http://127.0.0.1:${(await g.waitForLog((l) => l.msg === 'ready')).port as number}`),
     );
+    return { gateways, gatewayUrls };
   } catch (err) {
     // A gateway that did not come up: stop what did, so no process outlives the failed test file.
-    await Promise.allSettled([...gateways.map((g) => g.stop('SIGKILL')), usage.stop('SIGKILL')]);
+    await Promise.allSettled(gateways.map((g) => g.stop('SIGKILL')));
+    throw err;
+  }
+}
+
+/** Starts a usage service and N gateways on a fresh database and Redis key prefix. */
+export async function startStack(options: StackOptions): Promise<Stack> {
+  const db = options.database ?? (await createTestDatabase(options.label));
+  const redisPrefix = `${uniqueName(options.label)}:`;
+  const grpcPort = await freePort();
+  const usageEnv = stackUsageEnv(options, db, redisPrefix, grpcPort);
+  let usage = await startService('usage', usageEnv).catch(async (err: unknown) => {
+    if (!options.database) await db.drop().catch(() => undefined);
+    throw err;
+  });
+  let gateways: ServiceProcess[];
+  let gatewayUrls: string[];
+  try {
+    ({ gateways, gatewayUrls } = await startGateways(options, grpcPort, redisPrefix));
+  } catch (err) {
+    await usage.stop('SIGKILL').catch(() => undefined);
     if (!options.database) await db.drop().catch(() => undefined);
     throw err;
   }

@@ -1,5 +1,5 @@
 import type { Server } from 'node:http';
-import { createClient } from '@fcd/grpc';
+import { createClient, type TypedClient } from '@fcd/grpc';
 import { UsageService } from '@fcd/proto';
 import {
   Counter,
@@ -10,6 +10,7 @@ import {
   Histogram,
   InternalAuth,
   type Logger,
+  type Registry,
   redisOptions,
   startMetricsServer,
 } from '@fcd/service-kit';
@@ -42,29 +43,25 @@ function exportLimits(config: GatewayConfig, redis: Redis | Cluster, logger: Log
   };
 }
 
-export async function startGateway(config: GatewayConfig, options: { logger?: Logger } = {}): Promise<GatewayService> {
-  const logger = options.logger ?? createLogger({ service: 'gateway', level: config.LOG_LEVEL });
-  const metrics = createMetrics('gateway');
+/** The authorization batcher on the usage client, with its two metrics. */
+function createBatcher(
+  config: GatewayConfig,
+  usage: TypedClient<typeof UsageService>,
+  logger: Logger,
+  registry: Registry,
+): AuthorizationBatcher {
   const batchSize = new Histogram({
     name: 'fcd_gateway_authorize_batch_size',
     help: 'Requests coalesced into one authorization batch.',
     buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024],
-    registers: [metrics.registry],
+    registers: [registry],
   });
   const resentBatches = new Counter({
     name: 'fcd_gateway_authorize_resent_batches_total',
     help: 'Authorization batches sent again because a draining usage replica ended their stream without answering them (uncounted).',
-    registers: [metrics.registry],
+    registers: [registry],
   });
-  const usage = createClient(UsageService, config.USAGE_GRPC_ADDRESS, {
-    defaultDeadlineMs: config.AUTH_DEADLINE_MS,
-    callSecret: config.USAGE_GRPC_SECRET,
-    channelOptions: {
-      'grpc.service_config': JSON.stringify({ loadBalancingConfig: [{ [config.USAGE_GRPC_LB_POLICY]: {} }] }),
-      'grpc.dns_min_time_between_resolutions_ms': config.USAGE_GRPC_DNS_MIN_INTERVAL_MS,
-    },
-  });
-  const batcher = new AuthorizationBatcher(usage, logger, {
+  return new AuthorizationBatcher(usage, logger, {
     deadlineMs: config.AUTH_DEADLINE_MS,
     maxBatch: config.AUTH_MAX_BATCH,
     streams: config.AUTH_STREAMS,
@@ -72,12 +69,10 @@ export async function startGateway(config: GatewayConfig, options: { logger?: Lo
     onBatch: (n) => batchSize.observe(n),
     onResend: (n) => resentBatches.inc(n),
   });
-  const health = new UsageHealth(config.USAGE_GRPC_ADDRESS);
-  const upstreams = {
-    facility: new Upstream('facility', config.FACILITY_URL, config.UPSTREAM_TIMEOUT_MS, config.UPSTREAM_CONNECTIONS),
-    webhook: new Upstream('webhook', config.WEBHOOK_URL, config.UPSTREAM_TIMEOUT_MS, config.UPSTREAM_CONNECTIONS),
-  };
-  // Idempotency records and export slots: the gateway never counts in Redis (the usage service does).
+}
+
+/** Idempotency records and export slots: the gateway never counts in Redis (the usage service does). */
+function connectRedis(config: GatewayConfig, logger: Logger): Redis | Cluster {
   const redis =
     clusterFromSettings(config, (scheme) => redisOptions(config, scheme)) ??
     new Redis(config.REDIS_URL as string, {
@@ -89,6 +84,27 @@ export async function startGateway(config: GatewayConfig, options: { logger?: Lo
       retryStrategy: (times) => Math.min(times * 100, 1000),
     });
   redis.on('error', (err) => logger.debug({ err: { message: err.message } }, 'idempotency redis error'));
+  return redis;
+}
+
+export async function startGateway(config: GatewayConfig, options: { logger?: Logger } = {}): Promise<GatewayService> {
+  const logger = options.logger ?? createLogger({ service: 'gateway', level: config.LOG_LEVEL });
+  const metrics = createMetrics('gateway');
+  const usage = createClient(UsageService, config.USAGE_GRPC_ADDRESS, {
+    defaultDeadlineMs: config.AUTH_DEADLINE_MS,
+    callSecret: config.USAGE_GRPC_SECRET,
+    channelOptions: {
+      'grpc.service_config': JSON.stringify({ loadBalancingConfig: [{ [config.USAGE_GRPC_LB_POLICY]: {} }] }),
+      'grpc.dns_min_time_between_resolutions_ms': config.USAGE_GRPC_DNS_MIN_INTERVAL_MS,
+    },
+  });
+  const batcher = createBatcher(config, usage, logger, metrics.registry);
+  const health = new UsageHealth(config.USAGE_GRPC_ADDRESS);
+  const upstreams = {
+    facility: new Upstream('facility', config.FACILITY_URL, config.UPSTREAM_TIMEOUT_MS, config.UPSTREAM_CONNECTIONS),
+    webhook: new Upstream('webhook', config.WEBHOOK_URL, config.UPSTREAM_TIMEOUT_MS, config.UPSTREAM_CONNECTIONS),
+  };
+  const redis = connectRedis(config, logger);
   const idempotency = new IdempotencyStore(redis, config.REDIS_KEY_PREFIX, config.INTERNAL_AUTH_SECRET, {
     ttlMs: config.IDEMPOTENCY_TTL_SECONDS * 1000,
     // The work of a POST ends within the upstream timeout; the lease outlives it a little.

@@ -62,18 +62,7 @@ export async function startUsage(config: UsageConfig, options: { clock?: Clock; 
   const logger = options.logger ?? createLogger({ service: 'usage', level: config.LOG_LEVEL });
   const metrics = createUsageMetrics();
   const { pool, redis, accounts, counters } = await openStores(config, clock, logger);
-  const cache = new KeyCache(clock, config.KEY_CACHE_TTL_MS, config.KEY_CACHE_NEGATIVE_TTL_MS, 100_000, config.KEY_CACHE_OUTAGE_TTL_MS);
-  const meter = new UsageMeter({
-    accounts,
-    counters,
-    cache,
-    clock,
-    logger,
-    metrics,
-    failOpen: config.USAGE_FAIL_OPEN,
-    reportCacheTtlMs: config.USAGE_REPORT_CACHE_TTL_MS,
-  });
-  if (config.USAGE_FAIL_OPEN) logger.warn('fail-open is enabled: with Redis down, requests are counted in Postgres');
+  const { cache, meter } = createMeter(config, { accounts, counters }, clock, logger, metrics);
 
   const checks = {
     postgres: async () => pool.query('SELECT 1'),
@@ -139,6 +128,28 @@ export async function startUsage(config: UsageConfig, options: { clock?: Clock; 
       await pool.end();
     },
   };
+}
+
+/** The key cache and the meter on the stores. */
+function createMeter(
+  config: UsageConfig,
+  stores: { accounts: AccountStore; counters: CounterStore },
+  clock: Clock,
+  logger: Logger,
+  metrics: UsageMetrics,
+): { cache: KeyCache; meter: UsageMeter } {
+  const cache = new KeyCache(clock, config.KEY_CACHE_TTL_MS, config.KEY_CACHE_NEGATIVE_TTL_MS, 100_000, config.KEY_CACHE_OUTAGE_TTL_MS);
+  const meter = new UsageMeter({
+    ...stores,
+    cache,
+    clock,
+    logger,
+    metrics,
+    failOpen: config.USAGE_FAIL_OPEN,
+    reportCacheTtlMs: config.USAGE_REPORT_CACHE_TTL_MS,
+  });
+  if (config.USAGE_FAIL_OPEN) logger.warn('fail-open is enabled: with Redis down, requests are counted in Postgres');
+  return { cache, meter };
 }
 
 /** The Postgres pool (migrated when MIGRATE_ON_START), Redis, and the stores on them. */
