@@ -5,6 +5,7 @@ export { EVENT_TYPES, type EventType, isEventType } from '@fcd/events';
 export * from '@fcd/webhook-verify';
 export * from './deliveries/index';
 export * from './event-log';
+export * from './fields';
 export * from './limits';
 export * from './lists';
 export * from './matching';

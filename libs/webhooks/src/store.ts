@@ -10,9 +10,10 @@ import {
   takeRows,
   withTransaction,
 } from '@fcd/service-kit';
+import { columnsOf, type FieldSpecs, isoTime, isoTimeOrNull, recordOf, redacted, viewNames } from './fields';
 import { DEFAULT_MAX_IN_FLIGHT } from './limits';
 import { type ListPosition, NEWEST_FIRST, subscriptionList } from './lists';
-import { redactSecret, type SecretBox, secretLast4 } from './secrets';
+import { type SecretBox, secretLast4 } from './secrets';
 
 /**
  * All SQL for subscriptions (schema `webhook`). Every account-facing method
@@ -77,52 +78,35 @@ export interface SubscriptionPage {
 
 export const MANUAL_DEACTIVATION = 'manual';
 
-interface Row {
-  id: string;
-  account_id: string;
-  url: string;
-  events: string[];
-  facility_ids: string[] | null;
-  secret_last4: string;
-  secret_rotation_ends_at: Date | null;
-  is_active: boolean;
-  created_at: Date;
-  updated_at: Date;
-  deactivated_at: Date | null;
-  deactivation_reason: string | null;
-  consecutive_failures: number;
-  last_failure_at: Date | null;
-  last_success_at: Date | null;
-  rate_limit_per_second: number | null;
-  max_in_flight: number;
-}
+/** The subscription's fields once: columns, row mapping and the public view derive from them (fields.ts). */
+export const SUBSCRIPTION_FIELDS: FieldSpecs<Subscription> = {
+  id: { view: true },
+  account_id: { view: false },
+  url: { view: true },
+  events: { view: true },
+  facility_ids: { sql: 'facility_ids::text[] AS facility_ids', view: true },
+  secret: { sql: 'secret_last4 AS secret', read: redacted, view: true },
+  secret_rotation_ends_at: { read: isoTimeOrNull, view: true },
+  is_active: { view: true },
+  created_at: { read: isoTime, view: true },
+  updated_at: { read: isoTime, view: true },
+  deactivated_at: { read: isoTimeOrNull, view: true },
+  deactivation_reason: { view: true },
+  consecutive_failures: { view: false },
+  last_failure_at: { read: isoTimeOrNull, view: false },
+  last_success_at: { read: isoTimeOrNull, view: false },
+  rate_limit_per_second: { view: true },
+  max_in_flight: { view: true },
+};
 
-const COLUMNS = `id, account_id, url, events, facility_ids::text[] AS facility_ids, secret_last4, secret_rotation_ends_at, is_active, created_at, updated_at,
-  deactivated_at, deactivation_reason, consecutive_failures, last_failure_at, last_success_at, rate_limit_per_second, max_in_flight`;
+/** The fields of the public form of a subscription (docs/webhooks.md): the stored one without its bookkeeping. */
+export const SUBSCRIPTION_VIEW = viewNames(SUBSCRIPTION_FIELDS);
 
-const iso = (d: Date | null) => (d === null ? null : d.toISOString());
+type Row = Record<string, unknown>;
 
-function toSubscription(row: Row): Subscription {
-  return {
-    id: row.id,
-    account_id: row.account_id,
-    url: row.url,
-    events: row.events,
-    facility_ids: row.facility_ids,
-    secret: redactSecret(row.secret_last4),
-    secret_rotation_ends_at: iso(row.secret_rotation_ends_at),
-    is_active: row.is_active,
-    created_at: row.created_at.toISOString(),
-    updated_at: row.updated_at.toISOString(),
-    deactivated_at: iso(row.deactivated_at),
-    deactivation_reason: row.deactivation_reason,
-    consecutive_failures: row.consecutive_failures,
-    last_failure_at: iso(row.last_failure_at),
-    last_success_at: iso(row.last_success_at),
-    rate_limit_per_second: row.rate_limit_per_second,
-    max_in_flight: row.max_in_flight,
-  };
-}
+const COLUMNS = columnsOf(SUBSCRIPTION_FIELDS);
+
+const toSubscription = (row: Row): Subscription => recordOf(SUBSCRIPTION_FIELDS, row);
 
 export class SubscriptionStore {
   constructor(

@@ -20,10 +20,12 @@ import {
   generateSecret,
   type RecoverRateDecision,
   type Resolver,
+  SUBSCRIPTION_VIEW,
   type Subscription,
   type SubscriptionPatch,
   TEST_EVENT_TYPE,
   type UrlCheck,
+  viewOf,
 } from '@fcd/webhooks';
 import type { DeliveryRepository, EventRecovery, FacilityDirectory, SubscriptionRepository } from './ports';
 import { type RecoveryGate, recoverRateExceeded, recoveryInProgress, recoveryWindow } from './recovery';
@@ -76,23 +78,8 @@ export interface WebhookServiceOptions {
   onUrlRefused?: (code: string) => void;
 }
 
-function view(s: Subscription): SubscriptionView {
-  return {
-    id: s.id,
-    url: s.url,
-    events: s.events,
-    facility_ids: s.facility_ids,
-    secret: s.secret,
-    secret_rotation_ends_at: s.secret_rotation_ends_at,
-    is_active: s.is_active,
-    created_at: s.created_at,
-    updated_at: s.updated_at,
-    deactivated_at: s.deactivated_at,
-    deactivation_reason: s.deactivation_reason,
-    rate_limit_per_second: s.rate_limit_per_second,
-    max_in_flight: s.max_in_flight,
-  };
-}
+/** The public form of a stored subscription: the fields SUBSCRIPTION_FIELDS shows. */
+const view = (s: Subscription): SubscriptionView => viewOf(SUBSCRIPTION_VIEW, s) as SubscriptionView;
 
 const subscriptionNotFound = () => notFound('webhook subscription');
 const deliveryNotFound = () => notFound('delivery');
