@@ -60,6 +60,16 @@ export interface DeliveryView {
 
 export type DeliveryPosition = ListPosition;
 
+/** A manual delivery of one event to a subscription (the `webhook.test` event), due at `now`. */
+export interface ManualDelivery {
+  id: string;
+  subscriptionId: string;
+  eventId: string;
+  eventType: string;
+  body: string;
+  now: number;
+}
+
 const iso = (d: Date | null) => (d === null ? null : d.toISOString());
 
 interface DeliveryRow {
@@ -187,14 +197,7 @@ export class DeliveryLog {
    * Its row is locked for the insert, so a concurrent delete either waits for it or wins (and
    * takes the delivery with it): never a foreign-key error.
    */
-  async createManual(input: {
-    id: string;
-    subscriptionId: string;
-    eventId: string;
-    eventType: string;
-    body: string;
-    now: number;
-  }): Promise<DeliveryView | undefined> {
+  async createManual(input: ManualDelivery): Promise<DeliveryView | undefined> {
     const at = new Date(input.now);
     const { rowCount } = await this.pool.query(
       `WITH s AS (SELECT id FROM webhook.subscriptions WHERE id = $2 AND is_active FOR KEY SHARE)

@@ -5,6 +5,7 @@ import {
   deliveryList,
   type ListPosition,
   MANUAL_DEACTIVATION,
+  type ManualDelivery,
   type NewSubscription,
   type RecoveryRequest,
   type RecoveryResult,
@@ -13,7 +14,7 @@ import {
   type SubscriptionPatch,
   subscriptionList,
 } from '@fcd/webhooks';
-import type { DeliveryRepository, EventRecovery, FacilityDirectory, ManualDelivery, SubscriptionRepository } from './ports';
+import type { DeliveryRepository, EventRecovery, FacilityDirectory, SubscriptionRepository } from './ports';
 
 /**
  * In-memory fakes of the ports (./ports.ts), for the unit tests of the application services:

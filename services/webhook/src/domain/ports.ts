@@ -2,6 +2,7 @@ import type { AccountClaims, KeysetPage, PageRequest } from '@fcd/service-kit';
 import type {
   DeliveryView,
   EventFilter,
+  ManualDelivery,
   NewSubscription,
   RecoveryRequest,
   RecoveryResult,
@@ -27,16 +28,6 @@ export interface SubscriptionRepository {
   update(accountId: string, id: string, patch: SubscriptionPatch, now: number): Promise<Subscription | undefined>;
   rotateSecret(accountId: string, id: string, secret: string, now: number, overlapSeconds?: number): Promise<Subscription | undefined>;
   delete(accountId: string, id: string): Promise<boolean>;
-}
-
-/** A manual delivery of one event to a subscription (the `webhook.test` event). */
-export interface ManualDelivery {
-  id: string;
-  subscriptionId: string;
-  eventId: string;
-  eventType: string;
-  body: string;
-  now: number;
 }
 
 /** The delivery log of a subscription (the caller has checked that it is the account's). */
