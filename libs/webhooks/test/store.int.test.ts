@@ -42,11 +42,18 @@ afterAll(async () => {
 });
 
 describe('webhook schema migrations', () => {
-  it('create subscriptions, deliveries, delivery_attempts and events, and re-running them applies nothing', async () => {
+  it('create subscriptions, deliveries, delivery_attempts, events and the recover rate, and re-running them applies nothing', async () => {
     const { rows } = await pool.query<{ table_name: string }>(
       "SELECT table_name FROM information_schema.tables WHERE table_schema = 'webhook' ORDER BY table_name",
     );
-    expect(rows.map((r) => r.table_name)).toEqual(['deliveries', 'delivery_attempts', 'events', 'schema_migrations', 'subscriptions']);
+    expect(rows.map((r) => r.table_name)).toEqual([
+      'deliveries',
+      'delivery_attempts',
+      'events',
+      'recover_rate',
+      'schema_migrations',
+      'subscriptions',
+    ]);
     expect(await migrate(pool, WEBHOOK_SCHEMA, webhookMigrations)).toEqual([]);
   });
 });
