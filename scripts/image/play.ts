@@ -269,7 +269,7 @@ async function main(): Promise<void> {
   const gw = p.pods.find((m) => m.metadata.name.includes('-gateway-'));
   const port = gw?.spec.containers[0].env.find((e: { name: string }) => e.name === 'PORT')?.value;
   console.log(
-    `\nThe API is up on http://127.0.0.1:${port} (gateway replica 0). A key: podman exec ${
+    `\nThe API is up on http://127.0.0.1:${port} (gateway replica 0). A key: CONTAINERS_CONF=.run/kube/containers.conf podman exec ${
       containerNames(p.pods.find((m) => m.metadata.name.includes('-usage-')) as Manifest)[0]
     } node services/usage/dist/cli.js demo`,
   );
