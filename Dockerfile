@@ -10,24 +10,35 @@
 # registry URL or credential reaches a layer (scripts/image/build.sh passes the machine's own).
 ARG NODE_IMAGE=node:20-bookworm-slim
 
+# 0. manifests: every workspace's package.json alone. The install layers below depend only on
+#    these and the lockfile, so a change to sources alone reuses them (and the downloads).
+FROM ${NODE_IMAGE} AS manifests
+WORKDIR /src
+COPY libs/ libs/
+COPY services/ services/
+RUN for f in libs/*/package.json services/*/package.json; do \
+      mkdir -p "/manifests/$(dirname "$f")" && cp "$f" "/manifests/$f"; \
+    done
+
 # 1. build: all dependencies (esbuild, TypeScript sources of libs/), bundle each service to dist/.
-#    npm's cache is a cache mount, not a layer: a rebuild after a source change reuses the downloads.
+#    npm's cache is a cache mount, not a layer.
 FROM ${NODE_IMAGE} AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
-COPY libs/ libs/
-COPY services/ services/
-COPY proto/ proto/
-COPY scripts/build-service.mjs scripts/build-service.mjs
-COPY tsconfig.base.json tsconfig.json turbo.json ./
+COPY --from=manifests /manifests/ ./
 # npm install with the committed lockfile: the lockfile holds only the Linux builds of platform
 # packages (the project registry serves no others), which `npm ci`'s strict check refuses.
 RUN --mount=type=secret,id=npmrc,required=false --mount=type=secret,id=npm_ca,required=false \
     --mount=type=cache,id=fcd-npm-cache,target=/root/.npm \
     if [ -s /run/secrets/npmrc ]; then export NPM_CONFIG_USERCONFIG=/run/secrets/npmrc; fi; \
     if [ -s /run/secrets/npm_ca ]; then export NPM_CONFIG_CAFILE=/run/secrets/npm_ca; fi; \
-    npm install --no-audit --no-fund \
- && for s in services/*/; do (cd "$s" && node ../../scripts/build-service.mjs); done \
+    npm install --no-audit --no-fund
+COPY libs/ libs/
+COPY services/ services/
+COPY proto/ proto/
+COPY scripts/build-service.mjs scripts/build-service.mjs
+COPY tsconfig.base.json tsconfig.json turbo.json ./
+RUN for s in services/*/; do (cd "$s" && node ../../scripts/build-service.mjs); done \
  && for s in services/*/; do \
       mkdir -p "/out/$s" && cp -r "$s/dist" "/out/$s/dist" && cp "$s/package.json" "/out/$s/package.json"; \
     done
@@ -38,17 +49,12 @@ FROM ${NODE_IMAGE} AS deps
 WORKDIR /app
 ENV NODE_ENV=production
 COPY package.json package-lock.json ./
-COPY --from=build /app/libs/ /tmp/libs/
-COPY --from=build /app/services/ /tmp/services/
+COPY --from=manifests /manifests/ ./
 RUN --mount=type=secret,id=npmrc,required=false --mount=type=secret,id=npm_ca,required=false \
     --mount=type=cache,id=fcd-npm-cache,target=/root/.npm \
-    set -e; if [ -s /run/secrets/npmrc ]; then export NPM_CONFIG_USERCONFIG=/run/secrets/npmrc; fi; \
+    if [ -s /run/secrets/npmrc ]; then export NPM_CONFIG_USERCONFIG=/run/secrets/npmrc; fi; \
     if [ -s /run/secrets/npm_ca ]; then export NPM_CONFIG_CAFILE=/run/secrets/npm_ca; fi; \
-    for d in /tmp/libs/* /tmp/services/*; do \
-      rel="${d#/tmp/}"; mkdir -p "$rel"; cp "$d/package.json" "$rel/package.json"; \
-    done; \
-    npm install --omit=dev --ignore-scripts --no-audit --no-fund \
- && rm -rf /tmp/libs /tmp/services
+    npm install --omit=dev --ignore-scripts --no-audit --no-fund
 
 # 3. runtime: node_modules + bundles, non-root, no build tools, no sources.
 FROM ${NODE_IMAGE} AS runtime

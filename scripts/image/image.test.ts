@@ -54,9 +54,20 @@ function bundleImports(file: string): Set<string> {
 }
 
 describe('Dockerfile', () => {
-  it('builds in stages: build with all dependencies, then production dependencies only, then a runtime stage', () => {
+  it('builds in stages: manifests, build with all dependencies, production dependencies only, runtime', () => {
     const stages = instructions.filter((l) => l.startsWith('FROM ')).map((l) => l.split(/\s+AS\s+/i)[1]);
-    expect(stages).toEqual(['build', 'deps', 'runtime']);
+    expect(stages).toEqual(['manifests', 'build', 'deps', 'runtime']);
+    // The installs see only the lockfile and the manifests, so a change to sources reuses their layers.
+    for (const stage of ['build', 'deps']) {
+      const from = instructions.findIndex((l) => new RegExp(` AS ${stage}$`).test(l));
+      const install = instructions.findIndex((l, i) => i > from && l.startsWith('RUN ') && l.includes('npm install'));
+      expect(instructions.slice(from + 1, install)).toEqual([
+        'WORKDIR /app',
+        ...(stage === 'deps' ? ['ENV NODE_ENV=production'] : []),
+        'COPY package.json package-lock.json ./',
+        'COPY --from=manifests /manifests/ ./',
+      ]);
+    }
     const deps = instructions.slice(instructions.findIndex((l) => / AS deps$/i.test(l)));
     expect(deps.find((l) => l.startsWith('RUN ') && l.includes('npm install'))).toMatch(/--omit=dev/);
   });
