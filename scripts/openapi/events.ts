@@ -87,6 +87,15 @@ const FACILITY = {
   programs: ['CAA', 'RCRA'],
   compliance_status: 'significant_violation',
   last_inspection_date: '2026-10-02',
+  epa_region: '06',
+  sic_codes: ['2911'],
+  major: true,
+  program_status: { caa: 'High Priority Violation', cwa: null, rcra: 'No Violation Identified' },
+  compliance: { quarters_with_noncompliance: 7, programs_with_snc: 1, snc: true },
+  inspections: { count: 6, last_date: '2026-10-02' },
+  enforcement: { informal_actions: 2, formal_actions: 1, last_formal_action_date: '2025-06-11' },
+  penalties: { count: 1, total_usd: 187500, last_amount_usd: 187500, last_date: '2025-08-19' },
+  data_as_of: '2026-11-22T08:15:30.123Z',
   updated_at: '2026-11-22T08:15:30.123Z',
 };
 

@@ -23,6 +23,14 @@ const plant = {
   programs: ['CAA', 'RCRA'],
   compliance_status: 'no_violation',
   last_inspection_date: '2025-11-02',
+  epa_region: '06',
+  sic_codes: ['2911'],
+  major: true,
+  program_status: { caa: 'Violation Identified', cwa: null, rcra: 'No Violation Identified' },
+  compliance: { quarters_with_noncompliance: 3, programs_with_snc: 0, snc: false },
+  inspections: { count: 4, last_date: '2025-11-02' },
+  enforcement: { informal_actions: 1, formal_actions: 1, last_formal_action_date: '2026-01-15' },
+  penalties: { count: 1, total_usd: 187500, last_amount_usd: 187500, last_date: '2025-08-19' },
 };
 const mill = { registry_id: '110000000102', name: 'Piedmont Paper Mill', state: 'NC', compliance_status: 'violation', programs: 'CAA;CWA' };
 
@@ -191,6 +199,7 @@ describe('ingestion API', () => {
         ...plant,
         state: 'TX',
         compliance_status: 'significant_violation',
+        data_as_of: now,
         updated_at: now,
       },
     });

@@ -663,18 +663,48 @@ export interface components {
     /** @description A facility, as `GET /v1/facilities/{facility_id}` returns it. */
     Facility: {
       city: string | null;
+      compliance: {
+        programs_with_snc: number;
+        quarters_with_noncompliance: number;
+        snc: boolean;
+      };
       /** @enum {string} */
       compliance_status: 'no_violation' | 'violation' | 'significant_violation';
       county: string | null;
+      /** Format: date-time */
+      data_as_of: string;
+      enforcement: {
+        formal_actions: number;
+        informal_actions: number;
+        last_formal_action_date: string | null;
+      };
+      epa_region: string | null;
       /** Format: uuid */
       id: string;
+      inspections: {
+        count: number;
+        last_date: string | null;
+      };
       last_inspection_date: string | null;
       latitude: number | null;
       longitude: number | null;
+      major: boolean;
       naics_codes: string[];
       name: string;
+      penalties: {
+        count: number;
+        last_amount_usd: number | null;
+        last_date: string | null;
+        total_usd: number | null;
+      };
+      program_status: {
+        caa: string | null;
+        cwa: string | null;
+        rcra: string | null;
+      };
       programs: ('CAA' | 'CWA' | 'RCRA' | 'SDWA')[];
       registry_id: string;
+      sic_codes: string[];
       state: string;
       street: string | null;
       /** Format: date-time */
@@ -688,21 +718,52 @@ export interface components {
      *       "data": {
      *         "facility": {
      *           "city": "Houston",
+     *           "compliance": {
+     *             "programs_with_snc": 1,
+     *             "quarters_with_noncompliance": 7,
+     *             "snc": true
+     *           },
      *           "compliance_status": "significant_violation",
      *           "county": "Harris",
+     *           "data_as_of": "2026-11-22T08:15:30.123Z",
+     *           "enforcement": {
+     *             "formal_actions": 1,
+     *             "informal_actions": 2,
+     *             "last_formal_action_date": "2025-06-11"
+     *           },
+     *           "epa_region": "06",
      *           "id": "3f0c2a1e-5b7d-4c8e-9f10-2a3b4c5d6e7f",
+     *           "inspections": {
+     *             "count": 6,
+     *             "last_date": "2026-10-02"
+     *           },
      *           "last_inspection_date": "2026-10-02",
      *           "latitude": 29.76,
      *           "longitude": -95.37,
+     *           "major": true,
      *           "naics_codes": [
      *             "324110"
      *           ],
      *           "name": "Gulf Coast Refinery",
+     *           "penalties": {
+     *             "count": 1,
+     *             "last_amount_usd": 187500,
+     *             "last_date": "2025-08-19",
+     *             "total_usd": 187500
+     *           },
+     *           "program_status": {
+     *             "caa": "High Priority Violation",
+     *             "cwa": null,
+     *             "rcra": "No Violation Identified"
+     *           },
      *           "programs": [
      *             "CAA",
      *             "RCRA"
      *           ],
      *           "registry_id": "110000350174",
+     *           "sic_codes": [
+     *             "2911"
+     *           ],
      *           "state": "TX",
      *           "street": "1 Refinery Rd",
      *           "updated_at": "2026-11-22T08:15:30.123Z",
@@ -1703,18 +1764,48 @@ export interface operations {
         content: {
           'application/x-ndjson': {
             city: string | null;
+            compliance: {
+              programs_with_snc: number;
+              quarters_with_noncompliance: number;
+              snc: boolean;
+            };
             /** @enum {string} */
             compliance_status: 'no_violation' | 'violation' | 'significant_violation';
             county: string | null;
+            /** Format: date-time */
+            data_as_of: string;
+            enforcement: {
+              formal_actions: number;
+              informal_actions: number;
+              last_formal_action_date: string | null;
+            };
+            epa_region: string | null;
             /** Format: uuid */
             id: string;
+            inspections: {
+              count: number;
+              last_date: string | null;
+            };
             last_inspection_date: string | null;
             latitude: number | null;
             longitude: number | null;
+            major: boolean;
             naics_codes: string[];
             name: string;
+            penalties: {
+              count: number;
+              last_amount_usd: number | null;
+              last_date: string | null;
+              total_usd: number | null;
+            };
+            program_status: {
+              caa: string | null;
+              cwa: string | null;
+              rcra: string | null;
+            };
             programs: ('CAA' | 'CWA' | 'RCRA' | 'SDWA')[];
             registry_id: string;
+            sic_codes: string[];
             state: string;
             street: string | null;
             /** Format: date-time */
@@ -1954,20 +2045,50 @@ export interface operations {
           'application/json': {
             data: {
               city: string | null;
+              compliance: {
+                programs_with_snc: number;
+                quarters_with_noncompliance: number;
+                snc: boolean;
+              };
               /** @enum {string} */
               compliance_status: 'no_violation' | 'violation' | 'significant_violation';
               county: string | null;
+              /** Format: date-time */
+              data_as_of: string;
               /** @description Great-circle distance from `near`, in km (to the metre). Present only with `near`. */
               distance_km?: number;
+              enforcement: {
+                formal_actions: number;
+                informal_actions: number;
+                last_formal_action_date: string | null;
+              };
+              epa_region: string | null;
               /** Format: uuid */
               id: string;
+              inspections: {
+                count: number;
+                last_date: string | null;
+              };
               last_inspection_date: string | null;
               latitude: number | null;
               longitude: number | null;
+              major: boolean;
               naics_codes: string[];
               name: string;
+              penalties: {
+                count: number;
+                last_amount_usd: number | null;
+                last_date: string | null;
+                total_usd: number | null;
+              };
+              program_status: {
+                caa: string | null;
+                cwa: string | null;
+                rcra: string | null;
+              };
               programs: ('CAA' | 'CWA' | 'RCRA' | 'SDWA')[];
               registry_id: string;
+              sic_codes: string[];
               state: string;
               street: string | null;
               /** Format: date-time */
@@ -2035,18 +2156,48 @@ export interface operations {
           'application/json': {
             data: {
               city: string | null;
+              compliance: {
+                programs_with_snc: number;
+                quarters_with_noncompliance: number;
+                snc: boolean;
+              };
               /** @enum {string} */
               compliance_status: 'no_violation' | 'violation' | 'significant_violation';
               county: string | null;
+              /** Format: date-time */
+              data_as_of: string;
+              enforcement: {
+                formal_actions: number;
+                informal_actions: number;
+                last_formal_action_date: string | null;
+              };
+              epa_region: string | null;
               /** Format: uuid */
               id: string;
+              inspections: {
+                count: number;
+                last_date: string | null;
+              };
               last_inspection_date: string | null;
               latitude: number | null;
               longitude: number | null;
+              major: boolean;
               naics_codes: string[];
               name: string;
+              penalties: {
+                count: number;
+                last_amount_usd: number | null;
+                last_date: string | null;
+                total_usd: number | null;
+              };
+              program_status: {
+                caa: string | null;
+                cwa: string | null;
+                rcra: string | null;
+              };
               programs: ('CAA' | 'CWA' | 'RCRA' | 'SDWA')[];
               registry_id: string;
+              sic_codes: string[];
               state: string;
               street: string | null;
               /** Format: date-time */

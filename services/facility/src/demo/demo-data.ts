@@ -2,6 +2,7 @@ import type { CaseStatus, CaseType, ComplianceStatus, Program, Severity } from '
 import type { CaseRecord, FacilityRecord, ViolationRecord } from '../domain/records';
 import { GEOGRAPHY, REGION_BY_STATE, type StateInfo } from './geography';
 import { createRng, type Rng } from './prng';
+import { demoProfile, EMPTY_PROFILE } from './profile';
 
 /**
  * Deterministic demo data: the same (facilities, seed, asOf) always gives the
@@ -177,6 +178,8 @@ function makeFacility(rng: Rng, index: number, st: StateInfo, asOf: string): Fac
     programs: [...industry.programs].sort(),
     compliance_status: 'no_violation',
     last_inspection_date: rng.chance(0.85) ? addDays(asOf, -rng.int(1, 3 * 365)) : null,
+    // Filled once its violations and cases are known (demo/profile.ts).
+    ...EMPTY_PROFILE,
   };
 }
 
@@ -258,6 +261,8 @@ export function generateDemoData(options: DemoOptions): DemoData {
   const cases: CaseRecord[] = [];
   const byState = new Map<string, FacilityRecord[]>();
   let caseSerial = 0;
+  /** Each facility's cases so far, by registry id (for its profile). */
+  const casesOf = new Map<string, CaseRecord[]>();
 
   for (let i = 0; i < options.facilities; i++) {
     const st = i < GEOGRAPHY.length ? (GEOGRAPHY[i] as StateInfo) : rng.weighted(GEOGRAPHY, (s) => s.weight);
@@ -287,9 +292,14 @@ export function generateDemoData(options: DemoOptions): DemoData {
           }
         }
         caseSerial++;
-        cases.push(makeCase(rng, caseNumber(first.program, st.code, filed, caseSerial), involved, filed, asOf));
+        const c = makeCase(rng, caseNumber(first.program, st.code, filed, caseSerial), involved, filed, asOf);
+        cases.push(c);
+        for (const id of involved) casesOf.set(id, [...(casesOf.get(id) ?? []), c]);
       }
     }
+    // Its profile from the cases so far (a later peer's case is left out: a smaller data set
+    // stays a prefix of a larger one).
+    Object.assign(facility, demoProfile(`${options.seed}`, facility, casesOf.get(facility.registry_id) ?? []));
     peers.push(facility);
     byState.set(st.code, peers);
     facilities.push(facility);

@@ -13,7 +13,7 @@ export async function loadFacilityRecord(db: Queryable, registryId: string): Pro
   const { rows } = await db.query<FacilityRow>(`SELECT ${FACILITY_COLUMNS} FROM facilities WHERE registry_id = $1`, [registryId]);
   const r = rows[0];
   if (!r) return undefined;
-  const { id: _id, updated_at: _u, ...record } = r;
+  const { id: _id, data_as_of: _d, updated_at: _u, ...record } = r;
   return record as FacilityRecord;
 }
 

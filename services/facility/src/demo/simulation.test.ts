@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { CaseRecord, FacilityRecord } from '../domain/records';
 import { createRng } from './prng';
+import { EMPTY_PROFILE } from './profile';
 import { planCaseProgress, planNewCase, planResolution, planViolation, worsened } from './simulation';
 
 const facility: FacilityRecord = {
@@ -17,6 +18,7 @@ const facility: FacilityRecord = {
   programs: ['CAA'],
   compliance_status: 'no_violation',
   last_inspection_date: null,
+  ...EMPTY_PROFILE,
 };
 
 describe('simulation', () => {
@@ -57,7 +59,12 @@ describe('simulation', () => {
 
   it('returns a facility to compliance, and does nothing for one already compliant', () => {
     expect(planResolution({ ...facility, compliance_status: 'violation' }, '2026-05-05')?.facilities).toEqual([
-      { ...facility, compliance_status: 'no_violation', last_inspection_date: '2026-05-05' },
+      {
+        ...facility,
+        compliance_status: 'no_violation',
+        last_inspection_date: '2026-05-05',
+        inspections: { count: 1, last_date: '2026-05-05' },
+      },
     ]);
     expect(planResolution(facility, '2026-05-05')).toBeUndefined();
   });

@@ -89,7 +89,14 @@ export function planResolution(facility: FacilityRecord, today: string): SimChan
   if (facility.compliance_status === 'no_violation') return undefined;
   return {
     action: 'resolve',
-    facilities: [{ ...facility, compliance_status: 'no_violation', last_inspection_date: today }],
+    facilities: [
+      {
+        ...facility,
+        compliance_status: 'no_violation',
+        last_inspection_date: today,
+        inspections: { count: facility.inspections.count + 1, last_date: today },
+      },
+    ],
     violations: [],
     cases: [],
   };

@@ -17,6 +17,8 @@ export interface Field<S extends TSchema = TSchema> {
   sql: string;
   /** Reads it from a raw row (problems go to the reader); `before` holds the fields read before it. */
   read: (r: RowReader, name: string, before: Record<string, unknown>) => Static<S>;
+  /** Its columns in a CSV import or export, when not just its name (a group's `name.sub`). */
+  columns?: (name: string) => string[];
 }
 
 export type Fields = Record<string, Field>;
@@ -29,6 +31,11 @@ export function schemasOf<F extends Fields>(fields: F): { [K in keyof F]: F[K]['
   return Object.fromEntries(Object.entries(fields).map(([name, f]) => [name, f.schema])) as { [K in keyof F]: F[K]['schema'] };
 }
 
+/** The import (and CSV) columns of the fields, in their order: a group's sub-fields as `name.sub`. */
+export function importColumns(fields: Fields): string[] {
+  return Object.entries(fields).flatMap(([name, f]) => f.columns?.(name) ?? [name]);
+}
+
 /** The names of an object schema's fields, in its order. */
 export function fieldNames(schema: TObject): string[] {
   return Object.keys(schema.properties);
@@ -38,7 +45,7 @@ export type ParseResult<T> = { ok: true; record: T } | { ok: false; problems: Fi
 
 /** Reads a raw row into the fields' record, in their order, collecting every problem. */
 export function parseFields<F extends Fields>(fields: F, raw: Record<string, unknown>): ParseResult<ValuesOf<F>> {
-  const r = new RowReader(raw, Object.keys(fields));
+  const r = new RowReader(raw, [...Object.keys(fields), ...importColumns(fields)]);
   const record: Record<string, unknown> = {};
   for (const [name, f] of Object.entries(fields)) record[name] = f.read(r, name, record);
   if (r.problems.length > 0) return { ok: false, problems: r.problems };
@@ -162,4 +169,43 @@ export function registryIds(): Field<TArray<TString>> {
       return [...(ids ?? [])].sort();
     },
   };
+}
+
+/** A count: a whole number from 0; empty is 0. */
+export function count() {
+  const schema = Type.Integer({ minimum: 0 });
+  return { schema, sql: 'int4', read: (r, n) => r.count(n) } satisfies Field<typeof schema>;
+}
+
+/** An optional amount of US dollars as a number (cents allowed). */
+export function optionalUsd() {
+  const schema = Nullable(Type.Number({ minimum: 0 }));
+  return { schema, sql: 'float8', read: (r, n) => r.number(n, 0, 1e13) } satisfies Field<typeof schema>;
+}
+
+/** A yes/no flag: true/false, Y/N; empty is false. */
+export function flag() {
+  const schema = Type.Boolean();
+  return { schema, sql: 'boolean', read: (r, n) => r.flag(n) } satisfies Field<typeof schema>;
+}
+
+/**
+ * A group of fields, one object in the representation and one jsonb column. An import row gives
+ * it as an object (JSON) or as one column per sub-field named `name.sub` (CSV); problems name
+ * the sub-field as `name.sub`.
+ */
+export function group<F extends Fields>(sub: F) {
+  const schema = Type.Object(schemasOf(sub));
+  const names = Object.keys(sub);
+  const read = (r: RowReader, n: string) => {
+    const child = new RowReader(
+      r.nested(n, names),
+      names.map((s) => `${n}.${s}`),
+    );
+    const out: Record<string, unknown> = {};
+    for (const [s, f] of Object.entries(sub)) out[s] = f.read(child, `${n}.${s}`, out);
+    for (const p of child.problems) r.problem(p.field, p.message);
+    return out as Static<typeof schema>;
+  };
+  return { schema, sql: 'jsonb', read, columns: (n: string) => names.map((s) => `${n}.${s}`) } satisfies Field<typeof schema>;
 }

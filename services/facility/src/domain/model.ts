@@ -8,7 +8,11 @@ import { CASE_FIELDS, FACILITY_FIELDS, VIOLATION_FIELDS } from './records';
  * routes serialise by these schemas, and the SQL columns and row mappers derive from them.
  */
 
-export const FacilitySchema = Type.Object({ id: Uuid, ...schemasOf(FACILITY_FIELDS), updated_at: Timestamp });
+/**
+ * `data_as_of`: when the row was last written from its source (an ECHO sync, an import, the
+ * demo data or the simulation); it is not an import field.
+ */
+export const FacilitySchema = Type.Object({ id: Uuid, ...schemasOf(FACILITY_FIELDS), data_as_of: Timestamp, updated_at: Timestamp });
 
 export const ViolationSchema = Type.Object({
   id: Uuid,

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { isCalendarDate, parseCase, parseFacility, parseViolation } from './records';
+import { EMPTY_PROFILE } from '../demo/profile';
+import { FIELDS, isCalendarDate, parseCase, parseFacility, parseViolation } from './records';
 
 describe('parseFacility', () => {
   it('normalises a CSV-style row: trims, upper-cases the state, splits and sorts lists, empty cells become null', () => {
@@ -34,6 +35,8 @@ describe('parseFacility', () => {
         programs: ['CAA', 'RCRA'],
         compliance_status: 'violation',
         last_inspection_date: '2024-02-29',
+        // The profile left out: its defaults (counts 0, flags false, the rest null).
+        ...EMPTY_PROFILE,
       },
     });
   });
@@ -147,5 +150,100 @@ describe('isCalendarDate', () => {
       false,
       false,
     ]);
+  });
+});
+
+describe('parseFacility: the compliance profile', () => {
+  const base = { registry_id: 'R1', name: 'Plant', state: 'TX', compliance_status: 'violation' };
+  const profile = {
+    epa_region: '06',
+    sic_codes: ['2911', '2869'],
+    major: true,
+    program_status: { caa: 'High Priority Violation', cwa: 'Violation Identified', rcra: null },
+    compliance: { quarters_with_noncompliance: 7, programs_with_snc: 1, snc: false },
+    inspections: { count: 6, last_date: '2024-03-01' },
+    enforcement: { informal_actions: 2, formal_actions: 1, last_formal_action_date: '2024-05-02' },
+    penalties: { count: 1, total_usd: 187500, last_amount_usd: 187500, last_date: '2025-08-19' },
+  };
+  const expected = { ...profile, sic_codes: ['2869', '2911'] };
+
+  it('the CSV header names each group sub-field as group.sub', () => {
+    expect(FIELDS.facilities.slice(13)).toEqual([
+      'epa_region',
+      'sic_codes',
+      'major',
+      'program_status.caa',
+      'program_status.cwa',
+      'program_status.rcra',
+      'compliance.quarters_with_noncompliance',
+      'compliance.programs_with_snc',
+      'compliance.snc',
+      'inspections.count',
+      'inspections.last_date',
+      'enforcement.informal_actions',
+      'enforcement.formal_actions',
+      'enforcement.last_formal_action_date',
+      'penalties.count',
+      'penalties.total_usd',
+      'penalties.last_amount_usd',
+      'penalties.last_date',
+    ]);
+  });
+
+  it('reads the groups as JSON objects', () => {
+    const r = parseFacility({ ...base, ...profile });
+    expect(r.ok && r.record).toMatchObject(expected);
+  });
+
+  it('reads the groups from CSV cells named group.sub; empty cells are null, 0 or false', () => {
+    const r = parseFacility({
+      ...base,
+      epa_region: '06',
+      sic_codes: '2911;2869',
+      major: 'Y',
+      'program_status.caa': 'High Priority Violation',
+      'program_status.cwa': 'Violation Identified',
+      'program_status.rcra': '',
+      'compliance.quarters_with_noncompliance': '7',
+      'compliance.programs_with_snc': '1',
+      'compliance.snc': 'false',
+      'inspections.count': '6',
+      'inspections.last_date': '2024-03-01',
+      'enforcement.informal_actions': '2',
+      'enforcement.formal_actions': '1',
+      'enforcement.last_formal_action_date': '2024-05-02',
+      'penalties.count': '1',
+      'penalties.total_usd': '187500',
+      'penalties.last_amount_usd': '187500.00',
+      'penalties.last_date': '2025-08-19',
+    });
+    expect(r.ok && r.record).toMatchObject(expected);
+    const empty = parseFacility({ ...base, 'compliance.quarters_with_noncompliance': '', 'penalties.total_usd': '', major: '' });
+    expect(empty.ok && empty.record).toMatchObject(EMPTY_PROFILE);
+  });
+
+  it('names every bad profile value as group.sub', () => {
+    const r = parseFacility({
+      ...base,
+      epa_region: '11',
+      sic_codes: '28',
+      major: 'maybe',
+      program_status: 'CAA',
+      compliance: { quarters_with_noncompliance: 1.5, snc: 'Y', extra: 1 },
+      penalties: { total_usd: -1, last_date: '08/19/2025' },
+    });
+    expect(r).toEqual({
+      ok: false,
+      problems: [
+        { field: 'epa_region', message: 'must be an EPA region 01 to 10' },
+        { field: 'sic_codes', message: 'must be SIC codes of 4 digits' },
+        { field: 'major', message: 'must be true or false' },
+        { field: 'program_status', message: 'must be an object' },
+        { field: 'compliance.extra', message: 'is not a known field' },
+        { field: 'compliance.quarters_with_noncompliance', message: 'must be a whole number' },
+        { field: 'penalties.total_usd', message: 'must be a number from 0 to 10000000000000' },
+        { field: 'penalties.last_date', message: 'must be a date YYYY-MM-DD' },
+      ],
+    });
   });
 });

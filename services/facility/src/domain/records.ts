@@ -1,15 +1,20 @@
 import { CASE_STATUSES, CASE_TYPES, COMPLIANCE_STATUSES, PROGRAMS, SEVERITIES } from './codes';
 import {
   codeList,
+  count,
   date,
   enumList,
   type Fields,
+  flag,
+  group,
+  importColumns,
   key,
   money,
   oneOf,
   optionalDate,
   optionalNumber,
   optionalText,
+  optionalUsd,
   type ParseResult,
   parseFields,
   registryIds,
@@ -46,6 +51,15 @@ export const FACILITY_FIELDS = {
   programs: enumList(PROGRAMS),
   compliance_status: oneOf(COMPLIANCE_STATUSES),
   last_inspection_date: optionalDate(),
+  // The compliance profile (docs/facility.md): ECHO Exporter's FAC_* summary columns.
+  epa_region: optionalText(2, /^(0[1-9]|10)$/, 'must be an EPA region 01 to 10'),
+  sic_codes: codeList(/^\d{4}$/, 'must be SIC codes of 4 digits'),
+  major: flag(),
+  program_status: group({ caa: optionalText(100), cwa: optionalText(100), rcra: optionalText(100) }),
+  compliance: group({ quarters_with_noncompliance: count(), programs_with_snc: count(), snc: flag() }),
+  inspections: group({ count: count(), last_date: optionalDate() }),
+  enforcement: group({ informal_actions: count(), formal_actions: count(), last_formal_action_date: optionalDate() }),
+  penalties: group({ count: count(), total_usd: optionalUsd(), last_amount_usd: optionalUsd(), last_date: optionalDate() }),
 } satisfies Fields;
 
 /** A violation's fields in both its import row and its representation. */
@@ -98,11 +112,11 @@ export interface RecordOf {
   cases: CaseRecord;
 }
 
-/** The import header of each kind. */
+/** The import header of each kind (a group's sub-fields as `group.sub`). */
 export const FIELDS: Record<RecordKind, readonly string[]> = {
-  facilities: Object.keys(IMPORT_FIELDS.facilities),
-  violations: Object.keys(IMPORT_FIELDS.violations),
-  cases: Object.keys(IMPORT_FIELDS.cases),
+  facilities: importColumns(IMPORT_FIELDS.facilities),
+  violations: importColumns(IMPORT_FIELDS.violations),
+  cases: importColumns(IMPORT_FIELDS.cases),
 };
 
 export const NATURAL_KEY: { [K in RecordKind]: keyof RecordOf[K] & string } = {

@@ -118,6 +118,44 @@ export class RowReader {
     return n;
   }
 
+  /** A whole number from 0 (a count); empty is 0. */
+  count(field: string): number {
+    const n = this.number(field, 0, 2_147_483_647);
+    if (n !== null && !Number.isInteger(n)) {
+      this.problem(field, 'must be a whole number');
+      return 0;
+    }
+    return n ?? 0;
+  }
+
+  /** A yes/no flag: a boolean, or true/false/Y/N in any case; empty is false. */
+  flag(field: string): boolean {
+    const v = this.raw[field];
+    if (typeof v === 'boolean') return v;
+    if (this.isBlank(field)) return false;
+    const t = typeof v === 'string' ? v.trim().toLowerCase() : '';
+    if (t === 'true' || t === 'y') return true;
+    if (t === 'false' || t === 'n') return false;
+    this.problem(field, 'must be true or false');
+    return false;
+  }
+
+  /**
+   * The sub-fields of a group as `field.sub` → value: from an object under `field` (JSON) and
+   * from `field.sub` columns (CSV).
+   */
+  nested(field: string, subs: readonly string[]): Record<string, unknown> {
+    const out: Record<string, unknown> = {};
+    const v = this.raw[field];
+    if (v !== undefined && v !== null) {
+      if (typeof v === 'object' && !Array.isArray(v)) {
+        for (const [k, x] of Object.entries(v)) out[`${field}.${k}`] = x;
+      } else this.problem(field, 'must be an object');
+    }
+    for (const s of subs) if (`${field}.${s}` in this.raw) out[`${field}.${s}`] = this.raw[`${field}.${s}`];
+    return out;
+  }
+
   /** A list given as a JSON array of strings or as one string of items separated by ; | , or spaces. */
   list(field: string): string[] | undefined {
     const v = this.raw[field];

@@ -1,6 +1,6 @@
 import type { CaseStatus, ComplianceStatus } from '../domain/codes';
 import { events } from '../domain/events';
-import { FIELDS, NATURAL_KEY } from '../domain/records';
+import { FACILITY_FIELDS, NATURAL_KEY } from '../domain/records';
 import {
   CASE_COLUMNS,
   type CaseRow,
@@ -12,7 +12,11 @@ import {
   type ViolationRow,
 } from '../store/rows';
 import type { EchoFileName } from './layouts';
+import { PROFILE_DEFAULTS } from './profile';
 import type { UnitRun } from './unit-run';
+
+/** A profile column's value from the staged row `s` (SIC codes are staged space-separated). */
+const profileValue = (col: string) => (col === 'sic_codes' ? "string_to_array(s.sic_codes, ' ')" : `s.${col}`);
 
 // The diff of each unit: set-based SQL over its staged rows (UnitRun) against the stored ones.
 
@@ -41,13 +45,15 @@ export async function applyFacilities(run: UnitRun, file: EchoFileName): Promise
   await run.rejectDuplicates(file, 'registry_id', 'REGISTRY_ID');
   await linkPrograms(run, t, frs);
   // Every stored field but the natural key, in the representation's order (domain/records.ts).
-  const cols = FIELDS.facilities.filter((c) => c !== NATURAL_KEY.facilities);
-  // FRS leaves NAICS, status and last inspection as stored (it carries none of them).
+  const cols = Object.keys(FACILITY_FIELDS).filter((c) => c !== NATURAL_KEY.facilities);
+  // FRS leaves NAICS, status, last inspection and the profile as stored (it carries none of them).
   const keep = (col: string, value: string) => (frs ? `coalesce(${value}, f.${col})` : value);
+  const profile = Object.keys(PROFILE_DEFAULTS);
   const next = `s.name, s.street, s.city, s.state, s.zip, s.county, s.latitude, s.longitude,
     ${keep('naics_codes', "string_to_array(s.naics_codes, ' ')")} AS naics_codes, string_to_array(s.programs, ' ') AS programs,
     ${keep('compliance_status', 's.compliance_status')} AS compliance_status,
-    ${keep('last_inspection_date', 's.last_inspection_date')} AS last_inspection_date`;
+    ${keep('last_inspection_date', 's.last_inspection_date')} AS last_inspection_date,
+    ${profile.map((c) => `${keep(c, profileValue(c))} AS ${c}`).join(', ')}`;
   // The stored rows are diffed before the new ones are inserted: the new ones cannot differ from
   // the staged rows, and on a first load the diff then reads an empty table, not the load.
   const changed = run.tmp('changed');
@@ -57,18 +63,20 @@ export async function applyFacilities(run: UnitRun, file: EchoFileName): Promise
        FROM ${t} s JOIN facilities f ON f.registry_id = s.registry_id, LATERAL (SELECT ${next}) n
       WHERE (${cols.map((c) => `f.${c}`).join(', ')}) IS DISTINCT FROM (${cols.map((c) => `n.${c}`).join(', ')})`,
   );
+  // data_as_of: the time of the sync that last wrote the row (docs/facility.md).
   s.changed = await run.update(
-    `UPDATE facilities f SET (${cols.join(', ')}, updated_at) = (${cols.map((c) => `c.${c}`).join(', ')}, $1::timestamptz)
+    `UPDATE facilities f SET (${cols.join(', ')}, updated_at, data_as_of) = (${cols.map((c) => `c.${c}`).join(', ')}, $1::timestamptz, $1::timestamptz)
        FROM ${changed} c WHERE c.id = f.id`,
   );
   s.missing = await run.count(
     `SELECT count(*)::int AS n FROM facilities f WHERE NOT EXISTS (SELECT 1 FROM ${t} s WHERE s.registry_id = f.registry_id)`,
   );
   const newIds = await run.insertNew(
-    `INSERT INTO facilities (id, registry_id, ${cols.join(', ')}, updated_at)
+    `INSERT INTO facilities (id, registry_id, ${cols.join(', ')}, updated_at, data_as_of)
      SELECT gen_random_uuid(), s.registry_id, s.name, s.street, s.city, s.state, s.zip, s.county, s.latitude, s.longitude,
             coalesce(string_to_array(s.naics_codes, ' '), '{}'), string_to_array(s.programs, ' '),
-            coalesce(s.compliance_status, 'no_violation'), s.last_inspection_date, $1::timestamptz
+            coalesce(s.compliance_status, 'no_violation'), s.last_inspection_date,
+            ${profile.map((c) => `coalesce(${profileValue(c)}, ${PROFILE_DEFAULTS[c]})`).join(', ')}, $1::timestamptz, $1::timestamptz
        FROM ${t} s WHERE NOT EXISTS (SELECT 1 FROM facilities f WHERE f.registry_id = s.registry_id)
      RETURNING id`,
     false,

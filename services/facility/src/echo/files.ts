@@ -13,6 +13,7 @@ import {
   RowReason,
 } from './codes';
 import type { EchoFileName } from './layouts';
+import { PROFILE_READS, PROFILE_STAGE, profileCells } from './profile';
 
 /**
  * What the adapter reads from each ECHO file: the columns (a file lacking one is refused), the
@@ -24,8 +25,7 @@ export type StageName = 'facilities' | 'links' | 'violations' | 'case_enf' | 'ca
 
 /** Staging tables: temp tables filled with COPY, columns after `line` in this order. */
 export const STAGES: Record<StageName, string> = {
-  facilities:
-    'registry_id text, name text, street text, city text, state text, zip text, county text, latitude float8, longitude float8, naics_codes text, programs text, compliance_status text, last_inspection_date date, links text',
+  facilities: `registry_id text, name text, street text, city text, state text, zip text, county text, latitude float8, longitude float8, naics_codes text, programs text, compliance_status text, last_inspection_date date, ${PROFILE_STAGE}, links text`,
   links: 'system text, pgm_sys_id text, registry_id text',
   violations:
     'source_id text, system text, pgm_sys_id text, program text, violation_type text, violation_date date, severity text, description text, resolved_date date',
@@ -106,6 +106,7 @@ const exporter: FileSpec = {
     'RCRA_IDS',
     'SDWA_IDS',
     'FAC_NAICS_CODES',
+    ...PROFILE_READS.filter((c) => c !== 'FAC_DATE_LAST_INSPECTION'),
   ],
   map(get) {
     const registry = required(get, 'REGISTRY_ID');
@@ -125,6 +126,7 @@ const exporter: FileSpec = {
         .join(' '),
       complianceStatus(get('FAC_COMPLIANCE_STATUS')),
       v(echoDate(get('FAC_DATE_LAST_INSPECTION'), 'FAC_DATE_LAST_INSPECTION')),
+      ...profileCells(get),
     ];
     const links: string[] = [];
     for (const [col, system] of EXPORTER_LINKS) for (const id of idList(get(col))) links.push(`${system}|${id}`);
@@ -160,11 +162,13 @@ const frsFacilities: FileSpec = {
       v(echoNumber(get('LATITUDE_MEASURE'), 'LATITUDE_MEASURE', { min: -90, max: 90 })),
       v(echoNumber(get('LONGITUDE_MEASURE'), 'LONGITUDE_MEASURE', { min: -180, max: 180 })),
       // FRS carries no NAICS, programs or compliance status: programs come from the
-      // program links; a stored status is kept (a new facility starts at no_violation).
+      // program links; a stored status and profile are kept (a new facility starts at
+      // no_violation and the profile's defaults).
       null,
       null,
       null,
       null,
+      ...PROFILE_STAGE.split(',').map(() => null),
       null,
     ];
   },

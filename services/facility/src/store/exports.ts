@@ -1,5 +1,6 @@
 import type { CaseStatus, CaseType, ComplianceStatus, Program, Severity } from '../domain/codes';
 import type { EnforcementCase, Facility, Violation } from '../domain/model';
+import { FIELDS } from '../domain/records';
 import type { Queryable } from './queries';
 import {
   CASE_COLUMNS,
@@ -97,9 +98,12 @@ export async function exportPage(
   return { rows: (more ? rows.slice(0, limit) : rows).map((r) => map(r as never)), more };
 }
 
-/** CSV columns of each kind: the representation's fields, in its order. */
+/** CSV columns of each kind: the representation's fields, in its order; a group's as `group.sub` (as imports read them). */
 export const CSV_COLUMNS: Record<ExportKind, readonly string[]> = {
-  facilities: FACILITY_FIELDS,
+  facilities: FACILITY_FIELDS.flatMap((f) => {
+    const group = FIELDS.facilities.filter((c) => c.startsWith(`${f}.`));
+    return group.length > 0 ? group : [f];
+  }),
   violations: VIOLATION_FIELDS,
   cases: CASE_FIELDS,
 };
@@ -117,5 +121,5 @@ export function csvLine(values: readonly unknown[]): string {
 
 export function csvRow(kind: ExportKind, row: ExportRow): string {
   const r = row as unknown as Record<string, unknown>;
-  return csvLine(CSV_COLUMNS[kind].map((c) => r[c]));
+  return csvLine(CSV_COLUMNS[kind].map((c) => c.split('.').reduce<unknown>((v, k) => (v as Record<string, unknown> | null)?.[k], r)));
 }

@@ -75,6 +75,7 @@ const UPSERT_FACILITIES = upsertStatement({
   columns: sqlColumns(FACILITY_FIELDS),
   returning: FACILITY_COLUMNS.replace(/(\w+)/g, 'f.$1'),
   previous: 'compliance_status',
+  stamps: ['data_as_of'],
 });
 const VIOLATION_COLUMNS: Array<[string, string]> = [['source_id', 'text'], ['facility_id', 'uuid'], ...sqlColumns(VIOLATION_FIELDS)];
 const UPSERT_VIOLATIONS = upsertStatement({

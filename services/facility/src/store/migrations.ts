@@ -196,4 +196,23 @@ END $$;
 REINDEX INDEX facilities_earth_idx;
 `,
   },
+  {
+    // The compliance profile (domain/records.ts, docs/facility.md). Defaults make existing rows
+    // valid: counts 0, everything else null; data_as_of starts at the row's updated_at.
+    id: '0007_facility_profile',
+    sql: `
+ALTER TABLE facilities
+  ADD COLUMN epa_region text,
+  ADD COLUMN sic_codes text[] NOT NULL DEFAULT '{}',
+  ADD COLUMN major boolean NOT NULL DEFAULT false,
+  ADD COLUMN program_status jsonb NOT NULL DEFAULT '{"caa": null, "cwa": null, "rcra": null}',
+  ADD COLUMN compliance jsonb NOT NULL DEFAULT '{"quarters_with_noncompliance": 0, "programs_with_snc": 0, "snc": false}',
+  ADD COLUMN inspections jsonb NOT NULL DEFAULT '{"count": 0, "last_date": null}',
+  ADD COLUMN enforcement jsonb NOT NULL DEFAULT '{"informal_actions": 0, "formal_actions": 0, "last_formal_action_date": null}',
+  ADD COLUMN penalties jsonb NOT NULL DEFAULT '{"count": 0, "total_usd": null, "last_amount_usd": null, "last_date": null}',
+  ADD COLUMN data_as_of timestamptz;
+UPDATE facilities SET data_as_of = updated_at, inspections = jsonb_build_object('count', 0, 'last_date', last_inspection_date);
+ALTER TABLE facilities ALTER COLUMN data_as_of SET NOT NULL, ALTER COLUMN data_as_of SET DEFAULT now();
+`,
+  },
 ];

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { FIELDS } from '../domain/records';
+import { EMPTY_PROFILE } from '../demo/profile';
+import { FIELDS, FACILITY_FIELDS as RECORD_FIELDS } from '../domain/records';
 import {
   CASE_FIELDS,
   FACILITY_COLUMNS,
@@ -14,8 +15,8 @@ import {
 const UPDATED = new Date('2026-05-05T10:00:00.000Z');
 
 describe('columns derived from the resources', () => {
-  it('a facility is its id, its import fields in their order, and updated_at', () => {
-    expect(FACILITY_FIELDS).toEqual(['id', ...FIELDS.facilities, 'updated_at']);
+  it('a facility is its id, its import fields in their order, data_as_of and updated_at', () => {
+    expect(FACILITY_FIELDS).toEqual(['id', ...Object.keys(RECORD_FIELDS), 'data_as_of', 'updated_at']);
     expect(FACILITY_COLUMNS).toBe(FACILITY_FIELDS.join(', '));
   });
 
@@ -47,11 +48,21 @@ describe('row mappers', () => {
       programs: ['CAA' as const],
       compliance_status: 'violation' as const,
       last_inspection_date: '2024-02-29',
+      ...EMPTY_PROFILE,
+      // As jsonb returns it: keys in its own order, put back in the representation's.
+      penalties: { last_date: null, count: 0, total_usd: null, last_amount_usd: null },
+      data_as_of: new Date('2026-05-04T09:00:00.000Z'),
     };
     const facility = toFacility(row);
     expect(Object.keys(facility)).toEqual(FACILITY_FIELDS);
+    expect(Object.keys(facility.penalties)).toEqual(['count', 'total_usd', 'last_amount_usd', 'last_date']);
     expect(facility.updated_at).toBe('2026-05-05T10:00:00.000Z');
-    expect(facility).toEqual({ ...row, previous_status: undefined, updated_at: '2026-05-05T10:00:00.000Z' });
+    expect(facility).toEqual({
+      ...row,
+      previous_status: undefined,
+      data_as_of: '2026-05-04T09:00:00.000Z',
+      updated_at: '2026-05-05T10:00:00.000Z',
+    });
   });
 
   it('map a violation (no timestamp) and a case', () => {

@@ -8,17 +8,30 @@ import { CaseSchema, type EnforcementCase, type Facility, FacilitySchema, type V
  * mapped here without a change.
  */
 
-/** A representation as Postgres returns it: timestamps (`updated_at`) are Dates. */
-type RowOf<V> = { [K in keyof V]: K extends 'updated_at' ? Date : V[K] };
+/** A representation as Postgres returns it: timestamps (`updated_at`, `data_as_of`) are Dates. */
+type RowOf<V> = { [K in keyof V]: K extends 'updated_at' | 'data_as_of' ? Date : V[K] };
 
-/** The mapper of a representation: its fields in its order; date-time fields from Date to ISO 8601. */
+/**
+ * The mapper of a representation: its fields in its order; date-time fields from Date to ISO
+ * 8601; a group (a jsonb object, whose keys Postgres reorders) with its keys in its schema's order.
+ */
 function rowMapper<S extends TObject>(schema: S): (row: RowOf<Static<S>>) => Static<S> {
   const fields = fieldNames(schema);
   const timestamps = new Set(fields.filter((f) => (schema.properties[f] as { format?: string }).format === 'date-time'));
+  const groups = new Map(
+    fields.flatMap((f) => {
+      const p = schema.properties[f] as TObject;
+      return p.type === 'object' ? [[f, fieldNames(p)] as const] : [];
+    }),
+  );
+  const ordered = (keys: readonly string[], v: Record<string, unknown>) => Object.fromEntries(keys.map((k) => [k, v[k]]));
   return (row) => {
     const r = row as Record<string, unknown>;
     const out: Record<string, unknown> = {};
-    for (const f of fields) out[f] = timestamps.has(f) ? (r[f] as Date).toISOString() : r[f];
+    for (const f of fields) {
+      const keys = groups.get(f);
+      out[f] = timestamps.has(f) ? (r[f] as Date).toISOString() : keys ? ordered(keys, r[f] as Record<string, unknown>) : r[f];
+    }
     return out as Static<S>;
   };
 }

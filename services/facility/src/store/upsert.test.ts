@@ -43,3 +43,20 @@ describe('upsertStatement', () => {
     expect(squash(sql)).toContain('old AS ( SELECT x.k FROM t x JOIN input i ON i.k = x.k )');
   });
 });
+
+describe('upsertStatement stamps', () => {
+  it('sets each stamp column with updated_at to the transaction timestamp', () => {
+    const sql = upsertStatement({
+      ...table,
+      columns: [
+        ['k', 'text'],
+        ['a', 'text'],
+      ],
+      returning: 'x.k',
+      stamps: ['data_as_of'],
+    });
+    expect(squash(sql)).toContain(
+      'INSERT INTO t AS x (id, k, a, updated_at, data_as_of) SELECT new_id, k, a, $2::timestamptz, $2::timestamptz FROM input ON CONFLICT (k) DO UPDATE SET a = EXCLUDED.a, updated_at = EXCLUDED.updated_at, data_as_of = EXCLUDED.data_as_of',
+    );
+  });
+});

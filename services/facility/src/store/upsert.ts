@@ -17,6 +17,8 @@ export interface UpsertSpec {
   returning: string;
   /** A column whose stored value before the write is returned as `previous_status`. */
   previous?: string;
+  /** More columns set, like `updated_at`, to the transaction's timestamp when a row is written. */
+  stamps?: string[];
   /** More of the result: a join after `up` and what it selects. */
   join?: { from: string; select: string };
 }
@@ -30,6 +32,7 @@ export function upsertStatement(s: UpsertSpec): string {
   const cols = s.columns.map(([c]) => c).filter((c) => c !== s.key);
   const list = cols.join(', ');
   const a = s.alias;
+  const stamps = ['updated_at', ...(s.stamps ?? [])];
   return `WITH input AS (
        SELECT * FROM jsonb_to_recordset($1::jsonb) AS t(${['new_id uuid', ...s.columns.map(([c, type]) => `${c} ${type}`)].join(', ')})
      ),
@@ -38,9 +41,9 @@ export function upsertStatement(s: UpsertSpec): string {
          FROM ${s.table} ${a} JOIN input i ON i.${s.key} = ${a}.${s.key}
      ),
      up AS (
-       INSERT INTO ${s.table} AS ${a} (id, ${s.key}, ${list}, updated_at)
-       SELECT new_id, ${s.key}, ${list}, $2::timestamptz FROM input
-       ON CONFLICT (${s.key}) DO UPDATE SET ${cols.map((c) => `${c} = EXCLUDED.${c}`).join(', ')}, updated_at = EXCLUDED.updated_at
+       INSERT INTO ${s.table} AS ${a} (id, ${s.key}, ${list}, ${stamps.join(', ')})
+       SELECT new_id, ${s.key}, ${list}, ${stamps.map(() => '$2::timestamptz').join(', ')} FROM input
+       ON CONFLICT (${s.key}) DO UPDATE SET ${[...cols, ...stamps].map((c) => `${c} = EXCLUDED.${c}`).join(', ')}
        WHERE (${cols.map((c) => `${a}.${c}`).join(', ')}) IS DISTINCT FROM (${cols.map((c) => `EXCLUDED.${c}`).join(', ')})
        RETURNING ${s.returning}
      )
