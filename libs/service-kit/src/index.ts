@@ -23,3 +23,4 @@ export * from './schemas';
 export * from './shutdown';
 export * from './trace-context';
 export * from './wakeable-sleep';
+export * from './worker';
