@@ -8,6 +8,7 @@ import {
   postgresOptions,
   runShutdownSteps,
   type ShutdownStep,
+  Supervisor,
   startMetricsServer,
   systemClock,
 } from '@fcd/service-kit';
@@ -82,11 +83,14 @@ export async function startDispatcher(
   });
   await app.listen({ port: config.PORT, host: config.HOST });
   const metricsServer = await startMetricsServer(metrics.registry, config.METRICS_PORT, config.HOST, config);
-  dispatcher.start();
+  // The background work: deliveries, the event consumer, the event log's pruning.
+  const workers = new Supervisor(dispatcher.workers(), { logger });
+  workers.start();
 
   const steps: ShutdownStep[] = [
     { name: 'not ready', run: () => (shuttingDown = true) },
-    { name: 'stop consuming, finish in-flight sends', run: () => dispatcher.stop() },
+    { name: 'stop pruning and consuming, finish in-flight sends', run: () => workers.stop() },
+    { name: 'close the HTTP pool of the sends', run: () => dispatcher.close() },
     { name: 'stop accepting', run: () => app.close() },
     { name: 'close metrics server', run: () => new Promise((r) => metricsServer.close(() => r(undefined))) },
     { name: 'close usage client', run: () => accounts?.close() },

@@ -12,6 +12,7 @@ import {
   postgresOptions,
   runShutdownSteps,
   type ShutdownStep,
+  Supervisor,
   startMetricsServer,
   systemClock,
   uuidSource,
@@ -109,13 +110,15 @@ export async function startFacility(config: FacilityConfig, options: { clock?: C
   });
   await app.listen({ port: config.PORT, host: config.HOST });
   const metricsServer = await startMetricsServer(metrics.registry, config.METRICS_PORT, config.HOST, config);
-  if (config.RELAY_ENABLED) relay.start();
+  // The background work: the relay (when this replica runs one, RELAY_ENABLED).
+  const workers = new Supervisor(config.RELAY_ENABLED ? [relay] : [], { logger });
+  workers.start();
 
   const steps: ShutdownStep[] = [
     { name: 'not ready', run: () => (shuttingDown = true) },
     { name: 'drain keep-alive connections', run: () => drainConnections(app.server, config.HTTP_DRAIN_MS) },
     { name: 'stop accepting and drain requests', run: () => app.close() },
-    { name: 'stop relay after its current batch', run: () => relay.stop() },
+    { name: 'stop workers (the relay after its current batch)', run: () => workers.stop() },
     { name: 'close metrics server', run: () => new Promise((r) => metricsServer.close(() => r(undefined))) },
     { name: 'close nats', run: () => bus.close() },
     { name: 'close postgres pool', run: () => pool.end() },

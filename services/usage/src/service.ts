@@ -8,10 +8,14 @@ import {
   instrumentPool,
   type Logger,
   migrate,
+  onStopWorker,
+  periodicWorker,
   postgresOptions,
   redisOptions,
+  Supervisor,
   startMetricsServer,
   systemClock,
+  type Worker,
 } from '@fcd/service-kit';
 import type { HealthImplementation } from 'grpc-health-check';
 import type { UsageConfig } from './config';
@@ -76,7 +80,6 @@ export async function startUsage(config: UsageConfig, options: { clock?: Clock; 
   // connect timeout: an unreachable Redis must not block start-up (it is reported NOT_SERVING).
   await firstConnection(redis, 2500);
   await refreshHealth();
-  const healthTimer = setInterval(() => void refreshHealth(), 1000);
 
   const http = buildUsageHttpApp({
     logger,
@@ -97,7 +100,26 @@ export async function startUsage(config: UsageConfig, options: { clock?: Clock; 
   const metricsServer: Server = await startMetricsServer(metrics.registry, config.METRICS_PORT, config.HOST, config);
   const metricsPort = (metricsServer.address() as { port: number }).port;
 
-  const { flushTimer, reconcileTimer } = startWriteBehind(config, meter, redis, logger, metrics);
+  const { flush, reconciliation } = writeBehind(config, meter, redis, logger, metrics);
+  // Stopped in reverse order: health reports (NOT_SERVING), reconciliation, the gRPC drain, HTTP, the periodic flush.
+  const workers = new Supervisor(
+    [
+      flush,
+      onStopWorker('http server', () => http.close()),
+      // Stop accepting and send GOAWAY (the gateways open their next streams on new connections, to
+      // another replica), then end each authorization stream once its batches are answered; unary
+      // calls finish. All within 5 s, then forced. Batches still being decided (a slow Postgres,
+      // fail-open) finish before the final flush, so their counts are written; bounded.
+      onStopWorker('grpc server', async () => {
+        const { drained } = await shutDownGrpc(grpcServer, drain, logger);
+        await Promise.race([drained, new Promise((r) => setTimeout(r, 10_000).unref())]);
+      }),
+      reconciliation,
+      healthReports(refreshHealth),
+    ],
+    { logger },
+  );
+  workers.start();
 
   return {
     grpcPort,
@@ -108,18 +130,7 @@ export async function startUsage(config: UsageConfig, options: { clock?: Clock; 
     logger,
     async stop() {
       shuttingDown = true;
-      await refreshHealth();
-      clearInterval(healthTimer);
-      clearInterval(reconcileTimer);
-      // Stop accepting and send GOAWAY (the gateways open their next streams on new connections, to
-      // another replica), then end each authorization stream once its batches are answered; unary
-      // calls finish. All within 5 s, then forced.
-      const { drained } = await shutDownGrpc(grpcServer, drain, logger);
-      // Batches still being decided (a slow Postgres, fail-open) finish before the final flush, so
-      // their counts are written; bounded, within the process's overall shutdown bound.
-      await Promise.race([drained, new Promise((r) => setTimeout(r, 10_000).unref())]);
-      await http.close();
-      clearInterval(flushTimer);
+      await workers.stop();
       await meter.flush().catch((err: Error) => logger.error({ err: { message: err.message } }, 'final usage flush failed'));
       await new Promise((r) => metricsServer.close(r));
       // Calls given up on are withdrawn before Redis is let go (bounded).
@@ -220,22 +231,58 @@ async function reportHealth(
   health.setStatus(HEALTH_SERVICE_NAME, serving ? 'SERVING' : 'NOT_SERVING');
 }
 
-/** The periodic flush of counts to Postgres, and the reconciliation of Redis counters into it. */
-function startWriteBehind(config: UsageConfig, meter: UsageMeter, redis: RedisClient, logger: Logger, metrics: UsageMetrics) {
-  const flushTimer = setInterval(() => {
-    metrics.pendingCounters.set(meter.pendingCount());
-    meter.flush().catch((err: Error) => logger.warn({ err: { message: err.message } }, 'usage flush failed; will retry'));
-  }, config.USAGE_FLUSH_INTERVAL_MS);
+/** The gRPC health statuses, refreshed every second; once more when stopped (NOT_SERVING: shutting down). */
+function healthReports(refresh: () => Promise<void>): Worker {
+  const every = periodicWorker('health reports', 1000, refresh, { immediately: false });
+  return {
+    name: every.name,
+    async run(signal) {
+      await every.run(signal);
+      await refresh();
+    },
+  };
+}
+
+/**
+ * The periodic flush of counts to Postgres, and the reconciliation of Redis counters into it
+ * (whenever Redis (re)connects, and periodically). The final flush follows the drain in stop().
+ */
+function writeBehind(
+  config: UsageConfig,
+  meter: UsageMeter,
+  redis: RedisClient,
+  logger: Logger,
+  metrics: UsageMetrics,
+): { flush: Worker; reconciliation: Worker } {
+  const flush = periodicWorker(
+    'usage flush',
+    config.USAGE_FLUSH_INTERVAL_MS,
+    () => {
+      metrics.pendingCounters.set(meter.pendingCount());
+      return meter.flush().catch((err: Error) => logger.warn({ err: { message: err.message } }, 'usage flush failed; will retry'));
+    },
+    { immediately: false },
+  );
   const reconcile = () =>
     meter
       .reconcile()
       .then((n) => logger.debug({ counters: n }, 'usage counters reconciled'))
       .catch((err: Error) => logger.warn({ err: { message: err.message } }, 'usage reconcile failed; will retry'));
-  // Copy Redis counters into Postgres whenever Redis (re)connects, and periodically.
-  redis.on('ready', () => void reconcile());
-  if (redis.status === 'ready') void reconcile();
-  const reconcileTimer = setInterval(() => void reconcile(), config.USAGE_RECONCILE_INTERVAL_MS);
-  return { flushTimer, reconcileTimer };
+  const periodically = periodicWorker('usage reconcile', config.USAGE_RECONCILE_INTERVAL_MS, reconcile, { immediately: false });
+  const reconciliation: Worker = {
+    name: periodically.name,
+    async run(signal) {
+      const onReady = () => void reconcile();
+      redis.on('ready', onReady);
+      if (redis.status === 'ready') void reconcile();
+      try {
+        await periodically.run(signal);
+      } finally {
+        redis.off('ready', onReady);
+      }
+    },
+  };
+  return { flush, reconciliation };
 }
 
 /**

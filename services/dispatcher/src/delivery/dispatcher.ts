@@ -1,11 +1,15 @@
 import {
   type Clock,
   type Logger,
+  loopWorker,
   natsOptions,
   type Pool,
   PRO_TIER_RANK,
+  periodicWorker,
+  Supervisor,
   systemClock,
   traceContextColumn,
+  type Worker,
   withTransaction,
 } from '@fcd/service-kit';
 import {
@@ -65,8 +69,8 @@ export class Dispatcher {
   private readonly fanOuts: Batcher<FanOutEvent & LoggedEvent, string[]>;
   private readonly entitlements: Entitlements | undefined;
   readonly eventLog: EventLog;
-  private pruneTimer: NodeJS.Timeout | undefined;
-  private pruning: Promise<void> | undefined;
+  /** The workers under their own supervisor, when started alone (start()). */
+  private alone: Supervisor | undefined;
 
   constructor(private readonly deps: DispatcherDeps) {
     const { config, logger, metrics } = deps;
@@ -233,32 +237,37 @@ export class Dispatcher {
     return deleted;
   }
 
-  private schedulePruning(): void {
-    const run = () => {
-      this.pruning ??= this.pruneEventLog()
-        .then(() => undefined)
-        .catch((err: unknown) => this.deps.logger.warn({ err: { message: (err as Error).message } }, 'event log pruning failed'))
-        .finally(() => {
-          this.pruning = undefined;
-        });
-    };
-    run();
-    this.pruneTimer = setInterval(run, this.deps.config.EVENT_PRUNE_INTERVAL_MS);
-    this.pruneTimer.unref();
+  /**
+   * The dispatcher's background work, in start order (a supervisor stops them in reverse): the
+   * delivery worker, the event consumer, and the pruning of the event log (a failure is logged
+   * and the next run tries again).
+   */
+  workers(): Worker[] {
+    return [
+      loopWorker('delivery worker', this.worker),
+      loopWorker('event consumer', this.consumer),
+      periodicWorker('event log pruning', this.deps.config.EVENT_PRUNE_INTERVAL_MS, () =>
+        this.pruneEventLog().catch((err: unknown) =>
+          this.deps.logger.warn({ err: { message: (err as Error).message } }, 'event log pruning failed'),
+        ),
+      ),
+    ];
   }
 
+  /** Closes the HTTP pool of the sends, once the workers have stopped. */
+  close(): Promise<void> {
+    return this.sender.close();
+  }
+
+  /** Runs the workers on their own, outside a service's supervisor (tests). */
   start(): void {
-    this.worker.start();
-    this.consumer.start();
-    this.schedulePruning();
+    this.alone ??= new Supervisor(this.workers(), { logger: this.deps.logger });
+    this.alone.start();
   }
 
-  /** Stop consuming, finish the sends in flight, close the HTTP pool. */
+  /** Stop pruning and consuming, finish the sends in flight, close the HTTP pool. */
   async stop(): Promise<void> {
-    clearInterval(this.pruneTimer);
-    await this.pruning;
-    await this.consumer.stop();
-    await this.worker.stop();
-    await this.sender.close();
+    await this.alone?.stop();
+    await this.close();
   }
 }

@@ -1,4 +1,4 @@
-import type { Clock, Logger, Pool } from '@fcd/service-kit';
+import type { Clock, Logger, Pool, Worker } from '@fcd/service-kit';
 import { Backoff, errMessage, isoTimestamp, WakeableSleep, withTransaction } from '@fcd/service-kit';
 import type { Counter } from 'prom-client';
 import type { EventBus } from '../store/event-bus';
@@ -22,19 +22,20 @@ export interface RelaySettings {
  * the rows unsent; they are published again with the same Nats-Msg-Id and
  * JetStream drops the duplicates.
  */
-export class OutboxRelay {
-  private running = false;
-  private loop: Promise<void> | undefined;
-  /** The wait between batches; a nudge or stop() ends it. */
+export class OutboxRelay implements Worker {
+  readonly name = 'outbox relay';
+  private alone: { controller: AbortController; loop: Promise<void> } | undefined;
+  /** The wait between batches; a nudge or the stop ends it. */
   private readonly sleep = new WakeableSleep();
   private lastCleanup = 0;
 
   constructor(private readonly s: RelaySettings) {}
 
+  /** Runs the relay on its own, outside a supervisor (tests). */
   start(): void {
-    if (this.running) return;
-    this.running = true;
-    this.loop = this.run();
+    if (this.alone) return;
+    const controller = new AbortController();
+    this.alone = { controller, loop: this.run(controller.signal) };
   }
 
   /** New outbox rows were committed: publish without waiting for the next poll. */
@@ -42,11 +43,10 @@ export class OutboxRelay {
     this.sleep.wake();
   }
 
-  /** Stops after the current batch. */
+  /** Stops what start() started, after the current batch. */
   async stop(): Promise<void> {
-    this.running = false;
-    this.sleep.wake();
-    await this.loop;
+    this.alone?.controller.abort();
+    await this.alone?.loop;
   }
 
   /**
@@ -74,10 +74,12 @@ export class OutboxRelay {
     return { sent: result.acked.length, full: rows.length === this.s.batchSize && result.failed === 0, failed: result.failed };
   }
 
-  private async run(): Promise<void> {
+  /** Claims and publishes batches until the signal aborts, then returns after the current batch. */
+  async run(signal: AbortSignal): Promise<void> {
     // After a failure: pollMs doubling up to 5 s, so a NATS or Postgres outage is not hammered.
     const backoff = new Backoff({ initialMs: this.s.pollMs, maxMs: Math.max(this.s.pollMs, 5000), jitter: 0.2 });
-    while (this.running) {
+    signal.addEventListener('abort', () => this.sleep.wake(), { once: true });
+    while (!signal.aborted) {
       let wait = this.s.pollMs;
       if (this.s.bus.connected) {
         try {
@@ -92,7 +94,7 @@ export class OutboxRelay {
         }
       }
       // A nudge that arrived during the batch is latched: the sleep returns at once.
-      if (wait > 0 && this.running) await this.sleep.sleep(wait);
+      if (wait > 0 && !signal.aborted) await this.sleep.sleep(wait);
     }
   }
 
