@@ -1,26 +1,9 @@
-export * from './backends';
-export * from './backoff';
-export * from './bearer-token';
-export * from './cli';
-export * from './clock';
-export * from './config';
-export * from './cursor';
-export * from './errors';
-export * from './health';
-export * from './health-routes';
-export * from './http';
-export * from './http-server';
-export * from './ids';
-export * from './internal-auth';
-export * from './logger';
-export * from './metrics';
-export * from './pagination';
-export * from './pg';
-export * from './process-guard';
-export * from './redis-cluster';
-export * from './retry';
-export * from './schemas';
-export * from './shutdown';
-export * from './trace-context';
-export * from './wakeable-sleep';
-export * from './worker';
+/**
+ * Everything of the service kit. A domain/ file imports `@fcd/service-kit/pure` instead (no I/O
+ * module loaded); the other subpaths are `http`, `pg`, `redis` and `runtime`.
+ */
+export * from './exports/http';
+export * from './exports/pg';
+export * from './exports/pure';
+export * from './exports/redis';
+export * from './exports/runtime';

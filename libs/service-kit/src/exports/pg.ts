@@ -1,0 +1,2 @@
+/** `@fcd/service-kit/pg`: the Postgres pool, transactions and migrations. */
+export * from '../pg';

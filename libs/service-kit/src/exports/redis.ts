@@ -1,0 +1,2 @@
+/** `@fcd/service-kit/redis`: Redis Cluster from the backends' settings. */
+export * from '../redis-cluster';
