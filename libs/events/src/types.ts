@@ -1,4 +1,4 @@
-import { EventId, StringEnum } from '@fcd/service-kit';
+import { EventId, StringEnum } from '@fcd/service-kit/pure';
 import { type Static, type TSchema, Type } from '@sinclair/typebox';
 
 /** The event types the facility service publishes and a subscription can list (docs/webhooks.md). */
