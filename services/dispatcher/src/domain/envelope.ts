@@ -1,4 +1,4 @@
-import { EventId } from '@fcd/service-kit';
+import { EventId } from '@fcd/service-kit/pure';
 import { eventFacilityIds, type FanOutEvent, type MatchableEvent } from '@fcd/webhooks';
 
 export type ParsedEvent = { ok: true; event: FanOutEvent; createdAt: number } | { ok: false; reason: string };

@@ -1,4 +1,4 @@
-import { decodeListCursor, encodeListCursor, UUID_ANY_CASE } from '@fcd/service-kit';
+import { decodeListCursor, encodeListCursor, UUID_ANY_CASE } from '@fcd/service-kit/pure';
 import { isCalendarDate } from './records';
 
 /**

@@ -1,5 +1,5 @@
-import { type EventEnvelope, envelope } from '@fcd/events';
-import type { IdSource } from '@fcd/service-kit';
+import { type EventEnvelope, envelope } from '@fcd/events/contract';
+import type { IdSource } from '@fcd/service-kit/pure';
 import type { CaseStatus, ComplianceStatus } from './codes';
 import type { EnforcementCase, Facility, Violation } from './model';
 

@@ -1,4 +1,4 @@
-import { type FieldProblem, Nullable, StringEnum } from '@fcd/service-kit';
+import { type FieldProblem, Nullable, StringEnum } from '@fcd/service-kit/pure';
 import { type Static, type TArray, type TObject, type TSchema, type TString, Type } from '@sinclair/typebox';
 import { normalizeState } from './codes';
 import { RowReader } from './row-reader';

@@ -1,4 +1,4 @@
-import type { FieldProblem } from '@fcd/service-kit';
+import type { FieldProblem } from '@fcd/service-kit/pure';
 
 /**
  * Reading the fields of one raw import row (a CSV line or a JSON object): every field is read,

@@ -1,5 +1,5 @@
 import { Readable } from 'node:stream';
-import type { FieldProblem } from '@fcd/service-kit';
+import type { FieldProblem } from '@fcd/service-kit/pure';
 import { parse } from 'csv-parse';
 import { FIELDS, type RecordKind } from './records';
 

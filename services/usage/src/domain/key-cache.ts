@@ -1,4 +1,4 @@
-import type { Clock } from '@fcd/service-kit';
+import type { Clock } from '@fcd/service-kit/pure';
 import type { KeyPrincipal } from './tiers';
 
 /**

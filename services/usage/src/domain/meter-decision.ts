@@ -1,4 +1,4 @@
-import { isoTimestamp, nextUtcMidnight, utcDay } from '@fcd/service-kit';
+import { isoTimestamp, nextUtcMidnight, utcDay } from '@fcd/service-kit/pure';
 import type { BillingFigures } from './billing';
 import type { KeyPrincipal } from './tiers';
 

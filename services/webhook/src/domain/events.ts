@@ -1,4 +1,4 @@
-import { EventId, notFound, validationError } from '@fcd/service-kit';
+import { EventId, notFound, validationError } from '@fcd/service-kit/pure';
 import type { StoredEvent } from '@fcd/webhooks';
 import { parseDateTime } from './date-time';
 import type { EventReader } from './ports';

@@ -1,4 +1,4 @@
-import { type AccountClaims, AppError, type KeysetPage, keysetPage, type PageRequest, takeRows } from '@fcd/service-kit';
+import { type AccountClaims, AppError, type KeysetPage, keysetPage, type PageRequest, takeRows } from '@fcd/service-kit/pure';
 import {
   DEFAULT_MAX_IN_FLIGHT,
   type DeliveryView,

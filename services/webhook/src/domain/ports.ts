@@ -1,4 +1,4 @@
-import type { AccountClaims, KeysetPage, PageRequest } from '@fcd/service-kit';
+import type { AccountClaims, KeysetPage, PageRequest } from '@fcd/service-kit/pure';
 import type {
   DeliveryView,
   EventFilter,

@@ -1,4 +1,4 @@
-import { AppError, type FieldProblem, serviceUnavailable } from '@fcd/service-kit';
+import { AppError, type FieldProblem, serviceUnavailable } from '@fcd/service-kit/pure';
 import { DAY_MS, RECOVER_RATE } from '@fcd/webhooks';
 import { parseDateTime } from './date-time';
 

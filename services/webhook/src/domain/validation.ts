@@ -1,4 +1,4 @@
-import { FacilityId, type FieldProblem } from '@fcd/service-kit';
+import { FacilityId, type FieldProblem } from '@fcd/service-kit/pure';
 import { EVENT_TYPES, isEventType } from '@fcd/webhooks';
 
 /**

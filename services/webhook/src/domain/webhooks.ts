@@ -12,7 +12,7 @@ import {
   systemClock,
   uuidSource,
   validationError,
-} from '@fcd/service-kit';
+} from '@fcd/service-kit/pure';
 import {
   checkWebhookUrl,
   DEFAULT_EVENT_RETENTION_DAYS,
