@@ -48,8 +48,18 @@ check "generated OpenAPI document and @fcd/client types are up to date" npx tsx 
 check "build" npm run build --silent
 
 echo "== tests (vitest)"
-rm -f .run/vitest.json
-npx vitest run --reporter=default --reporter=json --outputFile.json=.run/vitest.json "$@"
+rm -f .run/vitest.json .run/vitest-load.json
+npx vitest run --exclude '**/*.load.int.test.ts' --reporter=default --reporter=json --outputFile.json=.run/vitest.json "$@"
 vitest_rc=$?
+reports=(.run/vitest.json)
+# Tests that assert a latency percentile under load (*.load.int.test.ts) run last, one file at a
+# time, so no other test file's processes share the two cores with the load they measure.
+if [ $# -eq 0 ]; then
+  echo "== latency tests under load (vitest, one file at a time)"
+  npx vitest run --maxWorkers=1 --reporter=default --reporter=json --outputFile.json=.run/vitest-load.json '.load.int.test.ts'
+  load_rc=$?
+  [ "$vitest_rc" -eq 0 ] && vitest_rc=$load_rc
+  reports+=(.run/vitest-load.json)
+fi
 
-node scripts/test-summary.mjs .run/vitest.json "$static_passed" "$static_failed" "$vitest_rc"
+node scripts/test-summary.mjs "$static_passed" "$static_failed" "$vitest_rc" "${reports[@]}"

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { SendGuard } from './send-guard';
 
 // The send timeout over a scripted source and hand-driven timers: a reader that takes nothing for
-// the timeout is cut, one that keeps reading never is. Over a real socket: test/export-limits.int.test.ts.
+// the timeout is cut, one that keeps reading never is. Over a real socket: test/export-limits.load.int.test.ts.
 
 /** Timers that fire only when `advance` passes their time. */
 function manualTimers() {
