@@ -5,6 +5,7 @@ import { type ApiStack, eventually, gatewayEnv, type ServiceProcess, startApiSta
 import pg from 'pg';
 import { Client } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { GatewayConfigSchema } from '../src/config';
 
 /**
  * Bulk exports bounded (docs/api.md, "Bulk export"), through the whole stack: two exports at once
@@ -197,12 +198,13 @@ describe('a stalled reader', () => {
     expect(freed.at).toBeGreaterThanOrEqual(SEND_TIMEOUT_MS + GRACE_MS - 50);
 
     // Each gateway cut its reader (not before the send timeout; later by the time the kernel's
-    // buffers took to fill), then closed the connection the grace after.
+    // buffers took to fill), then closed the connection the grace after. The first closed freed the
+    // slot that answered 200: the other gateway's close may come a moment later.
     for (const gateway of [stack.gateways[0] as ServiceProcess, second]) {
-      const at = (msg: string) =>
-        Date.parse(String(gateway.logs().find((l) => l.msg === msg && Date.parse(String(l.time)) >= pausedAt)?.time));
-      const cut = at('export reader stalled: cut');
-      const closed = at('export reader took nothing more: connection closed');
+      const at = async (msg: string) =>
+        Date.parse(String((await gateway.waitForLog((l) => l.msg === msg && Date.parse(String(l.time)) >= pausedAt, 10_000)).time));
+      const cut = await at('export reader stalled: cut');
+      const closed = await at('export reader took nothing more: connection closed');
       expect(cut - pausedAt).toBeGreaterThanOrEqual(SEND_TIMEOUT_MS - 50);
       expect(closed - cut).toBeGreaterThanOrEqual(GRACE_MS - 10);
       expect(closed - cut).toBeLessThan(GRACE_MS + 500);
@@ -239,14 +241,14 @@ async function quiet(pids: number[]): Promise<void> {
 /** The gateway container's memory limit in the chart (deploy/helm values: serviceDefaults, the gateway's own unset). */
 const CHART_LIMIT_MIB = 512;
 /**
- * The replica's limit in this test (the default is 128). On loopback each stalled connection takes
+ * The replica's limit in this test (the default is 64). On loopback each stalled connection takes
  * about 13 MB into the kernel's buffers before the gateway's writes wait, so every admitted export
  * costs the facility service about 13 pages: 16 keep the test within its time. What the gateway
  * holds per stalled export (at most one page) is printed, with the default's projection.
  */
 const PER_REPLICA = 16;
-/** EXPORT_MAX_PER_REPLICA's default. */
-const DEFAULT_PER_REPLICA = 128;
+/** EXPORT_MAX_PER_REPLICA's default (the chart sets the same). */
+const DEFAULT_PER_REPLICA = GatewayConfigSchema.properties.EXPORT_MAX_PER_REPLICA.default as number;
 const STALLED = 1000;
 const ACCOUNTS = 10;
 
