@@ -51,7 +51,7 @@ export const GatewayConfigSchema = Type.Object({
    * rows, under 1 MiB) while its reader is slow, so this bounds their memory (docs/operations.md,
    * "Bulk exports"). The next one gets 503 with Retry-After.
    */
-  EXPORT_MAX_PER_REPLICA: Env.int(128, 1, 10_000),
+  EXPORT_MAX_PER_REPLICA: Env.int(64, 1, 10_000),
   /** An export's slot lapses this long after its gateway last renewed it (a third of it), so a crashed gateway frees its slots. */
   EXPORT_SLOT_TTL_MS: Env.int(30_000, 3000, 600_000),
   /** A reader that takes no bytes of an export for this long is cut: the rest of the page and the resume line are queued. */
