@@ -197,8 +197,8 @@ export const webhookMigrations: Migration[] = [
   {
     id: '0010_delivery_write_cost',
     sql: `
-      -- The cost of writing a delivery (issue 16, docs/dispatcher.md "Cost per delivery"). Since
-      -- 0003 every row has its body, and nothing reads payload but the claim, for rows from before
+      -- Cuts the work of writing a delivery (docs/dispatcher.md "Cost per delivery"). Since 0003
+      -- every row has its body, and nothing reads payload but the claim, for rows from before
       -- 0003: new rows leave it NULL instead of parsing the body into jsonb once more.
       ALTER TABLE deliveries ALTER COLUMN payload DROP NOT NULL;
       -- deliveries_due_subscription (0008) leads with the same column under the same predicate:
