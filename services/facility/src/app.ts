@@ -18,6 +18,7 @@ import { exportRoutes } from './routes/exports';
 import { ingestRoutes } from './routes/ingest';
 import { internalRoutes } from './routes/internal';
 import { publicRoutes } from './routes/public';
+import { sourcesRoutes } from './routes/sources';
 import type { Ingestion } from './store/ingestion';
 import type { Queryable } from './store/queries';
 
@@ -60,6 +61,7 @@ export async function buildFacilityApp(deps: AppDeps): Promise<FastifyInstance> 
   await app.register(async (scope) => {
     scope.addHook('onRequest', requireGatewayAccount(deps.auth));
     await scope.register(publicRoutes, { db: deps.db });
+    await scope.register(sourcesRoutes, { db: deps.db });
     await scope.register(internalRoutes, { db: deps.db });
     await scope.register(exportRoutes, { db: deps.db });
   });

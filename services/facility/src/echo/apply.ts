@@ -63,7 +63,8 @@ export async function applyFacilities(run: UnitRun, file: EchoFileName): Promise
        FROM ${t} s JOIN facilities f ON f.registry_id = s.registry_id, LATERAL (SELECT ${next}) n
       WHERE (${cols.map((c) => `f.${c}`).join(', ')}) IS DISTINCT FROM (${cols.map((c) => `n.${c}`).join(', ')})`,
   );
-  // data_as_of: the time of the sync that last wrote the row (docs/facility.md).
+  // data_as_of: the unit's timestamp ($1), which the unit records as its file's synced_at in
+  // echo_sync_sources (sources.ts, GET /v1/sources): the time of the sync that last wrote the row.
   s.changed = await run.update(
     `UPDATE facilities f SET (${cols.join(', ')}, updated_at, data_as_of) = (${cols.map((c) => `c.${c}`).join(', ')}, $1::timestamptz, $1::timestamptz)
        FROM ${changed} c WHERE c.id = f.id`,

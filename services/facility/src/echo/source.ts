@@ -14,6 +14,14 @@ export interface SourceEntry {
   file: EchoFileName;
   /** Where it was found, for messages: `case_downloads.zip:CASE_FACILITIES.csv` or a path. */
   origin: string;
+  /** The zip it was read from (`case_downloads.zip`), or null for a plain CSV file. */
+  archive: string | null;
+  /**
+   * The file's own date: the zip entry's modification time (its Info-ZIP or NTFS extended
+   * timestamp, which is UTC; else the MS-DOS date and time, which carry no zone, read as UTC),
+   * or a plain CSV file's modification time.
+   */
+  fileDate: Date | null;
   /** A fresh stream of the file's bytes (called again when a step is retried). */
   open(): Promise<Readable>;
 }
@@ -80,8 +88,15 @@ async function addZip(path: string, into: EchoSource, zips: yauzl.ZipFile[]): Pr
     const file = KNOWN.get(basename(entry.fileName).toUpperCase());
     const origin = `${name}:${entry.fileName}`;
     if (!file) into.ignored.push(origin);
-    else add(into, { file, origin, open: () => entryStream(zip, entry, origin) });
+    else add(into, { file, origin, archive: name, fileDate: entryDate(entry), open: () => entryStream(zip, entry, origin) });
   }
+}
+
+/** A zip entry's modification time (see SourceEntry.fileDate); null when it is not a valid date. */
+export function entryDate(entry: yauzl.Entry): Date | null {
+  // yauzl 3 takes the zone of a bare MS-DOS time as an option (its type definitions predate it).
+  const d = (entry as unknown as { getLastModDate(o: { timezone: 'UTC' }): Date }).getLastModDate({ timezone: 'UTC' });
+  return Number.isFinite(d.getTime()) ? d : null;
 }
 
 function add(into: EchoSource, entry: SourceEntry): void {
@@ -93,7 +108,16 @@ function add(into: EchoSource, entry: SourceEntry): void {
 function addCsv(path: string, into: EchoSource): void {
   const file = KNOWN.get(basename(path).toUpperCase());
   if (!file) into.ignored.push(basename(path));
-  else add(into, { file, origin: basename(path), open: async () => createReadStream(path) });
+  else {
+    const mtime = statSync(path).mtime;
+    add(into, {
+      file,
+      origin: basename(path),
+      archive: null,
+      fileDate: Number.isFinite(mtime.getTime()) ? mtime : null,
+      open: async () => createReadStream(path),
+    });
+  }
 }
 
 /** Downloads an http(s) URL to a temporary file (streamed, never held in memory). */

@@ -60,6 +60,8 @@ export interface SyncOptions {
   maxErrors?: number;
   /** Rows copied per COPY chunk write. */
   copyChunkBytes?: number;
+  /** The sync's row in echo_sync_runs (set by syncEcho; a dry run has none and records no source). */
+  runId?: number;
   /** Called after each unit commits (tests use it to kill a sync part-way). */
   onUnitApplied?: (unit: UnitName) => void;
 }

@@ -108,7 +108,7 @@ export async function syncEcho(opts: SyncOptions): Promise<SyncSummary> {
     errorCount += result.errorCount;
   };
   try {
-    await runUnits(opts, summary, emit, collect);
+    await runUnits(runId === undefined ? opts : { ...opts, runId }, summary, emit, collect);
   } catch (err) {
     if (runId !== undefined) await failRun(opts, runId);
     throw err;

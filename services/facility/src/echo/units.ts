@@ -6,6 +6,7 @@ import { FILE_SPECS, type FileSpec, type UnitName } from './files';
 import type { EchoFileName } from './layouts';
 import type { KeyRebuilds } from './rebuild';
 import type { EchoSource, SourceEntry } from './source';
+import { recordSources } from './sources';
 import type { SyncOptions } from './sync-types';
 import { type UnitResult, UnitRun } from './unit-run';
 
@@ -104,5 +105,7 @@ export async function applyUnit(
   const order = new Map(entries.map((e, i) => [e.origin, i]));
   run.result.errors.sort((a, b) => (order.get(a.origin) ?? 0) - (order.get(b.origin) ?? 0) || a.line - b.line);
   await writeOutbox(client, run.result.events);
+  // The files of the unit, recorded on its transaction (GET /v1/sources): listed once committed.
+  if (opts.runId !== undefined) await recordSources(client, opts.runId, run.now, entries, run.result.files);
   return run.result;
 }

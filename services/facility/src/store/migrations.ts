@@ -215,4 +215,25 @@ UPDATE facilities SET data_as_of = updated_at, inspections = jsonb_build_object(
 ALTER TABLE facilities ALTER COLUMN data_as_of SET NOT NULL, ALTER COLUMN data_as_of SET DEFAULT now();
 `,
   },
+  {
+    // The ECHO files each sync applied (GET /v1/sources, docs/echo.md "Freshness"): one row per
+    // file of a unit, written by that unit in its own transaction, so a file is listed exactly
+    // when what it brought is committed. file_date is the file's own date (the zip entry's).
+    id: '0008_echo_sync_sources',
+    sql: `
+CREATE TABLE echo_sync_sources (
+  id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+  run_id bigint NOT NULL, -- echo_sync_runs.id (not a foreign key: pruning or resetting the runs leaves this list whole)
+  file text NOT NULL,
+  archive text,
+  file_date timestamptz,
+  synced_at timestamptz NOT NULL,
+  rows_read integer NOT NULL CHECK (rows_read >= 0),
+  rows_rejected integer NOT NULL CHECK (rows_rejected >= 0)
+);
+-- The latest record of each file: DISTINCT ON (file) ... ORDER BY file, synced_at DESC, id DESC.
+CREATE INDEX echo_sync_sources_file_idx ON echo_sync_sources (file, synced_at DESC, id DESC);
+CREATE INDEX echo_sync_sources_run_idx ON echo_sync_sources (run_id);
+`,
+  },
 ];
