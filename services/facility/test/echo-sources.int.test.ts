@@ -67,10 +67,10 @@ async function writeDatedDownload(
       zip.addBuffer(Buffer.from(overrides[f] ?? csvText(f, d[f] ?? [])), f, { mtime, forceDosTimestamp: dos });
     }
     zip.end();
-    await new Promise((resolve, reject) => {
+    await new Promise<void>((resolve, reject) => {
       zip.outputStream
         .pipe(createWriteStream(join(out, zipName)))
-        .once('close', resolve)
+        .once('close', () => resolve())
         .once('error', reject);
     });
   }
