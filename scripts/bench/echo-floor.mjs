@@ -3,7 +3,8 @@
 // migrated database, with every index, key and foreign key of those tables dropped first and built
 // again after the COPY, in one transaction. A loader that writes these tables cannot take less:
 // what is left is writing the rows and building the indexes the API needs. echo.mjs reports it
-// beside psql's `\copy` of the raw files into plain text tables (issue 13's baseline).
+// beside psql's `\copy` of the raw files into plain text tables (the ECHO sync target's
+// baseline, docs/benchmarks.md "ECHO sync").
 import { join } from 'node:path';
 import pg from 'pg';
 

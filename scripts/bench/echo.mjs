@@ -6,8 +6,9 @@
 // psql's `\copy` of every file into a plain table of text columns (one per header column), in the
 // same run. Peak RSS of each sync process comes from /usr/bin/time -v (else VmHWM sampled from
 // /proc/<pid>/status); the CPU µs per row of each process (psql, each sync) from the CPU of
-// waited-for children (/proc/self/stat cutime + cstime) around it. Targets (issue 13): first load ≥ 0.25 × the \copy throughput; re-sync ≤
-// half the first load's time; peak RSS ≤ 300 MiB. Also the floor of any loader of the served
+// waited-for children (/proc/self/stat cutime + cstime) around it. Targets (docs/benchmarks.md,
+// "Current figures"): first load ≥ 0.25 × the \copy throughput; re-sync ≤ half the first load's
+// time; peak RSS ≤ 300 MiB. Also the floor of any loader of the served
 // tables (echo-floor.mjs: the stored rows COPYed into them, every index built after), so the
 // figures say how much of the gap to `\copy` is the loader's. Writes bench-results/echo-<date>.json.
 //

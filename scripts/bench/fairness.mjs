@@ -1,6 +1,7 @@
 #!/usr/bin/env node
-// Fairness benchmark (issue 19): a fresh event for one subscription is not stuck behind another
-// subscription's backlog. Events published to JetStream → dispatcher → a local HTTP receiver.
+// Fairness benchmark (docs/benchmarks.md, "Fairness"): a fresh event for one subscription is not
+// stuck behind another subscription's backlog. Events published to JetStream → dispatcher → a local
+// HTTP receiver.
 //
 // Two subscriptions of one account, each with its own receiver path and facility filter, so an
 // event matches only one of them:

@@ -7,7 +7,7 @@ import { jetstream } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
 import { latencyStats, NATS_URL } from './dispatcher-bench.mjs';
 
-/** Issue 16's targets at 900 deliveries/s, commit → arrival (ms). */
+/** The paced targets at 900 deliveries/s, commit → arrival (ms): docs/benchmarks.md, "Current figures". */
 export const TARGET = { p99: 100, max: 500 };
 
 /** The measured window's slices whose p99 are reported apart: a tail from a backlog left by the warm-up shows in the first. */

@@ -1,5 +1,6 @@
 #!/usr/bin/env node
-// Paced delivery benchmark (issue 16): webhook latency at a steady load, not while draining a backlog.
+// Paced delivery benchmark: webhook latency at a steady load, not while draining a backlog
+// (docs/benchmarks.md, "Webhook latency at a steady load").
 //
 // The real path, end to end: the facility service (its ingestion API and in-process outbox relay)
 // → JetStream → the dispatcher (production defaults: concurrency 64, poll 500 ms) → a keep-alive

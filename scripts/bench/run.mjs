@@ -23,10 +23,10 @@ async function all() {
   if (only.has('proxied')) await proxiedPathRound();
   // The delivery benchmark (events → dispatcher → receiver, beside a bare undici loop).
   if (only.has('delivery')) execFileSync(process.execPath, [resolve(root, 'scripts/bench/delivery.mjs')], { stdio: 'inherit' });
-  // The paced delivery benchmark (issue 16: facility ingestion → outbox relay → JetStream → dispatcher →
+  // The paced delivery benchmark (facility ingestion → outbox relay → JetStream → dispatcher →
   // receiver at 900 deliveries/s, then at 80 % of the rate the whole stack keeps up with, which it probes).
   if (only.has('paced')) execFileSync(process.execPath, [resolve(root, 'scripts/bench/paced.mjs')], { stdio: 'inherit' });
-  // The fairness benchmark (issue 19: fresh events for one subscription while another, rate-limited to
+  // The fairness benchmark (fresh events for one subscription while another, rate-limited to
   // 20/s, holds a 10,000-delivery backlog; beside the same stream with no backlog).
   if (only.has('fairness')) execFileSync(process.execPath, [resolve(root, 'scripts/bench/fairness.mjs')], { stdio: 'inherit' });
   // The import benchmark (facility CLI, 50,000 rows, twice, beside COPY of the same lines).
@@ -36,10 +36,11 @@ async function all() {
   // The ECHO sync benchmark (sync-echo of 1,000,000 facilities and 2,000,000 violations, a no-change
   // re-sync, beside psql \copy of the same files; BENCH_ECHO_FACILITIES changes the size).
   if (only.has('echo')) execFileSync(process.execPath, [resolve(root, 'scripts/bench/echo.mjs')], { stdio: 'inherit' });
-  // Issue 16's targets beside this run's figures (the rounds above that ran), in one table.
+  // The targets of docs/benchmarks.md ("Current figures") beside this run's figures (the rounds
+  // above that ran), in one table.
   const rows = targetRows(resolve(root, 'bench-results'), started);
   if (rows.length > 0) {
-    console.log("issue 16's targets, this run:");
+    console.log('targets (docs/benchmarks.md, "Current figures"), this run:');
     console.table(rows);
   }
 }

@@ -1,6 +1,6 @@
-// Issue 16's targets beside what this `npm run bench` run measured: the closing table of run.mjs,
-// read from the results the rounds wrote to bench-results/ (docs/benchmarks.md has the method of
-// each figure). Only rounds that wrote their result during this run are shown.
+// The targets of docs/benchmarks.md ("Current figures") beside what this `npm run bench` run
+// measured: the closing table of run.mjs, read from the results the rounds wrote to bench-results/
+// (docs/benchmarks.md has the method of each figure). Only rounds that wrote their result during this run are shown.
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
 
@@ -22,7 +22,7 @@ function latest(dir, name, since) {
 /**
  * One row per target whose round ran: the figure, the target and whether it was met. The dispatcher's
  * halving target is 485 µs per delivery: half of the first figures measured for it (954–970 µs on
- * 2026-11-27, docs/benchmarks.md), the looser half.
+ * 2026-11-27, docs/benchmarks/history/2026-11-27.md, "02:47–03:03"), the looser half.
  */
 export function targetRows(dir, since) {
   const rows = [];
