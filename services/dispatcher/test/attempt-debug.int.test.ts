@@ -22,7 +22,7 @@ import {
 } from './helpers';
 
 /**
- * Issue 14, item 5 (attempt debugging): each attempt in the delivery log keeps the request headers
+ * Attempt debugging (ADR 0003, docs/webhooks.md "Deliveries"): each attempt in the delivery log keeps the request headers
  * sent, the response headers, the first 4 KiB of the response body with a truncated flag, and
  * DNS, connect, TLS and first-byte timings. Against a real HTTPS receiver (a test certificate for
  * 127.0.0.1 and receiver.test, which an injected resolver maps to 127.0.0.1), through the Sender

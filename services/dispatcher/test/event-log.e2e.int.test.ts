@@ -27,7 +27,7 @@ import {
 } from './helpers';
 
 /**
- * The event log end to end (issue 14, items 3 and 4): events published to JetStream, consumed by
+ * The event log end to end (ADR 0002, docs/webhooks.md "Recovery"): events published to JetStream, consumed by
  * the dispatcher process (which logs them with their fan-out), read back and recovered through
  * the gateway (usage service for keys, tiers and counting; webhook service for the routes), and
  * re-delivered by the dispatcher to a real HTTPS receiver.

@@ -28,7 +28,7 @@ import { download1, F, writeDownload } from '../../facility/test/echo-fixtures';
 import { migrations as usageMigrations } from '../../usage/src/store/migrations';
 
 /**
- * Issue 15, item 3 (ADR 0013): the whole system through PgBouncer in `pool_mode = transaction`,
+ * ADR 0013 (docs/operations.md, "PgBouncer"): the whole system through PgBouncer in `pool_mode = transaction`,
  * with 3 server connections shared by every service and CLI (libs/testing/src/pgbouncer.ts;
  * PgBouncer accepts no `options` or `statement_timeout` startup parameter, as in production).
  * Every process runs with DATABASE_URL at PgBouncer and DATABASE_POOL_MODE=transaction.

@@ -22,7 +22,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Receiver, SECRET_KEY, secretBox, sleep, subscribe, type TestDb, testCertificate } from '../../dispatcher/test/helpers';
 
 /**
- * Issue 15, item 5: rolling updates under load. Two replicas of each kind (gateway, usage,
+ * Rolling updates under load (docs/operations.md, "Rollouts"). Two replicas of each kind (gateway, usage,
  * facility, webhook, dispatcher) on one database, Redis key prefix and JetStream stream, while a
  * bounded load runs: API reads through the gateways with a Pro key (account usage, facility
  * reads, webhook-subscription reads) and ingestion of new violations, whose events the

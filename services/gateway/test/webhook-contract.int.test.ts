@@ -26,7 +26,7 @@ import asyncapiCommitted from '../src/openapi/asyncapi.json';
 import openapiCommitted from '../src/openapi/openapi.json';
 
 /**
- * Issue 14, item 7 (documented payloads), through a running system: the real facility service
+ * The documented payloads (docs/webhooks.md, "Documented payloads"), through a running system: the real facility service
  * (ingestion → outbox → JetStream), a dispatcher process delivering to an HTTPS receiver, and the
  * webhook API behind the gateway.
  * - /openapi.json passes `redocly lint` with the recommended-strict ruleset (redocly.yaml);

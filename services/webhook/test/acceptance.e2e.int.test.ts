@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SECRET_KEY, SUBSCRIPTION_KEYS } from './helpers';
 
 /**
- * Issue 4's acceptance lines, through the gateway against real services:
+ * The subscription API of docs/webhooks.md ("API"), end to end through the gateway against real services:
  * usage (keys, tiers, metering), gateway (authentication, routing), the real
  * facility service (facility existence) and the webhook service, each its own
  * process, on one database. The webhook service runs with the production
@@ -133,7 +133,7 @@ describe('the stack under test', () => {
   });
 });
 
-describe('acceptance 1–2: create, read, list, update; the secret once; facility_ids null', () => {
+describe('create, read, list, update; the secret once; facility_ids null', () => {
   it('creates → 201 with every published field in the right format; GET, list and PATCH show only the redacted secret', async () => {
     const before = Date.now();
     const created = await create(pro.apiKey, { url: HOOK_URL, events: ['violation.new', 'case.updated'], facility_ids: [F1, F2] });
@@ -216,7 +216,7 @@ describe('acceptance 1–2: create, read, list, update; the secret once; facilit
   });
 });
 
-describe('acceptance 3: validation, nothing written', () => {
+describe('validation, nothing written', () => {
   let validator: TestAccount;
   let existing: Record<string, unknown>;
 
@@ -341,7 +341,7 @@ describe('acceptance 3: validation, nothing written', () => {
   );
 });
 
-describe('acceptance 4: activation, and other accounts’ subscriptions', () => {
+describe('activation, and other accounts’ subscriptions', () => {
   it('PATCH is_active:false deactivates (manual); is_active:true reactivates with deactivated_at and reason null', async () => {
     const sub = await createOk(pro.apiKey);
     const off = await patch(pro.apiKey, sub.id, { is_active: false });
@@ -410,7 +410,7 @@ describe('ids the router cannot take', () => {
   });
 });
 
-describe('acceptance 5: tiers', () => {
+describe('tiers', () => {
   it('refuses a Free account with 403 FORBIDDEN (required_tier pro, tier free) on all five verbs', async () => {
     const sub = await createOk(pro.apiKey);
     const verbs: Array<[string, string, unknown?]> = [
@@ -433,7 +433,7 @@ describe('acceptance 5: tiers', () => {
   });
 });
 
-describe('acceptance 6: at most 25 subscriptions per account', () => {
+describe('at most 25 subscriptions per account', () => {
   it('refuses the 26th with 409 LIMIT_REACHED; after a delete a new one is accepted', async () => {
     const account = await stack.createAccount('pro');
     const ids: string[] = [];
@@ -457,7 +457,7 @@ describe('acceptance 6: at most 25 subscriptions per account', () => {
   });
 });
 
-describe('acceptance 7: any JSON body gets a 2xx or a 4xx error envelope, never a 5xx (fast-check)', () => {
+describe('any JSON body gets a 2xx or a 4xx error envelope, never a 5xx (fast-check)', () => {
   let account: TestAccount;
   const patchTargets: string[] = [];
 
