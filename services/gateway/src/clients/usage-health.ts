@@ -6,7 +6,7 @@ type CheckFn = (req: { service: string }, opts: { deadline: number }, cb: (err: 
 /**
  * Standard gRPC health checks against the usage service. It reports its own
  * state ("") and its stores ("postgres", "redis"), so the gateway's /readyz can
- * name the relational database and the cache store as the seed requires.
+ * name the relational database and the cache store apart (docs/operations.md, "Configuration").
  */
 export class UsageHealth {
   private readonly client: grpc.Client & { check: CheckFn };
