@@ -43,16 +43,16 @@ async function definitions(
 
 /**
  * A first load's bulk inserts run without the served tables' keys, foreign keys and B-tree/GIN
- * indexes: `drop(table)` before the first insert into a table, `restore()` before the
- * transaction commits adds everything back from its definitions. One sorted build per index (and
- * one validating join per foreign key) is several times cheaper than maintaining each of them row
- * by row (docs/benchmarks.md: 200,000 violations COPYed in 3.3 s with their keys, 0.8 s without,
- * 0.6 s to build them). The keys are checked when they are added: a duplicate or a dangling
- * reference fails the transaction, which rolls back to the original definitions (DDL is
- * transactional), so nothing weaker is ever committed. What runs between must not need the keys
- * (no ON CONFLICT on them; joins use hash plans instead of the indexes). Dropping a foreign key
- * locks both of its tables (ACCESS EXCLUSIVE), so a first load fills the facilities and the
- * violations in one transaction (sync.ts): the API reads neither until both are there.
+ * indexes: `drop(table)` before the first insert into a table, `restore()` before the transaction
+ * commits adds everything back from its definitions. One sorted build per index (and one validating
+ * join per foreign key) is several times cheaper than maintaining each of them row by row (200,000
+ * violations COPYed in 3.3 s with their keys, 0.8 s without, 0.6 s to build them:
+ * docs/benchmarks/history/2026-11-27.md, "11:05–11:50"). The keys are checked when they are added:
+ * a duplicate or a dangling reference fails the transaction, which rolls back to the original
+ * definitions (DDL is transactional), so nothing weaker is ever committed. What runs between must
+ * not need the keys (no ON CONFLICT on them; joins use hash plans instead of the indexes). Dropping
+ * a foreign key locks both of its tables (ACCESS EXCLUSIVE), so a first load fills the facilities
+ * and the violations in one transaction (sync.ts): the API reads neither until both are there.
  */
 export class KeyRebuilds {
   private readonly dropped = new Map<string, Awaited<ReturnType<typeof definitions>>>();

@@ -165,16 +165,16 @@ CREATE INDEX echo_sync_runs_success_idx ON echo_sync_runs (finished_at) WHERE ou
   },
   {
     id: '0006_facility_point_inlinable',
-    // facility_point (0004) pinned the extensions' schemas with SET search_path, so Postgres could
-    // not inline it: every call went through the function manager and set the GUC (42.6 s per
-    // 1,000,000 rows of an ECHO first load, docs/benchmarks.md). Same signature and result, now
-    // inlinable: no SET clause, a single SELECT of ll_to_earth's own expression (earthdistance
-    // 1.1) with every function, operator and type schema-qualified (found here, as in 0004), so
-    // the body parses the same under any search_path. Not STRICT: earth() is not strict, and a
-    // strict SQL function whose body has a non-strict call is not inlined (a NULL argument still
-    // gives NULL: cube() is strict and a domain cast passes NULL). The index expression is
-    // inlined the same way (the planner simplifies index expressions like the query's), so the
-    // index still matches; it is rebuilt because its function's body changed (same values).
+    // facility_point (0004) pinned the extensions' schemas with SET search_path, so Postgres could not
+    // inline it: every call went through the function manager and set the GUC (42.6 s per 1,000,000
+    // rows of an ECHO first load, docs/benchmarks/history/2026-11-25.md, "ECHO sync"). Same signature
+    // and result, now inlinable: no SET clause, a single SELECT of ll_to_earth's own expression
+    // (earthdistance 1.1) with every function, operator and type schema-qualified (found here, as in
+    // 0004), so the body parses the same under any search_path. Not STRICT: earth() is not strict, and
+    // a strict SQL function whose body has a non-strict call is not inlined (a NULL argument still
+    // gives NULL: cube() is strict and a domain cast passes NULL). The index expression is inlined the
+    // same way (the planner simplifies index expressions like the query's), so the index still
+    // matches; it is rebuilt because its function's body changed (same values).
     sql: `
 DO $$
 DECLARE cube_schema text; earth_schema text;

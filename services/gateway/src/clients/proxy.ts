@@ -35,7 +35,8 @@ export function sendAnswer(reply: FastifyReply, answer: UpstreamAnswer): Fastify
  * own coarse timers, to about a second). A write (any method but GET and HEAD) must also end within
  * it in total, since an idempotent POST's key lease (`timeoutMs` + 5 s) must outlive the wait: it
  * gets a timeout signal of its own, whose timer outlives the call. One on every read cost about a
- * tenth of the gateway's CPU per proxied request (docs/benchmarks.md, 2026-11-27 16:55).
+ * tenth of the gateway's CPU per proxied request (docs/benchmarks/history/2026-11-27.md,
+ * "16:55–17:25").
  */
 export class Upstream {
   private readonly pool: Pool;

@@ -10,7 +10,8 @@ import { AUTHORIZE_BATCH_LUA, RAISE_LUA, WITHDRAW_LUA } from './counter-scripts'
  * The hash tag keeps an account's keys in one Cluster slot. On a single Redis a batch is one Lua
  * call (one round trip) that decides and counts each item atomically, in order, so two requests of
  * one account in a batch are counted one after the other. One call per batch rather than one per
- * item took the service from about 62 to 45 µs of CPU per request (docs/benchmarks.md, 2026-11-23).
+ * item took the service from about 62 to 45 µs of CPU per request
+ * (docs/benchmarks/history/2026-11-23.md, "Metered hot path").
  * On a Redis Cluster a script may only touch keys of one slot, so the batch is split by slot: one
  * call per slot, sent together (ioredis pipelines the calls to each node into one write), answered
  * as one batch in the original order (docs/metering.md, "Redis Cluster").
