@@ -33,6 +33,7 @@ const TAGS = [
   { name: 'Facilities', description: 'EPA ECHO facilities.' },
   { name: 'Violations', description: 'Violations across facilities.' },
   { name: 'Cases', description: 'Enforcement cases (a case may involve several facilities).' },
+  { name: 'Sources', description: 'Freshness: the EPA ECHO files the data comes from, their dates and when each was synced (every tier).' },
   { name: 'Webhooks', description: 'Signed event subscriptions (Pro tier and above).' },
   { name: 'Events', description: 'The event log: the envelopes webhooks carry, for polling (every tier).' },
   { name: 'Receiving webhooks', description: receivingWebhooksDescription() },

@@ -51,6 +51,13 @@ export const OPERATIONS: Record<string, OperationInfo> = {
   'GET /v1/violations': { tag: 'Violations', operationId: 'listViolations', summary: 'List violations' },
   'GET /v1/cases': { tag: 'Cases', operationId: 'listCases', summary: 'List enforcement cases' },
   'GET /v1/cases/:case_id': { tag: 'Cases', operationId: 'getCase', summary: 'Get one enforcement case' },
+  'GET /v1/sources': {
+    tag: 'Sources',
+    operationId: 'listSources',
+    summary: 'The EPA ECHO files the data comes from, and when each was synced',
+    description:
+      'Every tier; counted like any request. One entry per ECHO file a sync has applied, by `name`: the latest sync that applied it, the file\'s own date (`file_date`, the zip entry\'s timestamp), when it was synced (`synced_at`), and its `rows` and `rejected_rows`. A file whose unit a sync refused (a bad header) keeps the entry of the last sync that applied it. Not paginated: at most one entry per file the importer reads (docs/echo.md). Before any ECHO sync (demo or imported data) the list is empty. How often EPA refreshes each file: docs/echo.md, "Freshness".',
+  },
   'GET /v1/exports/facilities': {
     tag: 'Exports',
     operationId: 'exportFacilities',

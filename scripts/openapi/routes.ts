@@ -10,6 +10,7 @@ import Fastify from 'fastify';
 import { ExportPublicQuery } from '../../services/facility/src/routes/exports';
 import { publicRoutes as facilityRoutes } from '../../services/facility/src/routes/public';
 import { CaseSchema, FacilitySchema, ViolationSchema } from '../../services/facility/src/routes/schemas';
+import { sourcesRoutes } from '../../services/facility/src/routes/sources';
 import { PUBLIC_ROUTES } from '../../services/gateway/src/routes/table';
 import { NoQuery, UsageResponseSchema } from '../../services/gateway/src/routes/usage-schema';
 import { eventRoutes } from '../../services/webhook/src/routes/events';
@@ -44,6 +45,7 @@ export async function collectRoutes(): Promise<{ routes: CollectedRoute[]; undoc
     for (const method of [route.method].flat()) found.set(`${method} ${shape(route.url)}`, (route.schema ?? {}) as never);
   });
   await app.register(facilityRoutes, { db: inert('db') });
+  await app.register(sourcesRoutes, { db: inert('db') });
   await app.register(webhookRoutes, { service: inert('service'), internalAuth: inert('internalAuth') });
   await app.register(eventRoutes, { events: inert('events'), internalAuth: inert('internalAuth') });
   await app.ready();

@@ -277,6 +277,8 @@ describe('every documented operation answers as documented', () => {
         `/v1/cases/${ids.case}`,
         (b) => expect(one(b)).toMatchObject({ id: ids.case, case_number: 'OPENAPI-CASE-1', facility_ids: [ids.facility] }),
       ],
+      // Ingested data, no ECHO sync: no source file (services/gateway/test/sources.int.test.ts syncs one).
+      ['GET /v1/sources', '/v1/sources', (b) => expect(list(b)).toEqual([])],
     ];
     for (const [op, url, expectBody] of reads) {
       const ok = await call(url, { key: proKey });

@@ -262,6 +262,26 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/v1/sources': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * The EPA ECHO files the data comes from, and when each was synced
+     * @description Every tier; counted like any request. One entry per ECHO file a sync has applied, by `name`: the latest sync that applied it, the file's own date (`file_date`, the zip entry's timestamp), when it was synced (`synced_at`), and its `rows` and `rejected_rows`. A file whose unit a sync refused (a bad header) keeps the entry of the last sync that applied it. Not paginated: at most one entry per file the importer reads (docs/echo.md). Before any ECHO sync (demo or imported data) the list is empty. How often EPA refreshes each file: docs/echo.md, "Freshness".
+     */
+    get: operations['listSources'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/v1/violations': {
     parameters: {
       query?: never;
@@ -2404,6 +2424,73 @@ export interface operations {
       400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       404: components['responses']['NotFound'];
+      408: components['responses']['RequestTimeout'];
+      429: components['responses']['TooManyRequests'];
+      431: components['responses']['HeadersTooLarge'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  listSources: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description ETags of copies the client holds (or `*`). When one matches the current representation: 304, not counted. */
+        'If-None-Match'?: string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK. */
+      200: {
+        headers: {
+          'Cache-Control': components['headers']['Cache-Control'];
+          ETag: components['headers']['ETag'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: {
+              /** @description The zip it was read from, e.g. `echo_exporter.zip`; null when it was read as a plain CSV file. */
+              archive: string | null;
+              /** @description The file's own date: the zip entry's modification time (a plain CSV file's modification time). A zip entry without an extended (UTC) timestamp has an MS-DOS time, which has no zone and is read as UTC, to 2 seconds. */
+              file_date: string | null;
+              /** @description The ECHO file, as EPA names it, e.g. `ECHO_EXPORTER.csv`. */
+              name: string;
+              /** @description Rows of those that were rejected (reported by the sync, not stored). */
+              rejected_rows: number;
+              /** @description Data rows read from the file (the header not counted). */
+              rows: number;
+              /**
+               * Format: date-time
+               * @description When the last sync that applied this file applied it (the time of the transaction that wrote its rows). A facility's `data_as_of` is the `synced_at` of the `ECHO_EXPORTER.csv` (or `FRS_FACILITIES.csv`) sync that last wrote it.
+               */
+              synced_at: string;
+            }[];
+          };
+        };
+      };
+      /** @description Not Modified: `If-None-Match` names the current representation. No body. Authenticated like any request and carries the rate-limit headers, but **not counted** against the daily limit (a Free account over its limit still gets 429). */
+      304: {
+        headers: {
+          'Cache-Control': components['headers']['Cache-Control'];
+          ETag: components['headers']['ETag'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
       408: components['responses']['RequestTimeout'];
       429: components['responses']['TooManyRequests'];
       431: components['responses']['HeadersTooLarge'];

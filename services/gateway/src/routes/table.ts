@@ -29,6 +29,8 @@ export const PUBLIC_ROUTES: PublicRoute[] = [
   { path: '/v1/violations', methods: ['GET'], target: 'facility', maxAgeSeconds: DATA_MAX_AGE },
   { path: '/v1/cases', methods: ['GET'], target: 'facility', maxAgeSeconds: DATA_MAX_AGE },
   { path: '/v1/cases/:case_id', methods: ['GET'], target: 'facility', maxAgeSeconds: DATA_MAX_AGE },
+  // Freshness: the ECHO files the syncs applied (every tier, counted like any read).
+  { path: '/v1/sources', methods: ['GET'], target: 'facility', maxAgeSeconds: DATA_MAX_AGE },
   { path: '/v1/webhooks', methods: ['GET', 'POST'], target: 'webhook', maxAgeSeconds: 0 },
   { path: '/v1/webhooks/:webhook_id', methods: ['GET', 'PATCH', 'DELETE'], target: 'webhook', maxAgeSeconds: 0 },
   { path: '/v1/webhooks/:webhook_id/deliveries', methods: ['GET'], target: 'webhook', maxAgeSeconds: 0 },
