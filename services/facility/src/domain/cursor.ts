@@ -1,11 +1,12 @@
-import { decodeListCursor, encodeListCursor, UUID_ANY_CASE } from '@fcd/service-kit/pure';
+import { decodeListCursor, encodeListCursor, type KeysetList, UUID_ANY_CASE } from '@fcd/service-kit/pure';
 import { isCalendarDate } from './records';
 
 /**
- * Opaque keyset cursors (service-kit's list cursor, tagged per list). A cursor names the list it belongs to and the sort key
- * of the last row returned; the next page starts strictly after it, so rows
- * inserted during a walk never shift the rows already listed (no duplicates,
- * none skipped).
+ * The keyset lists of the facility API (service-kit's `keysetPage`, one helper for every list).
+ * A cursor names the list it belongs to (its tag) and the sort key of the last row returned; the
+ * next page starts strictly after it, so rows inserted during a walk never shift the rows already
+ * listed (no duplicates, none skipped). The tags are those cursors have always carried, so a
+ * cursor issued before keeps working.
  *
  * - facilities: ordered by registry_id ascending (the immutable natural key)
  * - violations: violation_date descending, then id descending
@@ -27,30 +28,80 @@ export interface CursorKeys {
   near: NearKey;
 }
 
-const TAG: Record<CursorKind, string> = { facilities: 'f1', violations: 'v1', cases: 'c1', near: 'g1' };
+function registryId(value: unknown): string | undefined {
+  return typeof value === 'string' && value.length > 0 && value.length <= 40 ? value : undefined;
+}
+
+function datedKey(values: readonly unknown[]): DatedKey | undefined {
+  const [date, id] = values;
+  if (values.length !== 2 || typeof date !== 'string' || typeof id !== 'string') return undefined;
+  if (!isCalendarDate(date) || !UUID_ANY_CASE.test(id)) return undefined;
+  return { date, id: id.toLowerCase() };
+}
+
+/** Facilities by registry_id; `T` is any row that carries it. */
+export function facilityList<T extends { registry_id: string }>(): KeysetList<FacilityKey, T> {
+  return {
+    tag: 'f1',
+    keyOf: (item) => ({ registry_id: item.registry_id }),
+    toValues: (key) => [key.registry_id],
+    fromValues: (values) => {
+      const id = values.length === 1 ? registryId(values[0]) : undefined;
+      return id === undefined ? undefined : { registry_id: id };
+    },
+  };
+}
+
+/** Facilities by distance from a centre, then registry_id; `T` carries the exact distance in metres. */
+export function nearList<T extends { registry_id: string; distance_m: number }>(): KeysetList<NearKey, T> {
+  return {
+    tag: 'g1',
+    keyOf: (item) => ({ distance_m: item.distance_m, registry_id: item.registry_id }),
+    toValues: (key) => [key.distance_m, key.registry_id],
+    fromValues: (values) => {
+      const [distance_m, id] = values;
+      if (values.length !== 2 || typeof distance_m !== 'number' || !Number.isFinite(distance_m) || distance_m < 0) return undefined;
+      const registry_id = registryId(id);
+      return registry_id === undefined ? undefined : { distance_m, registry_id };
+    },
+  };
+}
+
+/** Violations, newest first: violation_date, then id, descending. */
+export function violationList<T extends { violation_date: string; id: string }>(): KeysetList<DatedKey, T> {
+  return {
+    tag: 'v1',
+    keyOf: (item) => ({ date: item.violation_date, id: item.id }),
+    toValues: (key) => [key.date, key.id],
+    fromValues: datedKey,
+  };
+}
+
+/** Enforcement cases, newest first: filed_date, then id, descending. */
+export function caseList<T extends { filed_date: string; id: string }>(): KeysetList<DatedKey, T> {
+  return {
+    tag: 'c1',
+    keyOf: (item) => ({ date: item.filed_date, id: item.id }),
+    toValues: (key) => [key.date, key.id],
+    fromValues: datedKey,
+  };
+}
+
+const LISTS: { [K in CursorKind]: KeysetList<CursorKeys[K], never> } = {
+  facilities: facilityList(),
+  violations: violationList(),
+  cases: caseList(),
+  near: nearList(),
+};
 
 export function encodeCursor<K extends CursorKind>(kind: K, key: CursorKeys[K]): string {
-  const values = 'distance_m' in key ? [key.distance_m, key.registry_id] : 'registry_id' in key ? [key.registry_id] : [key.date, key.id];
-  return encodeListCursor(TAG[kind], values);
+  const list = LISTS[kind] as KeysetList<CursorKeys[K], never>;
+  return encodeListCursor(list.tag, list.toValues(key));
 }
 
 /** The key the cursor carries, or undefined when it is not a cursor of this list. */
 export function decodeCursor<K extends CursorKind>(kind: K, cursor: string): CursorKeys[K] | undefined {
-  const values = decodeListCursor(TAG[kind], cursor);
-  if (!values) return undefined;
-  if (kind === 'near') {
-    const [distance_m, registry_id] = values;
-    if (values.length !== 2 || typeof distance_m !== 'number' || !Number.isFinite(distance_m) || distance_m < 0) return undefined;
-    if (typeof registry_id !== 'string' || registry_id.length === 0 || registry_id.length > 40) return undefined;
-    return { distance_m, registry_id } as CursorKeys[K];
-  }
-  if (kind === 'facilities') {
-    const [registry_id] = values;
-    if (values.length !== 1 || typeof registry_id !== 'string' || registry_id.length === 0 || registry_id.length > 40) return undefined;
-    return { registry_id } as CursorKeys[K];
-  }
-  const [date, id] = values;
-  if (values.length !== 2 || typeof date !== 'string' || typeof id !== 'string') return undefined;
-  if (!isCalendarDate(date) || !UUID_ANY_CASE.test(id)) return undefined;
-  return { date, id: id.toLowerCase() } as CursorKeys[K];
+  const list = LISTS[kind] as KeysetList<CursorKeys[K], never>;
+  const values = decodeListCursor(list.tag, cursor);
+  return values === undefined ? undefined : list.fromValues(values);
 }

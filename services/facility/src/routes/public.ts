@@ -1,8 +1,7 @@
-import { notFound, UUID_ANY_CASE, validationError } from '@fcd/service-kit';
+import { CaseId, FacilityId, type IdKind, listBody, notFound, type PageRequest, validationError } from '@fcd/service-kit';
 import type { Static } from '@sinclair/typebox';
 import type { FastifyInstance, preValidationAsyncHookHandler } from 'fastify';
 import type { CaseStatus, CaseType, ComplianceStatus, Program, Severity } from '../domain/codes';
-import { type CursorKeys, type CursorKind, decodeCursor } from '../domain/cursor';
 import {
   facilityExists,
   getCase,
@@ -11,7 +10,6 @@ import {
   listFacilities,
   listFacilitiesNear,
   listViolations,
-  type Page,
   type Queryable,
 } from '../store/queries';
 import {
@@ -46,13 +44,6 @@ const normalizeCodes: preValidationAsyncHookHandler = async (request) => {
   if (typeof q.state === 'string') q.state = q.state.trim().toUpperCase();
   if (typeof q.program === 'string') q.program = q.program.trim().toUpperCase();
 };
-
-function afterCursor<K extends CursorKind>(kind: K, cursor: string | undefined): CursorKeys[K] | undefined {
-  if (cursor === undefined) return undefined;
-  const key = decodeCursor(kind, cursor);
-  if (!key) throw validationError([{ field: 'cursor', message: 'is not a valid cursor for this list' }]);
-  return key;
-}
 
 const DECIMAL = /^[+-]?(\d{1,3}(\.\d{1,12})?|\.\d{1,12})$/;
 
@@ -92,22 +83,31 @@ function nearParams(
   return { latitude, longitude, radius_km };
 }
 
-function pathId(id: string, what: string): string {
-  if (!UUID_ANY_CASE.test(id)) throw notFound(what);
-  return id.toLowerCase();
+/** A path id of `kind`, lower-cased; one that is not such an id is 404 NOT_FOUND, like an unknown one. */
+function pathId<B extends string>(kind: IdKind<B>, id: string, what: string) {
+  const parsed = kind.parse(id);
+  if (parsed === undefined) throw notFound(what);
+  return parsed;
 }
 
-function queryUuid(id: string | undefined): string | undefined {
-  return id?.replace(/^urn:uuid:/i, '').toLowerCase();
+/** The facility_id filter (the schema's uuid format, which allows a `urn:uuid:` prefix), lower-cased. */
+function queryFacilityId(id: string | undefined) {
+  if (id === undefined) return undefined;
+  const parsed = FacilityId.parse(id.replace(/^urn:uuid:/i, ''));
+  if (parsed === undefined) throw validationError([{ field: 'facility_id', message: 'must be a UUID' }]);
+  return parsed;
 }
 
-function listBody<T>(p: Page<T>, limit: number) {
-  return { data: p.items, pagination: { limit, next_cursor: p.next_cursor, has_more: p.has_more } };
+/** The request's limit and cursor, for keysetPage. */
+function pageRequest(q: PageRequest): PageRequest {
+  return { limit: q.limit, cursor: q.cursor };
 }
+
+const asIs = <T>(item: T) => item;
 
 type FacilityFilters = Pick<Static<typeof FacilityListQuerySchema>, 'state' | 'program' | 'compliance_status' | 'q'>;
-type ViolationFilters = Pick<Static<typeof ViolationListQuerySchema>, 'program' | 'severity' | 'since' | 'cursor'>;
-type CaseFilters = Pick<Static<typeof CaseListQuerySchema>, 'status' | 'case_type' | 'since' | 'cursor'>;
+type ViolationFilters = Pick<Static<typeof ViolationListQuerySchema>, 'program' | 'severity' | 'since'>;
+type CaseFilters = Pick<Static<typeof CaseListQuerySchema>, 'status' | 'case_type' | 'since'>;
 
 /** The facility list's filters that were given (the list and the search by place share them). */
 function facilityFilters(q: FacilityFilters) {
@@ -119,23 +119,21 @@ function facilityFilters(q: FacilityFilters) {
   };
 }
 
-/** The violation lists' filters that were given, and the position after the cursor. */
+/** The violation lists' filters that were given. */
 function violationFilters(q: ViolationFilters) {
   return {
     ...(q.program ? { program: q.program as Program } : {}),
     ...(q.severity ? { severity: q.severity as Severity } : {}),
     ...(q.since ? { since: q.since } : {}),
-    ...(q.cursor ? { after: afterCursor('violations', q.cursor) } : {}),
   };
 }
 
-/** The case lists' filters that were given, and the position after the cursor. */
+/** The case lists' filters that were given. */
 function caseFilters(q: CaseFilters) {
   return {
     ...(q.status ? { status: q.status as CaseStatus } : {}),
     ...(q.case_type ? { case_type: q.case_type as CaseType } : {}),
     ...(q.since ? { since: q.since } : {}),
-    ...(q.cursor ? { after: afterCursor('cases', q.cursor) } : {}),
   };
 }
 
@@ -160,24 +158,12 @@ function facilityRoutes(app: FastifyInstance, db: Queryable): void {
     },
     async (request) => {
       const q = request.query;
-      const limit = q.limit ?? 25;
       const near = nearParams(q.near, q.radius_km);
       if (near) {
         // Search by place: nearest first, with the other filters; its own cursor (distance, registry_id).
-        const found = await listFacilitiesNear(db, {
-          ...near,
-          limit,
-          ...facilityFilters(q),
-          ...(q.cursor ? { after: afterCursor('near', q.cursor) } : {}),
-        });
-        return listBody(found, limit);
+        return listBody(await listFacilitiesNear(db, { ...near, ...facilityFilters(q) }, pageRequest(q)), asIs);
       }
-      const page = await listFacilities(db, {
-        limit,
-        ...facilityFilters(q),
-        ...(q.cursor ? { after: afterCursor('facilities', q.cursor) } : {}),
-      });
-      return listBody(page, limit);
+      return listBody(await listFacilities(db, facilityFilters(q), pageRequest(q)), asIs);
     },
   );
 
@@ -185,7 +171,7 @@ function facilityRoutes(app: FastifyInstance, db: Queryable): void {
     '/v1/facilities/:id',
     { schema: { params: IdParams, querystring: NoQuery, response: { 200: dataOf(FacilitySchema) } } },
     async (request) => {
-      const facility = await getFacility(db, pathId(request.params.id, 'facility'));
+      const facility = await getFacility(db, pathId(FacilityId, request.params.id, 'facility'));
       if (!facility) throw notFound('facility');
       return { data: facility };
     },
@@ -198,16 +184,11 @@ function facilityRoutes(app: FastifyInstance, db: Queryable): void {
       schema: { params: IdParams, querystring: FacilityViolationsQuerySchema, response: { 200: listOf(ViolationSchema) } },
     },
     async (request) => {
-      const id = pathId(request.params.id, 'facility');
+      const id = pathId(FacilityId, request.params.id, 'facility');
       const q = request.query;
-      const limit = q.limit ?? 25;
-      const page = await listViolations(db, {
-        facility_id: id,
-        limit,
-        ...violationFilters(q),
-      });
+      const page = await listViolations(db, { facility_id: id, ...violationFilters(q) }, pageRequest(q));
       if (page.items.length === 0 && !(await facilityExists(db, id))) throw notFound('facility');
-      return listBody(page, limit);
+      return listBody(page, asIs);
     },
   );
 
@@ -215,16 +196,11 @@ function facilityRoutes(app: FastifyInstance, db: Queryable): void {
     '/v1/facilities/:id/cases',
     { schema: { params: IdParams, querystring: FacilityCasesQuerySchema, response: { 200: listOf(CaseSchema) } } },
     async (request) => {
-      const id = pathId(request.params.id, 'facility');
+      const id = pathId(FacilityId, request.params.id, 'facility');
       const q = request.query;
-      const limit = q.limit ?? 25;
-      const page = await listCases(db, {
-        facility_id: id,
-        limit,
-        ...caseFilters(q),
-      });
+      const page = await listCases(db, { facility_id: id, ...caseFilters(q) }, pageRequest(q));
       if (page.items.length === 0 && !(await facilityExists(db, id))) throw notFound('facility');
-      return listBody(page, limit);
+      return listBody(page, asIs);
     },
   );
 }
@@ -236,14 +212,9 @@ function recordRoutes(app: FastifyInstance, db: Queryable): void {
     { preValidation: normalizeCodes, schema: { querystring: ViolationListQuerySchema, response: { 200: listOf(ViolationSchema) } } },
     async (request) => {
       const q = request.query;
-      const limit = q.limit ?? 25;
-      const facilityId = queryUuid(q.facility_id);
-      const page = await listViolations(db, {
-        limit,
-        ...(facilityId ? { facility_id: facilityId } : {}),
-        ...violationFilters(q),
-      });
-      return listBody(page, limit);
+      const facilityId = queryFacilityId(q.facility_id);
+      const filters = { ...(facilityId ? { facility_id: facilityId } : {}), ...violationFilters(q) };
+      return listBody(await listViolations(db, filters, pageRequest(q)), asIs);
     },
   );
 
@@ -252,14 +223,9 @@ function recordRoutes(app: FastifyInstance, db: Queryable): void {
     { schema: { querystring: CaseListQuerySchema, response: { 200: listOf(CaseSchema) } } },
     async (request) => {
       const q = request.query;
-      const limit = q.limit ?? 25;
-      const facilityId = queryUuid(q.facility_id);
-      const page = await listCases(db, {
-        limit,
-        ...(facilityId ? { facility_id: facilityId } : {}),
-        ...caseFilters(q),
-      });
-      return listBody(page, limit);
+      const facilityId = queryFacilityId(q.facility_id);
+      const filters = { ...(facilityId ? { facility_id: facilityId } : {}), ...caseFilters(q) };
+      return listBody(await listCases(db, filters, pageRequest(q)), asIs);
     },
   );
 
@@ -267,7 +233,7 @@ function recordRoutes(app: FastifyInstance, db: Queryable): void {
     '/v1/cases/:id',
     { schema: { params: IdParams, querystring: NoQuery, response: { 200: dataOf(CaseSchema) } } },
     async (request) => {
-      const found = await getCase(db, pathId(request.params.id, 'case'));
+      const found = await getCase(db, pathId(CaseId, request.params.id, 'case'));
       if (!found) throw notFound('case');
       return { data: found };
     },

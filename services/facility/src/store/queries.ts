@@ -1,5 +1,6 @@
+import { fetchSize, type KeysetPage, keysetPage, type PageRequest, takeRows } from '@fcd/service-kit';
 import type { CaseStatus, CaseType, ComplianceStatus, Program, Severity } from '../domain/codes';
-import { type DatedKey, encodeCursor, type FacilityKey, type NearKey } from '../domain/cursor';
+import { caseList, type DatedKey, type FacilityKey, facilityList, type NearKey, nearList, violationList } from '../domain/cursor';
 import type { EnforcementCase, Facility, Violation } from '../domain/model';
 import {
   CASE_COLUMNS,
@@ -16,12 +17,6 @@ import {
 /** Anything that runs a query: a pg.Pool or a client inside a transaction. */
 export interface Queryable {
   query<R extends object = Record<string, unknown>>(text: string, values?: unknown[]): Promise<{ rows: R[]; rowCount: number | null }>;
-}
-
-export interface Page<T> {
-  items: T[];
-  next_cursor: string | null;
-  has_more: boolean;
 }
 
 /** Builds a parameterised WHERE clause. */
@@ -52,11 +47,9 @@ function likeContains(q: string): string {
   return `%${q.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 }
 
-function page<R, T>(rows: R[], limit: number, map: (r: R) => T, cursorOf: (last: R) => string): Page<T> {
-  const hasMore = rows.length > limit;
-  const shown = hasMore ? rows.slice(0, limit) : rows;
-  const last = shown[shown.length - 1];
-  return { items: shown.map(map), has_more: hasMore, next_cursor: hasMore && last !== undefined ? cursorOf(last) : null };
+/** A page of rows as their public view (the cursor was named from the rows, before mapping). */
+function mapPage<R, T>(page: KeysetPage<R>, map: (r: R) => T): KeysetPage<T> {
+  return { ...page, items: page.items.map(map) };
 }
 
 export interface FacilityFilter {
@@ -64,30 +57,41 @@ export interface FacilityFilter {
   program?: Program;
   compliance_status?: ComplianceStatus;
   q?: string;
-  after?: FacilityKey;
-  limit: number;
 }
 
-export async function listFacilities(db: Queryable, f: FacilityFilter): Promise<Page<Facility>> {
+const FACILITIES = facilityList<FacilityRow>();
+
+/** One page of facilities by registry_id (keysetPage: the request's limit and cursor checked). */
+export async function listFacilities(db: Queryable, f: FacilityFilter, request: PageRequest): Promise<KeysetPage<Facility>> {
+  const page = await keysetPage(FACILITIES, request, (limit, after) => facilityRows(db, f, limit, after));
+  return mapPage(page, toFacility);
+}
+
+async function facilityRows(db: Queryable, f: FacilityFilter, limit: number, after: FacilityKey | undefined) {
   const w = new Where();
   if (f.state) w.add((p) => `state = ${p}`, f.state);
   if (f.program) w.add((p) => `programs @> ARRAY[${p}]::text[]`, f.program);
   if (f.compliance_status) w.add((p) => `compliance_status = ${p}`, f.compliance_status);
   if (f.q) w.add((p) => `name ILIKE ${p}`, likeContains(f.q));
-  if (f.after) w.add((p) => `registry_id > ${p}`, f.after.registry_id);
-  const limitRef = w.param(f.limit + 1);
+  if (after) w.add((p) => `registry_id > ${p}`, after.registry_id);
+  const limitRef = w.param(fetchSize(limit));
   const { rows } = await db.query<FacilityRow>(
     `SELECT ${FACILITY_COLUMNS} FROM facilities ${w} ORDER BY registry_id LIMIT ${limitRef}`,
     w.params,
   );
-  return page(rows, f.limit, toFacility, (last) => encodeCursor('facilities', { registry_id: last.registry_id }));
+  return takeRows(rows, limit);
 }
 
-export interface NearFilter extends Omit<FacilityFilter, 'after'> {
+export interface NearFilter extends FacilityFilter {
   latitude: number;
   longitude: number;
   radius_km: number;
-  after?: NearKey;
+}
+
+/** One page's query of a search by place: `limit` rows (fetchSize) after the position `after`. */
+export interface NearPageQuery extends NearFilter {
+  limit: number;
+  after?: NearKey | undefined;
 }
 
 export type FacilityNear = Facility & { distance_km: number };
@@ -97,7 +101,7 @@ export type FacilityNear = Facility & { distance_km: number };
  * filters. earth_box(centre, r) @> point is the GiST index's condition (a cube bounding the
  * sphere around the centre); earth_distance (great circle, metres) then keeps the exact set and orders it.
  */
-export function nearQuery(f: NearFilter): { text: string; values: unknown[] } {
+export function nearQuery(f: NearPageQuery): { text: string; values: unknown[] } {
   const w = new Where();
   const centre = `ll_to_earth(${w.param(f.latitude)}::float8, ${w.param(f.longitude)}::float8)`;
   const radius = `${w.param(f.radius_km * 1000)}::float8`;
@@ -114,22 +118,24 @@ export function nearQuery(f: NearFilter): { text: string; values: unknown[] } {
   if (f.compliance_status) w.add((p) => `compliance_status = ${p}`, f.compliance_status);
   if (f.q) w.add((p) => `name ILIKE ${p}`, likeContains(f.q));
   if (f.after) w.add((d, r) => `(${distance}, registry_id) > (${d}::float8, ${r}::text)`, f.after.distance_m, f.after.registry_id);
-  const limitRef = w.param(f.limit + 1);
+  const limitRef = w.param(fetchSize(f.limit));
   return {
     text: `SELECT ${FACILITY_COLUMNS}, ${distance} AS distance_m FROM facilities ${w} ORDER BY distance_m, registry_id LIMIT ${limitRef}`,
     values: w.params,
   };
 }
 
-export async function listFacilitiesNear(db: Queryable, f: NearFilter): Promise<Page<FacilityNear>> {
-  const { text, values } = nearQuery(f);
-  const { rows } = await db.query<FacilityRow & { distance_m: number }>(text, values);
-  return page(
-    rows,
-    f.limit,
-    (r) => ({ ...toFacility(r), distance_km: Math.round(r.distance_m) / 1000 }),
-    (last) => encodeCursor('near', { distance_m: last.distance_m, registry_id: last.registry_id }),
-  );
+type NearRow = FacilityRow & { distance_m: number };
+const NEAR = nearList<NearRow>();
+
+/** One page of a search by place, nearest first (keysetPage: the request's limit and cursor checked). */
+export async function listFacilitiesNear(db: Queryable, f: NearFilter, request: PageRequest): Promise<KeysetPage<FacilityNear>> {
+  const page = await keysetPage(NEAR, request, async (limit, after) => {
+    const { text, values } = nearQuery({ ...f, limit, after });
+    const { rows } = await db.query<NearRow>(text, values);
+    return takeRows(rows, limit);
+  });
+  return mapPage(page, (r) => ({ ...toFacility(r), distance_km: Math.round(r.distance_m) / 1000 }));
 }
 
 export async function getFacility(db: Queryable, id: string): Promise<Facility | undefined> {
@@ -155,18 +161,24 @@ export interface ViolationFilter {
   program?: Program;
   severity?: Severity;
   since?: string;
-  after?: DatedKey;
-  limit: number;
 }
 
-export async function listViolations(db: Queryable, f: ViolationFilter): Promise<Page<Violation>> {
+const VIOLATIONS = violationList<ViolationRow>();
+
+/** One page of violations, newest first (keysetPage: the request's limit and cursor checked). */
+export async function listViolations(db: Queryable, f: ViolationFilter, request: PageRequest): Promise<KeysetPage<Violation>> {
+  const page = await keysetPage(VIOLATIONS, request, (limit, after) => violationRows(db, f, limit, after));
+  return mapPage(page, toViolation);
+}
+
+async function violationRows(db: Queryable, f: ViolationFilter, limit: number, after: DatedKey | undefined) {
   const w = new Where();
   if (f.facility_id) w.add((p) => `v.facility_id = ${p}`, f.facility_id);
   if (f.program) w.add((p) => `v.program = ${p}`, f.program);
   if (f.severity) w.add((p) => `v.severity = ${p}`, f.severity);
   if (f.since) w.add((p) => `v.violation_date >= ${p}::date`, f.since);
-  if (f.after) w.add((d, i) => `(v.violation_date, v.id) < (${d}::date, ${i}::uuid)`, f.after.date, f.after.id);
-  const limitRef = w.param(f.limit + 1);
+  if (after) w.add((d, i) => `(v.violation_date, v.id) < (${d}::date, ${i}::uuid)`, after.date, after.id);
+  const limitRef = w.param(fetchSize(limit));
   const { rows } = await db.query<ViolationRow>(
     `SELECT ${VIOLATION_COLUMNS}
        FROM violations v JOIN facilities f ON f.id = v.facility_id
@@ -175,7 +187,7 @@ export async function listViolations(db: Queryable, f: ViolationFilter): Promise
       LIMIT ${limitRef}`,
     w.params,
   );
-  return page(rows, f.limit, toViolation, (last) => encodeCursor('violations', { date: last.violation_date, id: last.id }));
+  return takeRows(rows, limit);
 }
 
 export interface CaseFilter {
@@ -183,23 +195,29 @@ export interface CaseFilter {
   status?: CaseStatus;
   case_type?: CaseType;
   since?: string;
-  after?: DatedKey;
-  limit: number;
 }
 
-export async function listCases(db: Queryable, f: CaseFilter): Promise<Page<EnforcementCase>> {
+const CASES = caseList<CaseRow>();
+
+/** One page of enforcement cases, newest first (keysetPage: the request's limit and cursor checked). */
+export async function listCases(db: Queryable, f: CaseFilter, request: PageRequest): Promise<KeysetPage<EnforcementCase>> {
+  const page = await keysetPage(CASES, request, (limit, after) => caseRows(db, f, limit, after));
+  return mapPage(page, toCase);
+}
+
+async function caseRows(db: Queryable, f: CaseFilter, limit: number, after: DatedKey | undefined) {
   const w = new Where();
   if (f.facility_id) w.add((p) => `facility_ids @> ARRAY[${p}]::uuid[]`, f.facility_id);
   if (f.status) w.add((p) => `status = ${p}`, f.status);
   if (f.case_type) w.add((p) => `case_type = ${p}`, f.case_type);
   if (f.since) w.add((p) => `filed_date >= ${p}::date`, f.since);
-  if (f.after) w.add((d, i) => `(filed_date, id) < (${d}::date, ${i}::uuid)`, f.after.date, f.after.id);
-  const limitRef = w.param(f.limit + 1);
+  if (after) w.add((d, i) => `(filed_date, id) < (${d}::date, ${i}::uuid)`, after.date, after.id);
+  const limitRef = w.param(fetchSize(limit));
   const { rows } = await db.query<CaseRow>(
     `SELECT ${CASE_COLUMNS} FROM cases ${w} ORDER BY filed_date DESC, id DESC LIMIT ${limitRef}`,
     w.params,
   );
-  return page(rows, f.limit, toCase, (last) => encodeCursor('cases', { date: last.filed_date, id: last.id }));
+  return takeRows(rows, limit);
 }
 
 export async function getCase(db: Queryable, id: string): Promise<EnforcementCase | undefined> {
