@@ -107,6 +107,7 @@ describe('GET /v1/sources through the gateway', () => {
     expect(first.body).toEqual(proAnswer.body);
     expect(first.headers.get('x-ratelimit-limit')).toBe('100');
     expect(first.headers.get('x-ratelimit-remaining')).toBe('99');
+    expect(first.headers.get('cache-control')).toBe('private, max-age=60');
     const usage = await call('/v1/account/usage', free.apiKey);
     // The sources read and the usage call itself.
     expect(usage.body.data.today.request_count).toBe(2);
