@@ -1,16 +1,8 @@
 import { isEventType } from '@fcd/events';
-import {
-  fetchSize,
-  type KeysetPage,
-  keysetAfter,
-  keysetOrderBy,
-  keysetPage,
-  type PageRequest,
-  type Pool,
-  type PoolClient,
-  takeRows,
-  UUID_LOWER_CASE,
-} from '@fcd/service-kit';
+import { type KeysetPage, keysetPage, type PageRequest, type Pool, type PoolClient, UUID_LOWER_CASE } from '@fcd/service-kit';
+import { EVENT_FIELDS, type EventFilter, type LoggedEvent, type StoredEvent } from './event-record';
+import { columnsOf, recordOf } from './fields';
+import { selectKeysetPage } from './keyset-select';
 import { BY_POSITION, EVENT_LIST } from './lists';
 import { type RecoveryRequest, type RecoveryResult, recoverEvents } from './recovery';
 
@@ -21,42 +13,8 @@ import { type RecoveryRequest, type RecoveryResult, recoverEvents } from './reco
  * /v1/webhooks/{id}/recover). All its SQL is here; times are epoch ms from the caller's clock.
  */
 
-/** Retention of the log, in days: the default, and the least the API promises (docs/webhooks.md). */
-export const DEFAULT_EVENT_RETENTION_DAYS = 30;
-export const MIN_EVENT_RETENTION_DAYS = 7;
-export const MAX_EVENT_RETENTION_DAYS = 3650;
-export const DAY_MS = 86_400_000;
-
 /** Taken around every append: positions are assigned in commit order (see `append`). */
 const APPEND_LOCK = 'webhook.events:append';
-
-/** An event as the dispatcher consumed it. */
-export interface LoggedEvent {
-  id: string;
-  type: string;
-  /** The envelope exactly as published. */
-  body: string;
-  /** The facilities it concerns (lower-case UUIDs; `eventFacilityIds`). */
-  facilityIds: readonly string[];
-  /** The envelope's created_at, epoch ms. */
-  createdAt: number;
-}
-
-/** One row of the log as the events API returns it. */
-export interface StoredEvent {
-  /** Decimal text of a bigint: the event's place in the log. */
-  position: string;
-  id: string;
-  /** The envelope exactly as published. */
-  body: string;
-}
-
-export interface EventFilter {
-  type?: string;
-  facilityId?: string;
-  /** Only events created at or after this time (epoch ms). */
-  since?: number;
-}
 
 export class EventLog {
   constructor(private readonly pool: Pool) {}
@@ -101,28 +59,16 @@ export class EventLog {
   }
 
   /** Oldest first (by position), after `after` (a position) when given; one more than `limit` tells whether more follow. */
-  async list(filter: EventFilter, limit: number, after?: string): Promise<{ items: StoredEvent[]; has_more: boolean }> {
-    const params: unknown[] = [after ?? '0'];
-    const where = [keysetAfter(BY_POSITION, ['$1::bigint'])];
-    if (filter.type !== undefined) {
-      params.push(filter.type);
-      where.push(`type = $${params.length}`);
-    }
-    if (filter.facilityId !== undefined) {
-      params.push(filter.facilityId.toLowerCase());
-      where.push(`facility_ids @> ARRAY[$${params.length}::uuid]`);
-    }
-    if (filter.since !== undefined) {
-      params.push(new Date(filter.since));
-      where.push(`created_at >= $${params.length}`);
-    }
-    params.push(fetchSize(limit));
-    const { rows } = await this.pool.query<StoredEvent>(
-      // Ordered by the bigint column (e.position), not by its text alias.
-      `SELECT e.position::text AS position, e.id, e.body FROM webhook.events e WHERE ${where.join(' AND ')} ORDER BY e.${keysetOrderBy(BY_POSITION)} LIMIT $${params.length}`,
-      params,
+  list(filter: EventFilter, limit: number, after?: string): Promise<{ items: StoredEvent[]; has_more: boolean }> {
+    const where: Array<[string, unknown]> = [];
+    if (filter.type !== undefined) where.push(['type = $?', filter.type]);
+    if (filter.facilityId !== undefined) where.push(['facility_ids @> ARRAY[$?::uuid]', filter.facilityId.toLowerCase()]);
+    if (filter.since !== undefined) where.push(['created_at >= $?', new Date(filter.since)]);
+    return selectKeysetPage<StoredEvent>(
+      this.pool,
+      { table: 'webhook.events', fields: EVENT_FIELDS, order: BY_POSITION, where, after: [after ?? '0'] },
+      limit,
     );
-    return takeRows(rows, limit);
   }
 
   /** A page of the log for a request's limit and cursor (polled: see `EVENT_LIST`); 400 VALIDATION_ERROR for a bad one. */
@@ -131,10 +77,10 @@ export class EventLog {
   }
 
   async get(id: string): Promise<StoredEvent | undefined> {
-    const { rows } = await this.pool.query<StoredEvent>('SELECT position::text AS position, id, body FROM webhook.events WHERE id = $1', [
+    const { rows } = await this.pool.query<Record<string, unknown>>(`SELECT ${columnsOf(EVENT_FIELDS)} FROM webhook.events WHERE id = $1`, [
       id,
     ]);
-    return rows[0];
+    return rows[0] && recordOf<StoredEvent>(EVENT_FIELDS, rows[0]);
   }
 
   /**

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { columnsOf, recordOf, viewOf } from './fields';
-import { SUBSCRIPTION_FIELDS, SUBSCRIPTION_VIEW } from './store';
+import { SUBSCRIPTION_FIELDS, SUBSCRIPTION_VIEW } from './subscription';
 
 const row = {
   id: 'wh_1',

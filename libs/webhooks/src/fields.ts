@@ -3,18 +3,27 @@ import { redactSecret } from './secrets';
 /**
  * A resource's fields, declared once: each field's SQL column, how the row's value becomes the
  * record's, and whether the public view shows it. The column list, the row → record mapping and
- * the record → view mapping all derive from it.
+ * the record → view mapping (and the view's type, `ViewOf`) all derive from it.
  */
 export interface FieldSpec {
-  /** The select expression, when not the field's own column (e.g. `secret_last4 AS secret`). */
+  /**
+   * The select expression, when not the field's own column (e.g. `secret_last4 AS secret`); a
+   * field made of several columns lists them all (its `read` takes them from the row).
+   */
   sql?: string;
-  /** The row's value → the record's; the value as it is when absent. */
-  read?: (value: never) => unknown;
+  /** The row's value (and the whole row, for a field of several columns) → the record's; the value as it is when absent. */
+  read?: (value: never, row: Record<string, unknown>) => unknown;
   /** Shown in the public view. */
   view: boolean;
 }
 
 export type FieldSpecs<R> = { readonly [K in keyof R]-?: FieldSpec };
+
+/** The names of the fields a declaration shows (those declared `view: true`). */
+export type ViewKey<F> = { [K in keyof F]: F[K] extends { view: true } ? K : never }[keyof F];
+
+/** A record's public view, as the declaration `F` of its fields says (declared with `satisfies FieldSpecs<R>`). */
+export type ViewOf<R, F> = Pick<R, ViewKey<F> & keyof R>;
 
 /** The select list of the fields, in their order. */
 export function columnsOf<R>(fields: FieldSpecs<R>): string {
@@ -26,15 +35,18 @@ export function columnsOf<R>(fields: FieldSpecs<R>): string {
 /** The row (as selected by `columnsOf`) → the record. */
 export function recordOf<R>(fields: FieldSpecs<R>, row: Record<string, unknown>): R {
   return Object.fromEntries(
-    Object.entries<FieldSpec>(fields).map(([name, f]) => [name, f.read ? (f.read as (v: unknown) => unknown)(row[name]) : row[name]]),
+    Object.entries<FieldSpec>(fields).map(([name, f]) => [
+      name,
+      f.read ? (f.read as (v: unknown, r: Record<string, unknown>) => unknown)(row[name], row) : row[name],
+    ]),
   ) as R;
 }
 
 /** The names of the fields the view shows. */
-export function viewNames<R>(fields: FieldSpecs<R>): Array<keyof R> {
+export function viewNames<F extends { readonly [name: string]: FieldSpec }>(fields: F): Array<ViewKey<F>> {
   return Object.entries<FieldSpec>(fields)
     .filter(([, f]) => f.view)
-    .map(([name]) => name as keyof R);
+    .map(([name]) => name as ViewKey<F>);
 }
 
 /** The record → its public view (the fields it shows, in their order). */

@@ -1,19 +1,17 @@
-import {
-  AppError,
-  fetchSize,
-  type KeysetPage,
-  keysetAfter,
-  keysetOrderBy,
-  keysetPage,
-  type PageRequest,
-  type Pool,
-  takeRows,
-  withTransaction,
-} from '@fcd/service-kit';
-import { columnsOf, type FieldSpecs, isoTime, isoTimeOrNull, recordOf, redacted, viewNames } from './fields';
+import { AppError, type KeysetPage, keysetPage, type PageRequest, type Pool, withTransaction } from '@fcd/service-kit';
+import { columnsOf, recordOf } from './fields';
+import { selectNewestFirst } from './keyset-select';
 import { DEFAULT_MAX_IN_FLIGHT } from './limits';
-import { type ListPosition, NEWEST_FIRST, subscriptionList } from './lists';
+import { type ListPosition, subscriptionList } from './lists';
 import { type SecretBox, secretLast4 } from './secrets';
+import {
+  MANUAL_DEACTIVATION,
+  type NewSubscription,
+  SUBSCRIPTION_FIELDS,
+  type Subscription,
+  type SubscriptionPage,
+  type SubscriptionPatch,
+} from './subscription';
 
 /**
  * All SQL for subscriptions (schema `webhook`). Every account-facing method
@@ -21,92 +19,11 @@ import { type SecretBox, secretLast4 } from './secrets';
  * exactly like an unknown one.
  */
 
-export interface Subscription {
-  id: string;
-  account_id: string;
-  url: string;
-  events: string[];
-  /** null = every facility. */
-  facility_ids: string[] | null;
-  /** Always the redacted form (`whsec_********abcd`); the clear secret is only returned by `create`. */
-  secret: string;
-  /** End of the overlap of the last rotation (both secrets sign until then); null when it had none. */
-  secret_rotation_ends_at: string | null;
-  is_active: boolean;
-  created_at: string;
-  updated_at: string;
-  deactivated_at: string | null;
-  deactivation_reason: string | null;
-  consecutive_failures: number;
-  last_failure_at: string | null;
-  last_success_at: string | null;
-  /** Attempts started per second at most, over every replica; null = the dispatcher's default. */
-  rate_limit_per_second: number | null;
-  /** Attempts in flight at once at most, over every replica. */
-  max_in_flight: number;
-}
-
-export interface NewSubscription {
-  id: string;
-  account_id: string;
-  url: string;
-  events: string[];
-  facility_ids: string[] | null;
-  /** The clear secret; stored encrypted. */
-  secret: string;
-  /** Epoch ms (from the injected clock). */
-  now: number;
-  /** Default null (the dispatcher's default). */
-  rate_limit_per_second?: number | null;
-  /** Default DEFAULT_MAX_IN_FLIGHT. */
-  max_in_flight?: number;
-}
-
-export interface SubscriptionPatch {
-  url?: string;
-  events?: string[];
-  facility_ids?: string[] | null;
-  is_active?: boolean;
-  rate_limit_per_second?: number | null;
-  max_in_flight?: number;
-}
-
-export interface SubscriptionPage {
-  items: Subscription[];
-  has_more: boolean;
-}
-
-export const MANUAL_DEACTIVATION = 'manual';
-
-/** The subscription's fields once: columns, row mapping and the public view derive from them (fields.ts). */
-export const SUBSCRIPTION_FIELDS: FieldSpecs<Subscription> = {
-  id: { view: true },
-  account_id: { view: false },
-  url: { view: true },
-  events: { view: true },
-  facility_ids: { sql: 'facility_ids::text[] AS facility_ids', view: true },
-  secret: { sql: 'secret_last4 AS secret', read: redacted, view: true },
-  secret_rotation_ends_at: { read: isoTimeOrNull, view: true },
-  is_active: { view: true },
-  created_at: { read: isoTime, view: true },
-  updated_at: { read: isoTime, view: true },
-  deactivated_at: { read: isoTimeOrNull, view: true },
-  deactivation_reason: { view: true },
-  consecutive_failures: { view: false },
-  last_failure_at: { read: isoTimeOrNull, view: false },
-  last_success_at: { read: isoTimeOrNull, view: false },
-  rate_limit_per_second: { view: true },
-  max_in_flight: { view: true },
-};
-
-/** The fields of the public form of a subscription (docs/webhooks.md): the stored one without its bookkeeping. */
-export const SUBSCRIPTION_VIEW = viewNames(SUBSCRIPTION_FIELDS);
-
 type Row = Record<string, unknown>;
 
 const COLUMNS = columnsOf(SUBSCRIPTION_FIELDS);
 
-const toSubscription = (row: Row): Subscription => recordOf(SUBSCRIPTION_FIELDS, row);
+const toSubscription = (row: Row): Subscription => recordOf<Subscription>(SUBSCRIPTION_FIELDS, row);
 
 export class SubscriptionStore {
   constructor(
@@ -167,18 +84,12 @@ export class SubscriptionStore {
 
   /** Newest first; `after` continues after the last row of the previous page. */
   async list(accountId: string, limit: number, after?: ListPosition): Promise<SubscriptionPage> {
-    const params: unknown[] = [accountId, fetchSize(limit)];
-    let where = 'account_id = $1';
-    if (after) {
-      params.push(new Date(after.created_at), after.id);
-      where += ` AND ${keysetAfter(NEWEST_FIRST, ['$3', '$4'])}`;
-    }
-    const { rows } = await this.pool.query<Row>(
-      `SELECT ${COLUMNS} FROM webhook.subscriptions WHERE ${where} ORDER BY ${keysetOrderBy(NEWEST_FIRST)} LIMIT $2`,
-      params,
+    return selectNewestFirst<Subscription>(
+      this.pool,
+      { table: 'webhook.subscriptions', fields: SUBSCRIPTION_FIELDS, owner: ['account_id', accountId] },
+      limit,
+      after,
     );
-    const page = takeRows(rows, limit);
-    return { items: page.items.map(toSubscription), has_more: page.has_more };
   }
 
   /** A page of the account's subscriptions for a request's limit and cursor (400 VALIDATION_ERROR for a bad one). */

@@ -6,3 +6,4 @@ export * from './redact';
 export * from './secret-cache';
 export * from './store';
 export * from './types';
+export * from './view';

@@ -1,7 +1,8 @@
 import type { KeysetPage, PageRequest, Pool } from '@fcd/service-kit';
-import { DeliveryLog, type DeliveryPosition, type DeliveryView } from './log';
+import { DeliveryLog } from './log';
 import { type DeliveryStoreHooks, type DeliveryStoreOptions, DispatchQueue } from './queue';
 import type { SecretDecrypter } from './secret-cache';
+import type { DeliveryPosition, DeliveryView } from './view';
 
 /**
  * Both sides of the deliveries on one pool: the dispatch queue (the

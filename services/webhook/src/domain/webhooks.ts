@@ -23,6 +23,7 @@ import {
   SUBSCRIPTION_VIEW,
   type Subscription,
   type SubscriptionPatch,
+  type SubscriptionView,
   TEST_EVENT_TYPE,
   type UrlCheck,
   viewOf,
@@ -30,9 +31,6 @@ import {
 import type { DeliveryRepository, EventRecovery, FacilityDirectory, SubscriptionRepository } from './ports';
 import { type RecoveryGate, recoverRateExceeded, recoveryInProgress, recoveryWindow } from './recovery';
 import { emptyPatchProblems, eventProblems, facilityIdProblems, mergeProblems, unknownFacilityProblems } from './validation';
-
-/** The public form of a subscription (docs/webhooks.md): the stored one without its bookkeeping. */
-export type SubscriptionView = Omit<Subscription, 'account_id' | 'consecutive_failures' | 'last_failure_at' | 'last_success_at'>;
 
 export interface SubscriptionListView {
   data: SubscriptionView[];
@@ -79,7 +77,7 @@ export interface WebhookServiceOptions {
 }
 
 /** The public form of a stored subscription: the fields SUBSCRIPTION_FIELDS shows. */
-const view = (s: Subscription): SubscriptionView => viewOf(SUBSCRIPTION_VIEW, s) as SubscriptionView;
+const view = (s: Subscription): SubscriptionView => viewOf(SUBSCRIPTION_VIEW, s);
 
 const subscriptionNotFound = () => notFound('webhook subscription');
 const deliveryNotFound = () => notFound('delivery');
