@@ -1,9 +1,11 @@
-// What the HTTP rounds of run.mjs share (the usage path, the proxied path): starting a built
-// service or a baseline process (with the node flags of its Helm values), autocannon with the same
-// settings for every side, a private database, and Pro accounts with keys made through the usage
-// service's admin API.
-import { spawn } from 'node:child_process';
+// What the rounds of run.mjs share (the usage path, the proxied path, search by place, the import):
+// starting a built service or a baseline process (with the node flags of its Helm values),
+// autocannon with the same settings for every side and alternating rounds of two sides, a private
+// database and the facility CLI on it, Pro accounts with keys made through the usage service's
+// admin API, and the result file each round writes.
+import { execFileSync, spawn } from 'node:child_process';
 import { createHmac } from 'node:crypto';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -97,12 +99,54 @@ export const summary = (name, r) => ({
 /** The round of median ratio. */
 export const medianRound = (rounds) => [...rounds].sort((a, b) => a.ratio - b.ratio)[Math.floor(rounds.length / 2)];
 
+/**
+ * One warm-up run of each side (connections, JIT), then ROUNDS rounds of the two sides measured in
+ * turn, so a drift in the machine's speed hits both. `sides`
+ * maps each side's key, the baseline first, to its `{ name, url, headers }` (`headers(i)`: the i-th
+ * request's headers), `meters` each key to a cpuMeter (cpu.mjs) open over that side's runs only.
+ * A round is `{ round, <baseline>, <other>, ratio }`: each side's summary and the other's req/s over
+ * the baseline's. Resolves with every round and the requests each side made.
+ */
+export async function alternatingRounds(sides, meters) {
+  const [baseline, other] = Object.keys(sides);
+  const all = [];
+  const requests = { [baseline]: 0, [other]: 0 };
+  for (const side of [baseline, other]) await measure(sides[side].url, sides[side].headers);
+  for (let r = 0; r < ROUNDS; r++) {
+    const row = { round: r + 1 };
+    for (const side of [baseline, other]) {
+      const w = meters[side].open();
+      const raw = await measure(sides[side].url, sides[side].headers);
+      meters[side].close(w);
+      requests[side] += raw.requests.total;
+      row[side] = summary(sides[side].name, raw);
+    }
+    row.ratio = Number((row[other].requestsPerSecond / row[baseline].requestsPerSecond).toFixed(3));
+    all.push(row);
+    const rate = (side) => `${side} ${row[side].requestsPerSecond} req/s`;
+    console.log(`round ${r + 1}: ${rate(baseline)}, ${rate(other)}, ratio ${row.ratio}`);
+  }
+  return { all, requests };
+}
+
 export const machine = () => ({ cpus: cpus().length, model: cpus()[0]?.model, node: process.version });
 
 /** Reads unlabelled-or-default-labelled series off a service's /metrics. */
 export async function scrape(metricsPort) {
   const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
   return (name) => Number(new RegExp(`^${name}(?:{[^}]*})? (\\S+)$`, 'm').exec(text)?.[1] ?? Number.NaN);
+}
+
+/** The usage service's mean items per authorization batch so far (its cost is mostly per batch). */
+export async function meanBatchSize(usage) {
+  const metric = await scrape(usage.metricsPort);
+  return Number((metric('fcd_authorize_batch_size_sum') / metric('fcd_authorize_batch_size_count')).toFixed(1));
+}
+
+/** Writes a round's result to bench-results/<name>-<date>.json, where targets.mjs reads it. */
+export function writeResult(name, result) {
+  mkdirSync(resolve(root, 'bench-results'), { recursive: true });
+  writeFileSync(resolve(root, `bench-results/${name}-${result.date.slice(0, 10)}.json`), `${JSON.stringify(result, null, 2)}\n`);
 }
 
 /** Creates a private database named after `name`; resolves with its URL and `drop()`. */
@@ -118,6 +162,23 @@ export async function benchDatabase(name) {
     await admin.end();
   }
   return { name: dbName, url: url.toString(), drop };
+}
+
+/**
+ * The built facility CLI on `db` (LOG_LEVEL warn): runs `args` to the end and returns its stdout.
+ * Throws when it exits non-zero.
+ */
+export function facilityCli(db) {
+  const cli = resolve(root, 'services/facility/dist/cli.js');
+  const env = { PATH: process.env.PATH, DATABASE_URL: db.url, LOG_LEVEL: 'warn' };
+  return (args) => execFileSync(process.execPath, [cli, ...args], { env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+}
+
+/** Migrates the facility schema of `db` and fills it with `count` demo facilities of `seed`. */
+export function seedFacilities(db, count, seed) {
+  const facility = facilityCli(db);
+  facility(['migrate']);
+  facility(['seed', '--facilities', String(count), '--seed', seed, '--json']);
 }
 
 /** Starts the built usage service on `db` (its Redis keys under the database's name). */
@@ -136,6 +197,24 @@ export function startUsage(db) {
       USAGE_GRPC_SECRET,
     },
     'usage',
+  );
+}
+
+/** Starts the built facility service on `db` (its outbox relay off: the reads alone are measured). */
+export function startFacility(db) {
+  return start(
+    resolve(root, 'services/facility/dist/main.js'),
+    {
+      DATABASE_URL: db.url,
+      PORT: '0',
+      METRICS_PORT: '0',
+      HOST: '127.0.0.1',
+      INTERNAL_AUTH_SECRET,
+      INGEST_TOKEN: 'bench-ingest-token-0123456789abcdef0123',
+      RELAY_ENABLED: 'false',
+      NATS_URL,
+    },
+    'facility',
   );
 }
 

@@ -5,45 +5,35 @@
 // Prints the CPU µs per row of each process (psql, each import; /proc/self/stat cutime + cstime
 // around it). Writes bench-results/import-<date>.json. BENCH_IMPORT_ROWS changes the row count.
 import { execFileSync } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import pg from 'pg';
 import { childrenCpuSeconds, usPerUnit } from './cpu.mjs';
+import { benchDatabase, facilityCli, machine, writeResult } from './http-bench.mjs';
 
-const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const ROWS = Number(process.env.BENCH_IMPORT_ROWS ?? 50_000);
-const DB_URL = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
-const dbName = `bench_import_${randomBytes(4).toString('hex')}`;
 const dir = mkdtempSync(join(tmpdir(), 'fcd-bench-import-'));
-const cli = resolve(root, 'services/facility/dist/cli.js');
-
-const admin = new pg.Client({ connectionString: DB_URL });
-await admin.connect();
-await admin.query(`CREATE DATABASE ${dbName}`);
-const url = new URL(DB_URL);
-url.pathname = `/${dbName}`;
-const env = { PATH: process.env.PATH, DATABASE_URL: url.toString(), LOG_LEVEL: 'warn' };
-const facility = (args) => JSON.parse(execFileSync(process.execPath, [cli, ...args, '--json'], { env, encoding: 'utf8' }));
+const db = await benchDatabase('import');
+const cli = facilityCli(db);
+const facility = (args) => JSON.parse(cli([...args, '--json']));
 
 try {
-  execFileSync(process.execPath, [cli, 'migrate'], { env, stdio: 'ignore' });
+  cli(['migrate']);
   facility(['seed', '--facilities', String(ROWS), '--seed', 'bench', '--out', dir, '--format', 'ndjson']);
   const file = join(dir, 'facilities.ndjson');
 
   // Baseline: the same lines into Postgres with COPY (no parsing, no upsert, no index).
-  const db = new pg.Client({ connectionString: url.toString() });
-  await db.connect();
-  await db.query('CREATE TABLE bench_copy (line text)');
+  const client = new pg.Client({ connectionString: db.url });
+  await client.connect();
+  await client.query('CREATE TABLE bench_copy (line text)');
   let started = performance.now();
   let cpuFrom = childrenCpuSeconds();
   copyLines(file);
   const copyMs = performance.now() - started;
   const copyCpuS = childrenCpuSeconds() - cpuFrom;
-  const copied = (await db.query('SELECT count(*)::int AS n FROM bench_copy')).rows[0].n;
-  await db.end();
+  const copied = (await client.query('SELECT count(*)::int AS n FROM bench_copy')).rows[0].n;
+  await client.end();
   if (copied !== ROWS) throw new Error(`COPY loaded ${copied} rows, expected ${ROWS}`);
 
   started = performance.now();
@@ -63,7 +53,7 @@ try {
 
   const result = {
     date: new Date().toISOString(),
-    machine: { cpus: (await import('node:os')).cpus().length, node: process.version },
+    machine: machine(),
     rows: ROWS,
     copy_baseline_ms: Math.round(copyMs),
     first_import_ms: Math.round(firstMs),
@@ -84,17 +74,15 @@ try {
       `ratio COPY/import ${result.ratio_first} (first), ${result.ratio_reimport} (re-import); ` +
       `CPU per row: psql ${result.cpu_us_per_row.psql_copy} µs, first import ${result.cpu_us_per_row.first_import} µs, re-import ${result.cpu_us_per_row.reimport} µs`,
   );
-  mkdirSync(resolve(root, 'bench-results'), { recursive: true });
-  writeFileSync(resolve(root, `bench-results/import-${result.date.slice(0, 10)}.json`), `${JSON.stringify(result, null, 2)}\n`);
+  writeResult('import', result);
 } finally {
   rmSync(dir, { recursive: true, force: true });
-  await admin.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
-  await admin.end();
+  await db.drop();
 }
 
 /** psql's client-side \copy of the file's lines (CSV with delimiter and quote bytes that never occur in it). */
 function copyLines(file) {
-  execFileSync('psql', [url.toString(), '-qc', `\\copy bench_copy FROM '${file}' WITH (FORMAT csv, DELIMITER E'\\x01', QUOTE E'\\x02')`], {
+  execFileSync('psql', [db.url, '-qc', `\\copy bench_copy FROM '${file}' WITH (FORMAT csv, DELIMITER E'\\x01', QUOTE E'\\x02')`], {
     stdio: ['ignore', 'ignore', 'inherit'],
   });
 }

@@ -14,46 +14,37 @@
 // over the proxy rounds; gateway, usage and facility over the gateway rounds; the mean
 // authorization batch size. Writes
 // bench-results/proxied-<date>.json.
-import { execFileSync } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import pg from 'pg';
 import { cpuMeter, usPerUnit } from './cpu.mjs';
 import {
+  alternatingRounds,
   benchDatabase,
   CONNECTIONS,
   createProKeys,
   DURATION,
-  INTERNAL_AUTH_SECRET,
   KEYS,
   machine,
-  measure,
+  meanBatchSize,
   medianRound,
-  NATS_URL,
   ROUNDS,
   root,
-  scrape,
+  seedFacilities,
   signAccount,
   start,
+  startFacility,
   startGateway,
   startUsage,
   stopAll,
-  summary,
+  writeResult,
 } from './http-bench.mjs';
 
 const FACILITIES = Number(process.env.BENCH_PROXIED_FACILITIES ?? 1000);
 const TARGET = 0.75;
 const SIDES = { proxy: ['proxy', 'facility'], gateway: ['gateway', 'usage', 'facility'] };
 
-/** Migrates and seeds the facility schema of `db` with the facility CLI; resolves with one facility's id. */
-async function seedFacilities(db) {
-  const cli = resolve(root, 'services/facility/dist/cli.js');
-  const env = { PATH: process.env.PATH, DATABASE_URL: db.url, LOG_LEVEL: 'warn' };
-  execFileSync(process.execPath, [cli, 'migrate'], { env, stdio: 'ignore' });
-  execFileSync(process.execPath, [cli, 'seed', '--facilities', String(FACILITIES), '--seed', 'bench-proxied', '--json'], {
-    env,
-    stdio: 'ignore',
-  });
+/** The id of the first facility of `db` by registry id. */
+async function firstFacilityId(db) {
   const client = new pg.Client({ connectionString: db.url });
   await client.connect();
   const { rows } = await client.query('SELECT id FROM facility.facilities ORDER BY registry_id LIMIT 1');
@@ -63,47 +54,12 @@ async function seedFacilities(db) {
 
 /** The facility service, the usage service, the gateway in front of both, and the minimal proxy. */
 async function startStack(db) {
-  const facility = await start(
-    resolve(root, 'services/facility/dist/main.js'),
-    {
-      DATABASE_URL: db.url,
-      PORT: '0',
-      METRICS_PORT: '0',
-      HOST: '127.0.0.1',
-      INTERNAL_AUTH_SECRET,
-      INGEST_TOKEN: 'bench-ingest-token-0123456789abcdef0123',
-      RELAY_ENABLED: 'false',
-      NATS_URL,
-    },
-    'facility',
-  );
+  const facility = await startFacility(db);
   const facilityUrl = `http://127.0.0.1:${facility.port}`;
   const usage = await startUsage(db);
   const gateway = await startGateway(db, usage, facilityUrl);
   const proxy = await start(resolve(root, 'scripts/bench/minimal-proxy.mjs'), { UPSTREAM_URL: facilityUrl });
   return { facility, usage, gateway, proxy };
-}
-
-/** Alternating proxy and gateway rounds; the CPU of each process over its side's rounds. */
-async function rounds(sides, meters) {
-  const all = [];
-  const requests = { proxy: 0, gateway: 0 };
-  for (let r = 0; r < ROUNDS; r++) {
-    const row = { round: r + 1 };
-    for (const side of ['proxy', 'gateway']) {
-      const w = meters[side].open();
-      const raw = await measure(sides[side].url, sides[side].headers);
-      meters[side].close(w);
-      requests[side] += raw.requests.total;
-      row[side] = summary(sides[side].name, raw);
-    }
-    row.ratio = Number((row.gateway.requestsPerSecond / row.proxy.requestsPerSecond).toFixed(3));
-    all.push(row);
-    console.log(
-      `round ${r + 1}: proxy ${row.proxy.requestsPerSecond} req/s, gateway ${row.gateway.requestsPerSecond} req/s, ratio ${row.ratio}`,
-    );
-  }
-  return { all, requests };
 }
 
 /** CPU µs per request of each process of each side. */
@@ -118,7 +74,8 @@ function cpuPerRequest(meters, requests) {
 export async function proxiedPathRound() {
   const db = await benchDatabase('proxied');
   try {
-    const facilityId = await seedFacilities(db);
+    seedFacilities(db, FACILITIES, 'bench-proxied');
+    const facilityId = await firstFacilityId(db);
     const stack = await startStack(db);
     const keys = await createProKeys(stack.usage);
     const path = `/v1/facilities/${facilityId}`;
@@ -139,17 +96,13 @@ export async function proxiedPathRound() {
       if (res.status !== 200) throw new Error(`${side.name}: GET ${path} answered ${res.status}: ${await res.text()}`);
     }
     console.log(`proxied path: warming up (${CONNECTIONS} connections)…`);
-    for (const side of Object.values(sides)) await measure(side.url, side.headers);
     const pids = (names) => Object.fromEntries(names.map((name) => [name, stack[name].pid]));
     const meters = { proxy: cpuMeter(pids(SIDES.proxy)), gateway: cpuMeter(pids(SIDES.gateway)) };
-    const { all, requests } = await rounds(sides, meters);
+    const { all, requests } = await alternatingRounds(sides, meters);
     const median = medianRound(all);
     const cpu = cpuPerRequest(meters, requests);
-    // Items per authorization batch (warm-up included): the usage service's cost is mostly per batch.
-    const usageMetrics = await scrape(stack.usage.metricsPort);
-    const meanBatchSize = Number(
-      (usageMetrics('fcd_authorize_batch_size_sum') / usageMetrics('fcd_authorize_batch_size_count')).toFixed(1),
-    );
+    // Items per authorization batch (warm-up included).
+    const batch = await meanBatchSize(stack.usage);
     const result = {
       date: new Date().toISOString(),
       machine: machine(),
@@ -163,16 +116,15 @@ export async function proxiedPathRound() {
       ratio: median.ratio,
       target: TARGET,
       cpuUsPerRequest: cpu,
-      meanBatchSize,
+      meanBatchSize: batch,
       rounds: all,
     };
     console.table([median.proxy, median.gateway]);
     console.log(
-      `CPU per request: proxy side: proxy ${cpu.proxy.proxy} µs, facility ${cpu.proxy.facility} µs; gateway side: gateway ${cpu.gateway.gateway} µs, usage ${cpu.gateway.usage} µs, facility ${cpu.gateway.facility} µs; mean batch ${meanBatchSize}`,
+      `CPU per request: proxy side: proxy ${cpu.proxy.proxy} µs, facility ${cpu.proxy.facility} µs; gateway side: gateway ${cpu.gateway.gateway} µs, usage ${cpu.gateway.usage} µs, facility ${cpu.gateway.facility} µs; mean batch ${batch}`,
     );
     console.log(`ratio gateway/proxy (median of ${ROUNDS} rounds, shown above): ${median.ratio} (target ≥ ${TARGET})`);
-    mkdirSync(resolve(root, 'bench-results'), { recursive: true });
-    writeFileSync(resolve(root, `bench-results/proxied-${result.date.slice(0, 10)}.json`), `${JSON.stringify(result, null, 2)}\n`);
+    writeResult('proxied', result);
   } finally {
     await stopAll();
     await db.drop();

@@ -10,48 +10,26 @@
 // round's ratio, the CPU µs per request of every process (bare server over the bare rounds, gateway
 // and usage over the metered rounds; /proc/<pid>/stat), the mean authorization batch size, and
 // writes bench-results/usage-<date>.json.
-import { mkdirSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { cpuMeter, usPerUnit } from './cpu.mjs';
 import {
+  alternatingRounds,
   benchDatabase,
   CONNECTIONS,
   createProKeys,
   DURATION,
   KEYS,
   machine,
-  measure,
+  meanBatchSize,
   medianRound,
   ROUNDS,
   root,
-  scrape,
   start,
   startGateway,
   startUsage,
   stopAll,
-  summary,
+  writeResult,
 } from './http-bench.mjs';
-
-/** Alternating bare and metered rounds; the CPU of each process over its side's rounds. */
-async function rounds(bareUrl, gatewayUrl, meteredHeaders, meters) {
-  const all = [];
-  const requests = { bare: 0, metered: 0 };
-  for (let r = 0; r < ROUNDS; r++) {
-    let w = meters.bare.open();
-    const rawBare = await measure(bareUrl, () => ({}));
-    meters.bare.close(w);
-    w = meters.metered.open();
-    const raw = await measure(gatewayUrl, meteredHeaders);
-    meters.metered.close(w);
-    requests.bare += rawBare.requests.total;
-    requests.metered += raw.requests.total;
-    const b = summary('bare fastify (ceiling)', rawBare);
-    const m = summary('gateway → usage → redis', raw);
-    all.push({ round: r + 1, baseline: b, metered: m, ratio: Number((m.requestsPerSecond / b.requestsPerSecond).toFixed(3)) });
-    console.log(`round ${r + 1}: bare ${b.requestsPerSecond} req/s, metered ${m.requestsPerSecond} req/s, ratio ${all[r].ratio}`);
-  }
-  return { all, requests };
-}
 
 export async function usagePathRound() {
   const db = await benchDatabase('usage');
@@ -65,23 +43,23 @@ export async function usagePathRound() {
     const bare = await start(resolve(root, 'scripts/bench/bare-server.mjs'), { BODY_SIZE: String(bodySize) });
     const bareUrl = `http://127.0.0.1:${bare.port}/v1/account/usage`;
 
+    const sides = {
+      baseline: { name: 'bare fastify (ceiling)', url: bareUrl, headers: () => ({}) },
+      metered: { name: 'gateway → usage → redis', url: gatewayUrl, headers: (i) => ({ 'x-api-key': keys[i % keys.length] }) },
+    };
     console.log(`usage path: warming up (${CONNECTIONS} connections)…`);
-    const meteredHeaders = (i) => ({ 'x-api-key': keys[i % keys.length] });
-    await measure(bareUrl, () => ({}));
-    await measure(gatewayUrl, meteredHeaders);
     // Rounds alternate baseline and metered, so a drift in the machine's speed (this VM's bare
     // Fastify swings 12–28 k req/s between runs) hits both sides; the median round ratio is reported.
     // CPU per request of each process (/proc utime + stime over its side's rounds): unlike req/s,
     // barely moved by the machine's speed swings, so it shows what a change saved.
-    const meters = { bare: cpuMeter({ bare: bare.pid }), metered: cpuMeter({ gateway: gateway.pid, usage: usage.pid }) };
-    const { all, requests } = await rounds(bareUrl, gatewayUrl, meteredHeaders, meters);
+    const meters = { baseline: cpuMeter({ bare: bare.pid }), metered: cpuMeter({ gateway: gateway.pid, usage: usage.pid }) };
+    const { all, requests } = await alternatingRounds(sides, meters);
     const { baseline, metered, ratio } = medianRound(all);
-    const usageMetrics = await scrape(usage.metricsPort);
     const efficiency = {
-      bareCpuUsPerRequest: usPerUnit(meters.bare.seconds('bare'), requests.bare),
+      bareCpuUsPerRequest: usPerUnit(meters.baseline.seconds('bare'), requests.baseline),
       gatewayCpuUsPerRequest: usPerUnit(meters.metered.seconds('gateway'), requests.metered),
       usageCpuUsPerRequest: usPerUnit(meters.metered.seconds('usage'), requests.metered),
-      meanBatchSize: Number((usageMetrics('fcd_authorize_batch_size_sum') / usageMetrics('fcd_authorize_batch_size_count')).toFixed(1)),
+      meanBatchSize: await meanBatchSize(usage),
     };
     const result = {
       date: new Date().toISOString(),
@@ -101,8 +79,7 @@ export async function usagePathRound() {
       `CPU per request: bare ${efficiency.bareCpuUsPerRequest} µs; metered: gateway ${efficiency.gatewayCpuUsPerRequest} µs, usage ${efficiency.usageCpuUsPerRequest} µs; mean batch ${efficiency.meanBatchSize}`,
     );
     console.log(`ratio metered/baseline (median of ${ROUNDS} rounds, shown above): ${ratio} (target ≥ 0.4)`);
-    mkdirSync(resolve(root, 'bench-results'), { recursive: true });
-    writeFileSync(resolve(root, `bench-results/usage-${result.date.slice(0, 10)}.json`), `${JSON.stringify(result, null, 2)}\n`);
+    writeResult('usage', result);
   } finally {
     await stopAll();
     await db.drop();
