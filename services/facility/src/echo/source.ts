@@ -93,7 +93,7 @@ async function addZip(path: string, into: EchoSource, zips: yauzl.ZipFile[]): Pr
 }
 
 /** A zip entry's modification time (see SourceEntry.fileDate); null when it is not a valid date. */
-export function entryDate(entry: yauzl.Entry): Date | null {
+function entryDate(entry: yauzl.Entry): Date | null {
   // yauzl 3 takes the zone of a bare MS-DOS time as an option (its type definitions predate it).
   const d = (entry as unknown as { getLastModDate(o: { timezone: 'UTC' }): Date }).getLastModDate({ timezone: 'UTC' });
   return Number.isFinite(d.getTime()) ? d : null;

@@ -1,4 +1,4 @@
-import { type Static, Type } from '@sinclair/typebox';
+import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import { Timestamp } from '../domain/fields';
 import { latestSources } from '../echo/sources';
@@ -9,7 +9,7 @@ import { dataOf, NoQuery } from './schemas';
  * GET /v1/sources: the freshness of the data. Each ECHO file the syncs applied, with its own date
  * (the zip entry's), when it was synced and its rows (docs/echo.md "Freshness", docs/api.md).
  */
-export const SourceSchema = Type.Object({
+const SourceSchema = Type.Object({
   name: Type.String({ description: 'The ECHO file, as EPA names it, e.g. `ECHO_EXPORTER.csv`.' }),
   archive: Type.Union([Type.String(), Type.Null()], {
     description: 'The zip it was read from, e.g. `echo_exporter.zip`; null when it was read as a plain CSV file.',
@@ -27,9 +27,7 @@ export const SourceSchema = Type.Object({
   rejected_rows: Type.Integer({ minimum: 0, description: 'Rows of those that were rejected (reported by the sync, not stored).' }),
 });
 
-export type Source = Static<typeof SourceSchema>;
-
-export const SourcesResponseSchema = dataOf(Type.Array(SourceSchema));
+const SourcesResponseSchema = dataOf(Type.Array(SourceSchema));
 
 export interface SourcesRoutesOptions {
   db: Queryable;
