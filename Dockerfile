@@ -20,19 +20,19 @@ RUN for f in libs/*/package.json services/*/package.json; do \
       mkdir -p "/manifests/$(dirname "$f")" && cp "$f" "/manifests/$f"; \
     done
 
-# 1. build: all dependencies (esbuild, TypeScript sources of libs/), bundle each service to dist/.
-#    npm's cache is a cache mount, not a layer.
-FROM ${NODE_IMAGE} AS build
+# 1. install: the lockfile, the manifests and scripts/image/npm-install.sh (npm install with the
+#    build secrets), where both installs below start. npm's cache is a cache mount, not a layer.
+FROM ${NODE_IMAGE} AS install
 WORKDIR /app
 COPY package.json package-lock.json ./
 COPY --from=manifests /manifests/ ./
-# npm install with the committed lockfile: the lockfile holds only the Linux builds of platform
-# packages (the project registry serves no others), which `npm ci`'s strict check refuses.
+COPY scripts/image/npm-install.sh /usr/local/lib/fcd/npm-install.sh
+
+# 2. build: all dependencies (esbuild, TypeScript sources of libs/), bundle each service to dist/.
+FROM install AS build
 RUN --mount=type=secret,id=npmrc,required=false --mount=type=secret,id=npm_ca,required=false \
     --mount=type=cache,id=fcd-npm-cache,target=/root/.npm \
-    if [ -s /run/secrets/npmrc ]; then export NPM_CONFIG_USERCONFIG=/run/secrets/npmrc; fi; \
-    if [ -s /run/secrets/npm_ca ]; then export NPM_CONFIG_CAFILE=/run/secrets/npm_ca; fi; \
-    npm install --no-audit --no-fund
+    sh /usr/local/lib/fcd/npm-install.sh
 COPY libs/ libs/
 COPY services/ services/
 COPY proto/ proto/
@@ -43,20 +43,16 @@ RUN for s in services/*/; do (cd "$s" && node ../../scripts/build-service.mjs); 
       mkdir -p "/out/$s" && cp -r "$s/dist" "/out/$s/dist" && cp "$s/package.json" "/out/$s/package.json"; \
     done
 
-# 2. deps: production dependencies only. npm needs every workspace's package.json to resolve
+# 3. deps: production dependencies only. npm needs every workspace's package.json to resolve
 #    the lockfile; the workspace sources themselves are not needed (libs are bundled into dist).
-FROM ${NODE_IMAGE} AS deps
-WORKDIR /app
+#    Only /app reaches the runtime stage (not the install script).
+FROM install AS deps
 ENV NODE_ENV=production
-COPY package.json package-lock.json ./
-COPY --from=manifests /manifests/ ./
 RUN --mount=type=secret,id=npmrc,required=false --mount=type=secret,id=npm_ca,required=false \
     --mount=type=cache,id=fcd-npm-cache,target=/root/.npm \
-    if [ -s /run/secrets/npmrc ]; then export NPM_CONFIG_USERCONFIG=/run/secrets/npmrc; fi; \
-    if [ -s /run/secrets/npm_ca ]; then export NPM_CONFIG_CAFILE=/run/secrets/npm_ca; fi; \
-    npm install --omit=dev --ignore-scripts --no-audit --no-fund
+    sh /usr/local/lib/fcd/npm-install.sh --omit=dev --ignore-scripts
 
-# 3. runtime: node_modules + bundles, non-root, no build tools, no sources.
+# 4. runtime: node_modules + bundles, non-root, no build tools, no sources.
 FROM ${NODE_IMAGE} AS runtime
 WORKDIR /app
 COPY --from=deps --chown=root:root /app/ ./

@@ -53,23 +53,43 @@ function bundleImports(file: string): Set<string> {
   return names;
 }
 
+/** Where the install stage puts scripts/image/npm-install.sh: outside /app, so not in the runtime stage. */
+const INSTALL_SCRIPT = '/usr/local/lib/fcd/npm-install.sh';
+const isInstall = (l: string): boolean => l.startsWith('RUN ') && l.includes(`sh ${INSTALL_SCRIPT}`);
+
 describe('Dockerfile', () => {
-  it('builds in stages: manifests, build with all dependencies, production dependencies only, runtime', () => {
+  it('builds in stages: manifests, install, build with all dependencies, production dependencies only, runtime', () => {
     const stages = instructions.filter((l) => l.startsWith('FROM ')).map((l) => l.split(/\s+AS\s+/i)[1]);
-    expect(stages).toEqual(['manifests', 'build', 'deps', 'runtime']);
-    // The installs see only the lockfile and the manifests, so a change to sources reuses their layers.
+    expect(stages).toEqual(['manifests', 'install', 'build', 'deps', 'runtime']);
+    // The installs see only the lockfile, the manifests and the install script, so a change to sources reuses their layers.
+    const from = instructions.findIndex((l) => / AS install$/.test(l));
+    expect(
+      instructions.slice(
+        from + 1,
+        instructions.findIndex((l, i) => i > from && l.startsWith('FROM ')),
+      ),
+    ).toEqual([
+      'WORKDIR /app',
+      'COPY package.json package-lock.json ./',
+      'COPY --from=manifests /manifests/ ./',
+      `COPY scripts/image/npm-install.sh ${INSTALL_SCRIPT}`,
+    ]);
     for (const stage of ['build', 'deps']) {
-      const from = instructions.findIndex((l) => new RegExp(` AS ${stage}$`).test(l));
-      const install = instructions.findIndex((l, i) => i > from && l.startsWith('RUN ') && l.includes('npm install'));
-      expect(instructions.slice(from + 1, install)).toEqual([
-        'WORKDIR /app',
-        ...(stage === 'deps' ? ['ENV NODE_ENV=production'] : []),
-        'COPY package.json package-lock.json ./',
-        'COPY --from=manifests /manifests/ ./',
-      ]);
+      const start = instructions.findIndex((l) => new RegExp(` AS ${stage}$`).test(l));
+      expect(instructions[start]).toBe(`FROM install AS ${stage}`);
+      const install = instructions.findIndex((l, i) => i > start && isInstall(l));
+      expect(instructions.slice(start + 1, install)).toEqual(stage === 'deps' ? ['ENV NODE_ENV=production'] : []);
     }
     const deps = instructions.slice(instructions.findIndex((l) => / AS deps$/i.test(l)));
-    expect(deps.find((l) => l.startsWith('RUN ') && l.includes('npm install'))).toMatch(/--omit=dev/);
+    expect(deps.find(isInstall)).toMatch(/--omit=dev/);
+  });
+
+  it('installs with npm install and the build secrets only when they are mounted', () => {
+    const script = readFileSync(join(root, 'scripts/image/npm-install.sh'), 'utf8');
+    expect(script).toContain('if [ -s /run/secrets/npmrc ]; then export NPM_CONFIG_USERCONFIG=/run/secrets/npmrc; fi');
+    expect(script).toContain('if [ -s /run/secrets/npm_ca ]; then export NPM_CONFIG_CAFILE=/run/secrets/npm_ca; fi');
+    expect(script).toContain('exec npm install --no-audit --no-fund "$@"');
+    expect(script).not.toMatch(/registry=|_authToken/);
   });
 
   it('runs as a non-root numeric user and starts the gateway with its telemetry preloaded by default', () => {
@@ -81,7 +101,7 @@ describe('Dockerfile', () => {
   });
 
   it('gives npm its configuration only as build secrets, and copies only bundles into the runtime stage', () => {
-    const installs = instructions.filter((l) => l.startsWith('RUN ') && l.includes('npm install'));
+    const installs = instructions.filter(isInstall);
     expect(installs).toHaveLength(2);
     for (const run of installs) {
       expect(run).toContain('--mount=type=secret,id=npmrc,required=false --mount=type=secret,id=npm_ca,required=false');

@@ -108,6 +108,7 @@ describe('the image', () => {
     const history = podman(['history', '--no-trunc', '--format', '{{.CreatedBy}}', IMAGE]);
     expect(history).toContain('COPY dir:');
     expect(history).not.toContain('npm install');
+    expect(history).not.toContain('npm-install.sh');
     for (const needle of [token, 'fcd-canary.invalid', '_authToken']) expect(history).not.toContain(needle);
     // Every layer (and the config with its history), as `podman save` writes them: uncompressed tars.
     const dir = mkdtempSync(join(tmpdir(), 'fcd-image-'));
