@@ -1,4 +1,4 @@
-import { DeliveryId, type IdKind, type KeysetList, type KeysetOrder, listTag, SubscriptionId } from '@fcd/service-kit';
+import { DeliveryId, type IdKind, type KeysetList, type KeysetOrder, listTag, SubscriptionId } from '@fcd/service-kit/pure';
 
 /**
  * The keyset lists of the webhook schema (service-kit's `keysetPage`): subscriptions of an

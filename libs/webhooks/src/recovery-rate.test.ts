@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { RECOVER_RATE, recoverRateDecision } from './recovery-rate';
+import { RECOVER_RATE, recoverRateDecision } from './recovery-rate-rule';
 
 describe('recover rate (GCRA, 10 a minute per account)', () => {
   const now = Date.parse('2026-11-25T12:00:00.000Z');

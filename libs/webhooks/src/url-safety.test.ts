@@ -1,15 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import {
   type AddressClass,
-  checkWebhookUrl,
   classifyAddress,
   isAddressAllowed,
   parseAllowedPorts,
   parseWebhookUrl,
   type ResolvedAddress,
   type Resolver,
-  safeLookup,
-} from './url-safety';
+} from './url-policy';
+import { checkWebhookUrl, safeLookup } from './url-safety';
 
 const dnsError = (code: string) => Object.assign(new Error(code), { code });
 

@@ -1,9 +1,5 @@
-export * from './bookkeeping';
-export * from './envelope';
+// The delivery log and the dispatch queue (SQL); the I/O-free delivery modules are in ../pure.ts.
 export * from './log';
 export * from './queue';
-export * from './redact';
 export * from './secret-cache';
 export * from './store';
-export * from './types';
-export * from './view';
