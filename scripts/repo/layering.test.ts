@@ -8,24 +8,10 @@ import { expect, it } from 'vitest';
  * follows every value import (`import type` and `export type` are erased; `import { type X }` is
  * not, under verbatimModuleSyntax) through relative paths and the workspace libraries'
  * package.json exports, and stops at third-party packages, which it names. A domain/ file takes
- * the service kit from `@fcd/service-kit/pure`.
+ * the service kit from `@fcd/service-kit/pure` and the webhook library from `@fcd/webhooks/pure`.
  */
 const root = resolve(import.meta.dirname, '../..');
 const FORBIDDEN = [/^pg$/, /^ioredis$/, /^@nats-io\//, /^fastify$/, /^undici$/];
-
-/** The domain/ files that still reach one (through a library's barrel), each with the reason it is left. */
-const NOT_YET: Record<string, string> = {
-  'services/dispatcher/src/domain/envelope.ts':
-    'value imports from the @fcd/webhooks barrel, which loads pg and NATS; waits for a pure subpath of libs/webhooks',
-  'services/webhook/src/domain/fakes.ts':
-    'value imports from the @fcd/webhooks barrel, which loads pg and NATS; waits for a pure subpath of libs/webhooks',
-  'services/webhook/src/domain/recovery.ts':
-    'value imports from the @fcd/webhooks barrel, which loads pg and NATS; waits for a pure subpath of libs/webhooks',
-  'services/webhook/src/domain/validation.ts':
-    'value imports from the @fcd/webhooks barrel, which loads pg and NATS; waits for a pure subpath of libs/webhooks',
-  'services/webhook/src/domain/webhooks.ts':
-    'value imports from the @fcd/webhooks barrel, which loads pg and NATS; waits for a pure subpath of libs/webhooks',
-};
 
 const SERVICES = readdirSync(join(root, 'services')).filter((s) => existsSync(join(root, 'services', s, 'src', 'domain')));
 
@@ -103,13 +89,16 @@ it('finds the pg that @fcd/service-kit loads, and none from @fcd/service-kit/pur
   expect(forbiddenReach(join(root, 'libs/service-kit/src/index.ts')).some((chain) => chain.endsWith(' → pg'))).toBe(true);
 });
 
+it('finds the pg that @fcd/webhooks loads, and none from @fcd/webhooks/pure', () => {
+  expect(forbiddenReach(workspaceFile('@fcd/webhooks/pure') as string)).toEqual([]);
+  expect(forbiddenReach(workspaceFile('@fcd/webhooks') as string).some((chain) => chain.endsWith(' → pg'))).toBe(true);
+});
+
 it('keeps every domain/ file of every service from loading pg, ioredis, NATS, Fastify or undici, transitively', () => {
   const files = SERVICES.flatMap((s) => filesBelow(join(root, 'services', s, 'src', 'domain'))).filter(
     (f) => f.endsWith('.ts') && !f.endsWith('.test.ts'),
   );
   expect(files.length).toBeGreaterThanOrEqual(10);
   const reached = files.map((f) => ({ file: relative(root, f), chains: forbiddenReach(f) }));
-  expect(reached.filter((r) => r.chains.length > 0 && !(r.file in NOT_YET)).map((r) => `${r.chains[0]}`)).toEqual([]);
-  // A file that no longer reaches one leaves the list.
-  expect(Object.keys(NOT_YET).filter((f) => reached.find((r) => r.file === f)?.chains.length === 0)).toEqual([]);
+  expect(reached.filter((r) => r.chains.length > 0).map((r) => `${r.chains[0]}`)).toEqual([]);
 });

@@ -19,9 +19,9 @@ import type { FacilityDirectory } from './clients/facility';
 import type { WebhookConfig } from './config';
 import { EventsService } from './domain/events';
 import { RecoveryGate } from './domain/recovery';
-import { WebhookService } from './domain/webhooks';
 import { eventRoutes } from './routes/events';
 import { webhookRoutes } from './routes/webhooks';
+import { WebhookService } from './subscriptions/webhooks';
 
 export interface AppDeps {
   config: Pick<WebhookConfig, 'WEBHOOK_ALLOW_PRIVATE_URLS' | 'WEBHOOK_MAX_SUBSCRIPTIONS'> &

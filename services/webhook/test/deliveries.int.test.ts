@@ -3,7 +3,7 @@ import { DeliveryLog, DeliveryStore, EventLog, SubscriptionStore, verify } from 
 import type { FastifyInstance, InjectOptions } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FacilityDirectory } from '../src/clients/facility';
-import { WebhookService } from '../src/domain/webhooks';
+import { WebhookService } from '../src/subscriptions/webhooks';
 import { asAccount, createContext, newAccount, PUBLIC_HOST, type TestContext, target, testApp } from './helpers';
 
 /**

@@ -1,5 +1,5 @@
 import { EventId } from '@fcd/service-kit/pure';
-import { eventFacilityIds, type FanOutEvent, type MatchableEvent } from '@fcd/webhooks';
+import { eventFacilityIds, type FanOutEvent, type MatchableEvent } from '@fcd/webhooks/pure';
 
 export type ParsedEvent = { ok: true; event: FanOutEvent; createdAt: number } | { ok: false; reason: string };
 

@@ -1,4 +1,5 @@
 import { type AccountClaims, AppError, type KeysetPage, keysetPage, type PageRequest, takeRows } from '@fcd/service-kit/pure';
+import type { RecoveryRequest, RecoveryResult } from '@fcd/webhooks';
 import {
   DEFAULT_MAX_IN_FLIGHT,
   type DeliveryView,
@@ -7,13 +8,11 @@ import {
   MANUAL_DEACTIVATION,
   type ManualDelivery,
   type NewSubscription,
-  type RecoveryRequest,
-  type RecoveryResult,
   redactSecret,
   type Subscription,
   type SubscriptionPatch,
   subscriptionList,
-} from '@fcd/webhooks';
+} from '@fcd/webhooks/pure';
 import type { DeliveryRepository, EventRecovery, FacilityDirectory, SubscriptionRepository } from './ports';
 
 /**

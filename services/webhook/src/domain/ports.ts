@@ -12,7 +12,7 @@ import type {
 } from '@fcd/webhooks';
 
 /**
- * The ports of the webhook API's application services (webhooks.ts, events.ts): what they need
+ * The ports of the webhook API's application services (../subscriptions/webhooks.ts, events.ts): what they need
  * from storage and from other services, as interfaces the domain owns. The adapters are
  * @fcd/webhooks' stores (SQL) and clients/facility.ts (HTTP); the in-memory fakes are in
  * fakes.ts, beside them, for the unit tests of the services.

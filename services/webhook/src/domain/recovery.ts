@@ -1,5 +1,5 @@
 import { AppError, type FieldProblem, serviceUnavailable } from '@fcd/service-kit/pure';
-import { DAY_MS, RECOVER_RATE } from '@fcd/webhooks';
+import { DAY_MS, RECOVER_RATE } from '@fcd/webhooks/pure';
 import { parseDateTime } from './date-time';
 
 /**

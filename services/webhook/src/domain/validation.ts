@@ -1,5 +1,5 @@
 import { FacilityId, type FieldProblem } from '@fcd/service-kit/pure';
-import { EVENT_TYPES, isEventType } from '@fcd/webhooks';
+import { EVENT_TYPES, isEventType } from '@fcd/webhooks/pure';
 
 /**
  * The content rules of webhook bodies (docs/webhooks.md) that the JSON schema does not

@@ -13,7 +13,7 @@ import type { Static } from '@sinclair/typebox';
 import { Ajv } from 'ajv';
 import addFormats from 'ajv-formats';
 import type { FastifyInstance, FastifyRequest, FastifySchemaCompiler } from 'fastify';
-import type { WebhookService } from '../domain/webhooks';
+import type { WebhookService } from '../subscriptions/webhooks';
 import {
   CreateBody,
   DeliveryEnvelope,

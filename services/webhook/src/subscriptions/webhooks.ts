@@ -13,8 +13,8 @@ import {
   uuidSource,
   validationError,
 } from '@fcd/service-kit/pure';
+import { checkWebhookUrl } from '@fcd/webhooks';
 import {
-  checkWebhookUrl,
   DEFAULT_EVENT_RETENTION_DAYS,
   type DeliveryView,
   generateSecret,
@@ -27,10 +27,10 @@ import {
   TEST_EVENT_TYPE,
   type UrlCheck,
   viewOf,
-} from '@fcd/webhooks';
-import type { DeliveryRepository, EventRecovery, FacilityDirectory, SubscriptionRepository } from './ports';
-import { type RecoveryGate, recoverRateExceeded, recoveryInProgress, recoveryWindow } from './recovery';
-import { emptyPatchProblems, eventProblems, facilityIdProblems, mergeProblems, unknownFacilityProblems } from './validation';
+} from '@fcd/webhooks/pure';
+import type { DeliveryRepository, EventRecovery, FacilityDirectory, SubscriptionRepository } from '../domain/ports';
+import { type RecoveryGate, recoverRateExceeded, recoveryInProgress, recoveryWindow } from '../domain/recovery';
+import { emptyPatchProblems, eventProblems, facilityIdProblems, mergeProblems, unknownFacilityProblems } from '../domain/validation';
 
 export interface SubscriptionListView {
   data: SubscriptionView[];
@@ -89,7 +89,8 @@ type RawBody = Record<string, unknown>;
  * Subscription use cases: validation beyond the schema (URL safety with DNS,
  * event types, facility existence), merged with the schema's problems into
  * one VALIDATION_ERROR; then the store. Nothing is written unless everything
- * checks out.
+ * checks out. Not in domain/: it resolves webhook hosts with node:dns unless
+ * given a resolver; its rules are domain/'s (validation, recovery).
  */
 export class WebhookService {
   private readonly clock: Clock;

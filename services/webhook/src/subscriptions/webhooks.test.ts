@@ -1,7 +1,7 @@
 import { type AccountClaims, AppError, ManualClock, serviceUnavailable } from '@fcd/service-kit';
 import { describe, expect, it } from 'vitest';
-import { InMemoryDeliveries, InMemoryFacilities, InMemorySubscriptions, ScriptedRecovery } from './fakes';
-import { RecoveryGate } from './recovery';
+import { InMemoryDeliveries, InMemoryFacilities, InMemorySubscriptions, ScriptedRecovery } from '../domain/fakes';
+import { RecoveryGate } from '../domain/recovery';
 import { WebhookService, type WebhookServiceOptions } from './webhooks';
 
 const T0 = Date.parse('2026-11-22T08:00:00.000Z');
