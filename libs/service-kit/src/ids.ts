@@ -70,6 +70,10 @@ export type SubscriptionId = IdOf<typeof SubscriptionId>;
 export const DeliveryId = idKind<'DeliveryId'>(prefixedIdPattern('dlv'));
 export type DeliveryId = IdOf<typeof DeliveryId>;
 
+/** An API key's id, `key_<uuid>` (lower case, as issued). Never the key itself. */
+export const KeyId = idKind<'KeyId'>(prefixedIdPattern('key'));
+export type KeyId = IdOf<typeof KeyId>;
+
 /** A facility id: a UUID, in any case from a client, lower case once parsed. */
 export const FacilityId = idKind<'FacilityId'>(`^${UUID_PATTERN}$`, true);
 export type FacilityId = IdOf<typeof FacilityId>;

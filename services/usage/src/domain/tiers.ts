@@ -21,4 +21,6 @@ export interface KeyPrincipal {
   hardLimit: boolean;
   overageRateUsd: string;
   revoked: boolean;
+  /** Unix ms after which the key no longer authenticates (set when rolled or created with an expiry); null: never. */
+  expiresAt?: number | null;
 }

@@ -88,7 +88,11 @@ export class UsageMeter {
     const tooLate = () => countBy > 0 && clock.now() > countBy;
     const principals: Lookup[] = tooLate() ? items.map(() => 'unavailable') : await this.resolve(items.map((i) => i.apiKey));
     const results = principals.map((p) => (p === 'unavailable' ? unavailable(window) : unauthenticated(window)));
-    const toCount = principals.flatMap((p, index) => (p && p !== 'unavailable' && !p.revoked ? [{ index, principal: p }] : []));
+    // A revoked key, or one past its expiry (a rolled key's old half), is refused like an unknown one.
+    const toCount = principals.flatMap((p, index) =>
+      p && p !== 'unavailable' && !p.revoked && !(p.expiresAt != null && p.expiresAt <= now) ? [{ index, principal: p }] : [],
+    );
+    for (const { principal } of toCount) this.writeBehind.used(principal.keyId, now);
     if (toCount.length > 0) {
       const counterItems = toCount.map(({ index, principal }) => ({
         accountId: principal.accountId,

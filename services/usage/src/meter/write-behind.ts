@@ -19,6 +19,8 @@ export class WriteBehind {
   private pending = new Map<string, DayCountOf>();
   /** How many of the pending counts are of each day (usually one day, two just after midnight). */
   private pendingDays = new Map<string, number>();
+  /** When each key was last used since the last flush (its `last_used_at`, written with the counts). */
+  private lastUsed = new Map<string, number>();
 
   constructor(private readonly deps: { accounts: AccountStore; counters: CounterStore; metrics: UsageMetrics }) {}
 
@@ -27,6 +29,13 @@ export class WriteBehind {
     const prev = this.pending.get(k);
     if (!prev) this.pendingDays.set(day, (this.pendingDays.get(day) ?? 0) + 1);
     if (!prev || prev.count < count) this.pending.set(k, { accountId, day, count });
+  }
+
+  /** Notes a use of a key; written at the next flush (so `last_used_at` lags by the flush interval). */
+  used(keyId: string, at: number): void {
+    if (!keyId) return;
+    const prev = this.lastUsed.get(keyId);
+    if (prev === undefined || prev < at) this.lastUsed.set(keyId, at);
   }
 
   /** The unflushed count of (account, day); undefined: none. */
@@ -54,6 +63,12 @@ export class WriteBehind {
 
   /** Writes the highest counts seen since the last flush; on failure they are kept for the next one. */
   async flush(): Promise<number> {
+    const written = await this.flushCounts();
+    await this.flushLastUsed();
+    return written;
+  }
+
+  private async flushCounts(): Promise<number> {
     if (this.pending.size === 0) return 0;
     const batch = this.pending;
     this.pending = new Map();
@@ -64,6 +79,20 @@ export class WriteBehind {
       return batch.size;
     } catch (err) {
       for (const v of batch.values()) this.remember(v.accountId, v.day, v.count);
+      this.deps.metrics.storeErrors.inc({ store: 'postgres' });
+      throw err;
+    }
+  }
+
+  /** Writes the keys' last uses; on failure they are kept for the next flush (a later use replaces an earlier one). */
+  private async flushLastUsed(): Promise<void> {
+    if (this.lastUsed.size === 0) return;
+    const batch = this.lastUsed;
+    this.lastUsed = new Map();
+    try {
+      await this.deps.accounts.touchKeys([...batch].map(([keyId, usedAt]) => ({ keyId, usedAt })));
+    } catch (err) {
+      for (const [keyId, at] of batch) this.used(keyId, at);
       this.deps.metrics.storeErrors.inc({ store: 'postgres' });
       throw err;
     }

@@ -1,5 +1,15 @@
 import { randomUUID } from 'node:crypto';
-import { AppError, type Pool } from '@fcd/service-kit';
+import { AppError, type KeyId, type Pool, type PoolClient, withTransaction } from '@fcd/service-kit';
+import {
+  type AccountKey,
+  DEFAULT_KEY_NAME,
+  isLive,
+  keyNotFound,
+  keyPrefix,
+  lastLiveKey,
+  MAX_LIVE_KEYS,
+  tooManyKeys,
+} from '../domain/account-keys';
 import { digestApiKey, generateApiKey, lastFour } from '../domain/api-key';
 import type { KeyPrincipal, Tier } from '../domain/tiers';
 
@@ -34,10 +44,11 @@ export class AccountStore {
       hard_limit: boolean;
       overage_rate_usd: string;
       revoked: boolean;
+      expires_at: Date | null;
     }>(
       `SELECT k.digest, k.id AS key_id, a.id AS account_id, t.name AS tier, t.rank,
               COALESCE(a.daily_limit_override, t.daily_limit) AS daily_limit, t.hard_limit, t.overage_rate_usd::text,
-              k.revoked_at IS NOT NULL AS revoked
+              k.revoked_at IS NOT NULL AS revoked, k.expires_at
          FROM usage.api_keys k
          JOIN usage.accounts a ON a.id = k.account_id
          JOIN usage.tiers t ON t.name = a.tier
@@ -56,6 +67,7 @@ export class AccountStore {
           hardLimit: r.hard_limit,
           overageRateUsd: normalizeRate(r.overage_rate_usd),
           revoked: r.revoked,
+          expiresAt: r.expires_at?.getTime() ?? null,
         },
       ]),
     );
@@ -159,9 +171,9 @@ export class AccountStore {
     const apiKey = generateApiKey();
     const id = `key_${randomUUID()}`;
     const { rows } = await this.pool.query<{ created_at: Date }>(
-      `INSERT INTO usage.api_keys (id, account_id, digest, last4)
-       SELECT $1, id, $3, $4 FROM usage.accounts WHERE id = $2 RETURNING created_at`,
-      [id, accountId, digestApiKey(apiKey), lastFour(apiKey)],
+      `INSERT INTO usage.api_keys (id, account_id, digest, last4, prefix, name)
+       SELECT $1, id, $3, $4, $5, $6 FROM usage.accounts WHERE id = $2 RETURNING created_at`,
+      [id, accountId, digestApiKey(apiKey), lastFour(apiKey), keyPrefix(apiKey), DEFAULT_KEY_NAME],
     );
     const row = rows[0];
     if (!row) throw new AppError('NOT_FOUND', `No such account: ${accountId}`);
@@ -197,6 +209,102 @@ export class AccountStore {
       createdAt: r.created_at.toISOString(),
       revokedAt: r.revoked_at.toISOString(),
     };
+  }
+
+  /** An account's keys, oldest first, revoked and expired ones included (never the key itself). */
+  async accountKeys(accountId: string): Promise<AccountKey[]> {
+    const { rows } = await this.pool.query<AccountKeyRow>(
+      `SELECT ${ACCOUNT_KEY_COLUMNS} FROM usage.api_keys WHERE account_id = $1 ORDER BY created_at, id`,
+      [accountId],
+    );
+    return rows.map(toAccountKey);
+  }
+
+  /**
+   * A new key of the account: the clear key is returned once and never stored. Refused with
+   * LIMIT_REACHED when the account already has MAX_LIVE_KEYS live keys (checked under a lock of
+   * the account's row, so concurrent creations cannot pass it together).
+   */
+  async createAccountKey(
+    accountId: string,
+    input: { name: string; expiresAt: string | null },
+    now: number,
+  ): Promise<{ key: AccountKey; apiKey: string }> {
+    return withTransaction(this.pool, async (client) => {
+      const live = await lockAndCountLive(client, accountId, now);
+      if (live >= MAX_LIVE_KEYS) throw tooManyKeys();
+      return insertKey(client, accountId, input.name, input.expiresAt);
+    });
+  }
+
+  async renameAccountKey(accountId: string, keyId: KeyId, name: string): Promise<AccountKey> {
+    const { rows } = await this.pool.query<AccountKeyRow>(
+      `UPDATE usage.api_keys SET name = $3 WHERE id = $2 AND account_id = $1 RETURNING ${ACCOUNT_KEY_COLUMNS}`,
+      [accountId, keyId, name],
+    );
+    const row = rows[0];
+    if (!row) throw keyNotFound(keyId);
+    return toAccountKey(row);
+  }
+
+  /**
+   * Revokes one of the account's keys (idempotent: an already revoked key stays as it was).
+   * Refused with LIMIT_REACHED when it is the account's last live key.
+   */
+  async revokeAccountKey(accountId: string, keyId: KeyId, now: number): Promise<AccountKey> {
+    return withTransaction(this.pool, async (client) => {
+      const live = await lockAndCountLive(client, accountId, now);
+      const key = await keyOf(client, accountId, keyId);
+      if (!isLive(key, now)) return key;
+      if (live <= 1) throw lastLiveKey();
+      const { rows } = await client.query<AccountKeyRow>(
+        `UPDATE usage.api_keys SET revoked_at = $3 WHERE id = $2 AND account_id = $1 RETURNING ${ACCOUNT_KEY_COLUMNS}`,
+        [accountId, keyId, new Date(now)],
+      );
+      return toAccountKey(rows[0] as AccountKeyRow);
+    });
+  }
+
+  /**
+   * Rolls a live key: a new key with the same name and expiry, and the old one keeps working for
+   * `seconds` more (never longer than it would have; 0 revokes it now). Not refused for the live-key
+   * limit: a leaked key must always be replaceable; the old key counts as live until it lapses.
+   */
+  async rollAccountKey(
+    accountId: string,
+    keyId: KeyId,
+    seconds: number,
+    now: number,
+  ): Promise<{ key: AccountKey; apiKey: string; old: AccountKey }> {
+    return withTransaction(this.pool, async (client) => {
+      await lockAndCountLive(client, accountId, now);
+      const old = await keyOf(client, accountId, keyId);
+      if (!isLive(old, now)) throw keyNotFound(keyId);
+      const until = new Date(now + seconds * 1000);
+      const { rows } = await client.query<AccountKeyRow>(
+        seconds === 0
+          ? `UPDATE usage.api_keys SET revoked_at = $3 WHERE id = $2 AND account_id = $1 RETURNING ${ACCOUNT_KEY_COLUMNS}`
+          : `UPDATE usage.api_keys SET expires_at = LEAST(COALESCE(expires_at, 'infinity'), $3)
+              WHERE id = $2 AND account_id = $1 RETURNING ${ACCOUNT_KEY_COLUMNS}`,
+        [accountId, keyId, until],
+      );
+      const created = await insertKey(client, accountId, old.name, old.expiresAt);
+      return { ...created, old: toAccountKey(rows[0] as AccountKeyRow) };
+    });
+  }
+
+  /**
+   * Records when keys were last used: each key's time only ever moves forward. Written with the
+   * counts' batched flush, never per request (`last_used_at` lags by the flush interval).
+   */
+  async touchKeys(uses: Array<{ keyId: string; usedAt: number }>): Promise<void> {
+    if (uses.length === 0) return;
+    await this.pool.query(
+      `UPDATE usage.api_keys k SET last_used_at = GREATEST(k.last_used_at, u.t)
+         FROM unnest($1::text[], $2::timestamptz[]) AS u(id, t)
+        WHERE k.id = u.id AND (k.last_used_at IS NULL OR k.last_used_at < u.t)`,
+      [uses.map((u) => u.keyId), uses.map((u) => new Date(u.usedAt))],
+    );
   }
 
   /** Persists counters idempotently: the stored count only ever grows to the highest value seen. */
@@ -252,6 +360,66 @@ export class AccountStore {
         details: { fields: [{ field: 'tier', message: 'unknown tier' }] },
       });
   }
+}
+
+interface AccountKeyRow {
+  id: string;
+  name: string;
+  prefix: string | null;
+  created_at: Date;
+  last_used_at: Date | null;
+  expires_at: Date | null;
+  revoked_at: Date | null;
+}
+
+const ACCOUNT_KEY_COLUMNS = 'id, name, prefix, created_at, last_used_at, expires_at, revoked_at';
+
+function toAccountKey(r: AccountKeyRow): AccountKey {
+  return {
+    id: r.id as KeyId,
+    name: r.name,
+    prefix: r.prefix,
+    createdAt: r.created_at.toISOString(),
+    lastUsedAt: r.last_used_at?.toISOString() ?? null,
+    expiresAt: r.expires_at?.toISOString() ?? null,
+    revokedAt: r.revoked_at?.toISOString() ?? null,
+  };
+}
+
+/** Locks the account's row (so key changes of one account are serialised) and counts its live keys; NOT_FOUND without it. */
+async function lockAndCountLive(client: PoolClient, accountId: string, now: number): Promise<number> {
+  const locked = await client.query('SELECT 1 FROM usage.accounts WHERE id = $1 FOR UPDATE', [accountId]);
+  if (locked.rowCount === 0) throw new AppError('NOT_FOUND', 'No such account.');
+  const { rows } = await client.query<{ live: number }>(
+    `SELECT count(*)::int AS live FROM usage.api_keys
+      WHERE account_id = $1 AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > $2)`,
+    [accountId, new Date(now)],
+  );
+  return rows[0]?.live ?? 0;
+}
+
+async function keyOf(client: PoolClient, accountId: string, keyId: KeyId): Promise<AccountKey> {
+  const { rows } = await client.query<AccountKeyRow>(
+    `SELECT ${ACCOUNT_KEY_COLUMNS} FROM usage.api_keys WHERE id = $2 AND account_id = $1`,
+    [accountId, keyId],
+  );
+  if (!rows[0]) throw keyNotFound(keyId);
+  return toAccountKey(rows[0]);
+}
+
+async function insertKey(
+  client: PoolClient,
+  accountId: string,
+  name: string,
+  expiresAt: string | null,
+): Promise<{ key: AccountKey; apiKey: string }> {
+  const apiKey = generateApiKey();
+  const { rows } = await client.query<AccountKeyRow>(
+    `INSERT INTO usage.api_keys (id, account_id, digest, last4, prefix, name, expires_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING ${ACCOUNT_KEY_COLUMNS}`,
+    [`key_${randomUUID()}`, accountId, digestApiKey(apiKey), lastFour(apiKey), keyPrefix(apiKey), name, expiresAt],
+  );
+  return { key: toAccountKey(rows[0] as AccountKeyRow), apiKey };
 }
 
 /** "0.003000" → "0.003", "0.000000" → "0.000" (at least 3 decimals, trailing zeros trimmed). */

@@ -49,4 +49,19 @@ export const migrations: Migration[] = [
       );
     `,
   },
+  {
+    // Keys managed by the account itself (docs/api.md, "API keys"): several per account, each with
+    // a name, the first 8 characters of the key for recognising it, when it was last used (written
+    // with the batched flush of the counts) and an optional expiry. Counting stays per account.
+    // Keys made before this have no prefix (only their digest was kept) and are named "default".
+    id: '0002_account_keys',
+    sql: `
+      ALTER TABLE api_keys
+        ADD COLUMN name text NOT NULL DEFAULT 'default' CHECK (char_length(name) BETWEEN 1 AND 100),
+        ADD COLUMN prefix text CHECK (prefix IS NULL OR char_length(prefix) = 8),
+        ADD COLUMN last_used_at timestamptz,
+        ADD COLUMN expires_at timestamptz;
+      CREATE INDEX api_keys_account_live_idx ON api_keys (account_id) WHERE revoked_at IS NULL;
+    `,
+  },
 ];
