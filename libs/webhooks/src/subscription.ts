@@ -31,9 +31,7 @@ export interface Subscription {
   max_in_flight: number;
 }
 
-/** The fields a caller may set: on create, and (each optional) in a patch. */
-type SettableFields = 'url' | 'events' | 'facility_ids' | 'rate_limit_per_second' | 'max_in_flight';
-
+/** A subscription to create; rate_limit_per_second defaults to null (the dispatcher's default), max_in_flight to DEFAULT_MAX_IN_FLIGHT. */
 export type NewSubscription = Pick<Subscription, 'id' | 'account_id' | 'url' | 'events' | 'facility_ids'> &
   Partial<Pick<Subscription, 'rate_limit_per_second' | 'max_in_flight'>> & {
     /** The clear secret; stored encrypted. */
@@ -41,9 +39,11 @@ export type NewSubscription = Pick<Subscription, 'id' | 'account_id' | 'url' | '
     /** Epoch ms (from the injected clock). */
     now: number;
   };
-// rate_limit_per_second defaults to null (the dispatcher's default), max_in_flight to DEFAULT_MAX_IN_FLIGHT.
 
-export type SubscriptionPatch = Partial<Pick<Subscription, SettableFields | 'is_active'>>;
+/** Any subset of the fields a caller may change. */
+export type SubscriptionPatch = Partial<
+  Pick<Subscription, 'url' | 'events' | 'facility_ids' | 'is_active' | 'rate_limit_per_second' | 'max_in_flight'>
+>;
 
 export interface SubscriptionPage {
   items: Subscription[];
