@@ -1701,12 +1701,38 @@ export interface operations {
       query?: {
         /** @description Export resume point: the `id` of the last row received (exports are in `id` order). */
         after?: string;
+        /** @description bbox */
+        bbox?: string;
+        /** @description city */
+        city?: string;
         /** @description Compliance status. */
         compliance_status?: 'no_violation' | 'violation' | 'significant_violation';
+        /** @description county */
+        county?: string;
+        /** @description epa_region */
+        epa_region?: string;
+        /** @description inspected_since */
+        inspected_since?: string;
+        /** @description major */
+        major?: boolean;
+        /** @description min_penalties_usd */
+        min_penalties_usd?: number;
+        /** @description min_quarters_nc */
+        min_quarters_nc?: number;
+        /** @description naics */
+        naics?: string;
+        /** @description not_inspected_since */
+        not_inspected_since?: string;
+        /** @description penalized_since */
+        penalized_since?: string;
         /** @description ECHO program (case-insensitive). */
         program?: 'CAA' | 'CWA' | 'RCRA' | 'SDWA';
         /** @description Name contains (case-insensitive). */
         q?: string;
+        /** @description sic */
+        sic?: string;
+        /** @description snc */
+        snc?: boolean;
         /** @description USPS state code (case-insensitive). */
         state?:
           | 'AL'
@@ -1765,6 +1791,8 @@ export interface operations {
           | 'MP'
           | 'PR'
           | 'VI';
+        /** @description zip */
+        zip?: string;
       };
       header?: never;
       path?: never;
@@ -1968,20 +1996,48 @@ export interface operations {
   listFacilities: {
     parameters: {
       query?: {
+        /** @description bbox */
+        bbox?: string;
+        /** @description city */
+        city?: string;
         /** @description Compliance status. */
         compliance_status?: 'no_violation' | 'violation' | 'significant_violation';
+        /** @description county */
+        county?: string;
         /** @description Opaque cursor: `pagination.next_cursor` of the previous page. */
         cursor?: string;
+        /** @description epa_region */
+        epa_region?: string;
+        /** @description inspected_since */
+        inspected_since?: string;
         /** @description Page size, 1–100 (default 25), in decimal digits only: `Infinity`, `1e2`, `0x10` or `1.5` is a VALIDATION_ERROR. */
         limit?: number;
+        /** @description major */
+        major?: boolean;
+        /** @description min_penalties_usd */
+        min_penalties_usd?: number;
+        /** @description min_quarters_nc */
+        min_quarters_nc?: number;
+        /** @description naics */
+        naics?: string;
         /** @description Search by place: `<latitude>,<longitude>` in decimal degrees (−90…90, −180…180), with `radius_km`. Results are ordered by distance (then registry id) and carry `distance_km`; the other filters still apply. */
         near?: string;
+        /** @description not_inspected_since */
+        not_inspected_since?: string;
+        /** @description penalized_since */
+        penalized_since?: string;
         /** @description ECHO program (case-insensitive). */
         program?: 'CAA' | 'CWA' | 'RCRA' | 'SDWA';
         /** @description Name contains (case-insensitive). */
         q?: string;
         /** @description Radius around `near` in km, 0.1–100 (decimal). Required with `near`. */
         radius_km?: string;
+        /** @description sic */
+        sic?: string;
+        /** @description snc */
+        snc?: boolean;
+        /** @description sort */
+        sort?: 'name' | '-penalties_total' | '-quarters_nc' | 'last_inspection' | 'distance';
         /** @description USPS state code (case-insensitive). */
         state?:
           | 'AL'
@@ -2040,6 +2096,8 @@ export interface operations {
           | 'MP'
           | 'PR'
           | 'VI';
+        /** @description zip */
+        zip?: string;
       };
       header?: {
         /** @description ETags of copies the client holds (or `*`). When one matches the current representation: 304, not counted. */

@@ -14,6 +14,7 @@ import { isCalendarDate } from './records';
  * - near:       facilities by distance from the search centre ascending, then registry_id (the
  *               distance is carried exactly, as the float8 Postgres computed; the cursor is only
  *               valid for the same centre, which the client sends again)
+ * - sorted:     facilities by one value (`sort=`), then registry_id, each sort with its own tag
  */
 export type CursorKind = 'facilities' | 'violations' | 'cases' | 'near';
 
@@ -63,6 +64,42 @@ export function nearList<T extends { registry_id: string; distance_m: number }>(
       if (values.length !== 2 || typeof distance_m !== 'number' || !Number.isFinite(distance_m) || distance_m < 0) return undefined;
       const registry_id = registryId(id);
       return registry_id === undefined ? undefined : { distance_m, registry_id };
+    },
+  };
+}
+
+/** A facility's position in a list sorted by one value (`sort=`), ties broken by registry_id. */
+export type SortedKey = { value: string | number; registry_id: string };
+
+/** What a sorted list's cursor may carry as its value: a name, a decimal, an integer or a date text. */
+export type SortValueKind = 'text' | 'decimal' | 'integer';
+
+const DECIMAL_TEXT = /^-?\d{1,20}(\.\d{1,10})?$/;
+
+function sortValue(kind: SortValueKind, value: unknown): string | number | undefined {
+  if (kind === 'integer') return typeof value === 'number' && Number.isSafeInteger(value) ? value : undefined;
+  if (typeof value !== 'string') return undefined;
+  if (kind === 'decimal') return DECIMAL_TEXT.test(value) ? value : undefined;
+  return value.length <= 400 ? value : undefined;
+}
+
+/**
+ * Facilities sorted by one value (`sort=name`, `-penalties_total`, ...): each sort has its own
+ * tag, so a cursor of one sort is refused under another. `T` carries the value as `sort_value`.
+ */
+export function sortedList<T extends { registry_id: string; sort_value: string | number }>(
+  tag: string,
+  kind: SortValueKind,
+): KeysetList<SortedKey, T> {
+  return {
+    tag,
+    keyOf: (item) => ({ value: item.sort_value, registry_id: item.registry_id }),
+    toValues: (key) => [key.value, key.registry_id],
+    fromValues: (values) => {
+      const [raw, id] = values;
+      const value = values.length === 2 ? sortValue(kind, raw) : undefined;
+      const registry_id = registryId(id);
+      return value === undefined || registry_id === undefined ? undefined : { value, registry_id };
     },
   };
 }

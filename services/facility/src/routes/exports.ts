@@ -5,6 +5,7 @@ import { CASE_STATUSES, CASE_TYPES, COMPLIANCE_STATUSES, PROGRAMS, SEVERITIES, S
 import { CSV_COLUMNS, csvLine, csvRow, type ExportFilter, type ExportKind, exportPage } from '../store/exports';
 import type { Queryable } from '../store/queries';
 import { requireProTier } from './auth';
+import { FACILITY_FILTER_PARAMS, facilityFilter } from './facility-query';
 import { rejectInvalid } from './validation';
 
 /**
@@ -34,6 +35,7 @@ const ExportQuery = {
     program: StringEnum(PROGRAMS),
     compliance_status: StringEnum(COMPLIANCE_STATUSES),
     q: Type.String({ minLength: 1, maxLength: 200 }),
+    ...FACILITY_FILTER_PARAMS,
     ...Paging,
   }),
   violations: optionalObject({
@@ -84,7 +86,9 @@ export async function exportRoutes(app: FastifyInstance, opts: { db: Queryable }
       async (request, reply) => {
         const { after, page_size, format, header, ...filter } = request.query;
         if (filter.facility_id) filter.facility_id = filter.facility_id.toLowerCase();
-        const page = await exportPage(opts.db, kind, filter as ExportFilter, after?.toLowerCase(), page_size ?? 1000);
+        // The facility list's filters, checked and shaped as the list takes them (bbox parsed).
+        const given = kind === 'facilities' ? facilityFilter(filter) : filter;
+        const page = await exportPage(opts.db, kind, given as ExportFilter, after?.toLowerCase(), page_size ?? 1000);
         const last = page.rows[page.rows.length - 1];
         reply.header('x-export-rows', String(page.rows.length));
         reply.header('x-export-more', String(page.more));

@@ -1,17 +1,9 @@
 import { CaseId, FacilityId, type IdKind, listBody, notFound, type PageRequest, validationError } from '@fcd/service-kit';
 import type { Static } from '@sinclair/typebox';
 import type { FastifyInstance, preValidationAsyncHookHandler } from 'fastify';
-import type { CaseStatus, CaseType, ComplianceStatus, Program, Severity } from '../domain/codes';
-import {
-  facilityExists,
-  getCase,
-  getFacility,
-  listCases,
-  listFacilities,
-  listFacilitiesNear,
-  listViolations,
-  type Queryable,
-} from '../store/queries';
+import type { CaseStatus, CaseType, Program, Severity } from '../domain/codes';
+import { facilityExists, getCase, getFacility, listCases, listFacilities, listViolations, type Queryable } from '../store/queries';
+import { facilityFilter } from './facility-query';
 import {
   CaseListQuerySchema,
   CaseSchema,
@@ -105,19 +97,8 @@ function pageRequest(q: PageRequest): PageRequest {
 
 const asIs = <T>(item: T) => item;
 
-type FacilityFilters = Pick<Static<typeof FacilityListQuerySchema>, 'state' | 'program' | 'compliance_status' | 'q'>;
 type ViolationFilters = Pick<Static<typeof ViolationListQuerySchema>, 'program' | 'severity' | 'since'>;
 type CaseFilters = Pick<Static<typeof CaseListQuerySchema>, 'status' | 'case_type' | 'since'>;
-
-/** The facility list's filters that were given (the list and the search by place share them). */
-function facilityFilters(q: FacilityFilters) {
-  return {
-    ...(q.state ? { state: q.state } : {}),
-    ...(q.program ? { program: q.program as Program } : {}),
-    ...(q.compliance_status ? { compliance_status: q.compliance_status as ComplianceStatus } : {}),
-    ...(q.q ? { q: q.q } : {}),
-  };
-}
 
 /** The violation lists' filters that were given. */
 function violationFilters(q: ViolationFilters) {
@@ -159,11 +140,9 @@ function facilityRoutes(app: FastifyInstance, db: Queryable): void {
     async (request) => {
       const q = request.query;
       const near = nearParams(q.near, q.radius_km);
-      if (near) {
-        // Search by place: nearest first, with the other filters; its own cursor (distance, registry_id).
-        return listBody(await listFacilitiesNear(db, { ...near, ...facilityFilters(q) }, pageRequest(q)), asIs);
-      }
-      return listBody(await listFacilities(db, facilityFilters(q), pageRequest(q)), asIs);
+      // Each order has its own cursor; a search by place is nearest first unless sorted otherwise.
+      const found = await listFacilities(db, { filter: facilityFilter(q), near, sort: q.sort }, pageRequest(q));
+      return listBody(found, asIs);
     },
   );
 

@@ -5,6 +5,7 @@ import { CASE_STATUSES, CASE_TYPES, COMPLIANCE_STATUSES, PROGRAMS, SEVERITIES, S
 import { Uuid } from '../domain/fields';
 import { FacilitySchema } from '../domain/model';
 import { FIELDS } from '../domain/records';
+import { FACILITY_FILTER_PARAMS, SortParam } from './facility-query';
 
 /**
  * Request and response schemas. Responses are serialised by these schemas
@@ -40,6 +41,8 @@ export const FacilityListQuerySchema = optionalObject({
   q: Type.String({ minLength: 1, maxLength: 200 }),
   near: Type.String({ minLength: 1, maxLength: 64, description: '`<latitude>,<longitude>` in decimal degrees' }),
   radius_km: Type.String({ minLength: 1, maxLength: 32, description: 'Radius around `near`, 0.1–100 km' }),
+  ...FACILITY_FILTER_PARAMS,
+  sort: SortParam,
   limit: Limit,
   cursor: Cursor,
 });

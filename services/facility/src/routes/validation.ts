@@ -1,5 +1,6 @@
 import { AppError, fieldProblems } from '@fcd/service-kit';
 import type { FastifyError, preHandlerAsyncHookHandler } from 'fastify';
+import { PATTERN_MESSAGES } from './facility-query';
 
 type Validation = NonNullable<FastifyError['validation']>;
 
@@ -15,6 +16,8 @@ function clarify(validation: Validation): Validation {
     }
     if (v.keyword === 'format' && params.format === 'date') return { ...v, message: 'must be a date YYYY-MM-DD' };
     if (v.keyword === 'format' && params.format === 'uuid') return { ...v, message: 'must be a UUID' };
+    if (v.keyword === 'pattern' && field !== undefined && PATTERN_MESSAGES[field]) return { ...v, message: PATTERN_MESSAGES[field] };
+    if (v.keyword === 'type' && params.type === 'boolean') return { ...v, message: 'must be true or false' };
     if (v.keyword === 'formatMinimum') return { ...v, message: 'must be a date from 0001-01-01 to 9999-12-31' };
     return v;
   });

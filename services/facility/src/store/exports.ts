@@ -1,7 +1,7 @@
-import type { CaseStatus, CaseType, ComplianceStatus, Program, Severity } from '../domain/codes';
+import type { CaseStatus, CaseType, Severity } from '../domain/codes';
 import type { EnforcementCase, Facility, Violation } from '../domain/model';
 import { FIELDS } from '../domain/records';
-import type { Queryable } from './queries';
+import { type FacilityFilter, facilityConditions, type Queryable } from './queries';
 import {
   CASE_COLUMNS,
   CASE_FIELDS,
@@ -25,11 +25,8 @@ import {
  */
 export type ExportKind = 'facilities' | 'violations' | 'cases';
 
-export interface ExportFilter {
-  state?: string;
-  program?: Program;
-  compliance_status?: ComplianceStatus;
-  q?: string;
+/** The filters of an export: the facility list's (facilities), and the violations' and cases' own. */
+export interface ExportFilter extends FacilityFilter {
   facility_id?: string;
   severity?: Severity;
   status?: CaseStatus;
@@ -43,10 +40,6 @@ export interface ExportPage {
   rows: ExportRow[];
   /** More rows follow the last one. */
   more: boolean;
-}
-
-function likeContains(q: string): string {
-  return `%${q.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 }
 
 export async function exportPage(
@@ -65,10 +58,7 @@ export async function exportPage(
   let sql: string;
   let map: (r: never) => ExportRow;
   if (kind === 'facilities') {
-    if (f.state) where.push(`state = ${p(f.state)}`);
-    if (f.program) where.push(`programs @> ARRAY[${p(f.program)}]::text[]`);
-    if (f.compliance_status) where.push(`compliance_status = ${p(f.compliance_status)}`);
-    if (f.q) where.push(`name ILIKE ${p(likeContains(f.q))}`);
+    where.push(...facilityConditions(f, p));
     if (after) where.push(`id > ${p(after)}::uuid`);
     sql = `SELECT ${FACILITY_COLUMNS} FROM facilities ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY id LIMIT ${p(limit + 1)}`;
     map = (r: FacilityRow) => toFacility(r);

@@ -236,4 +236,39 @@ CREATE INDEX echo_sync_sources_file_idx ON echo_sync_sources (file, synced_at DE
 CREATE INDEX echo_sync_sources_run_idx ON echo_sync_sources (run_id);
 `,
   },
+  {
+    // The facility list's filters and sorts (docs/api.md, "Filters and sorting"): one index per
+    // filter or sort, each expression written exactly as store/queries.ts (PROFILE_SQL) writes it,
+    // since the planner matches index expressions by their form. Missing values are sentinels that
+    // sort last (-1 for counts and amounts, '9999-99-99' for dates); dates compare as C text.
+    // naics_prefixes: every 2- to 6-digit prefix of a facility's NAICS codes, so a prefix filter is
+    // one GIN lookup (pg_catalog only: the same in any session's search_path).
+    id: '0009_facility_filters',
+    sql: `
+CREATE FUNCTION naics_prefixes(codes text[]) RETURNS text[]
+  LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+  AS $fn$
+    SELECT coalesce(pg_catalog.array_agg(DISTINCT pg_catalog.left(c, n)), '{}'::text[])
+      FROM pg_catalog.unnest(codes) AS c, pg_catalog.generate_series(2, 6) AS n
+     WHERE pg_catalog.length(c) >= n
+  $fn$;
+CREATE INDEX facilities_name_idx ON facilities (name, registry_id);
+CREATE INDEX facilities_city_idx ON facilities (lower(city));
+CREATE INDEX facilities_county_idx ON facilities (lower(county));
+CREATE INDEX facilities_zip5_idx ON facilities (left(zip, 5));
+CREATE INDEX facilities_epa_region_idx ON facilities (epa_region, registry_id);
+CREATE INDEX facilities_lat_lon_idx ON facilities (latitude, longitude);
+CREATE INDEX facilities_naics_prefix_idx ON facilities USING gin (naics_prefixes(naics_codes));
+CREATE INDEX facilities_sic_idx ON facilities USING gin (sic_codes);
+CREATE INDEX facilities_major_idx ON facilities (major, registry_id);
+CREATE INDEX facilities_snc_idx ON facilities (((compliance ->> 'snc')::boolean), registry_id);
+CREATE INDEX facilities_quarters_nc_idx
+  ON facilities ((coalesce((compliance ->> 'quarters_with_noncompliance')::integer, -1)) DESC, registry_id DESC);
+CREATE INDEX facilities_penalties_total_idx
+  ON facilities ((coalesce((penalties ->> 'total_usd')::numeric, -1)) DESC, registry_id DESC);
+CREATE INDEX facilities_penalized_idx ON facilities (((penalties ->> 'last_date') COLLATE "C"));
+CREATE INDEX facilities_last_inspection_idx
+  ON facilities ((coalesce(inspections ->> 'last_date', '9999-99-99') COLLATE "C"), registry_id);
+`,
+  },
 ];

@@ -1,6 +1,16 @@
-import { fetchSize, type KeysetPage, keysetPage, type PageRequest, takeRows } from '@fcd/service-kit';
+import { fetchSize, type KeysetList, type KeysetPage, keysetPage, type PageRequest, takeRows, validationError } from '@fcd/service-kit';
 import type { CaseStatus, CaseType, ComplianceStatus, Program, Severity } from '../domain/codes';
-import { caseList, type DatedKey, type FacilityKey, facilityList, type NearKey, nearList, violationList } from '../domain/cursor';
+import {
+  caseList,
+  type DatedKey,
+  type FacilityKey,
+  facilityList,
+  type NearKey,
+  nearList,
+  type SortedKey,
+  sortedList,
+  violationList,
+} from '../domain/cursor';
 import type { EnforcementCase, Facility, Violation } from '../domain/model';
 import {
   CASE_COLUMNS,
@@ -43,7 +53,7 @@ class Where {
 }
 
 /** Escapes LIKE wildcards so q is matched literally. */
-function likeContains(q: string): string {
+export function likeContains(q: string): string {
   return `%${q.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 }
 
@@ -52,41 +62,115 @@ function mapPage<R, T>(page: KeysetPage<R>, map: (r: R) => T): KeysetPage<T> {
   return { ...page, items: page.items.map(map) };
 }
 
+/** A bounding box in decimal degrees (`bbox=minLon,minLat,maxLon,maxLat`). */
+export interface BoundingBox {
+  min_lon: number;
+  min_lat: number;
+  max_lon: number;
+  max_lat: number;
+}
+
+/** The facility list's filters (docs/api.md, "Filters and sorting"); every one given must hold. */
 export interface FacilityFilter {
   state?: string;
   program?: Program;
   compliance_status?: ComplianceStatus;
   q?: string;
+  city?: string;
+  county?: string;
+  /** Five digits: the ZIP code's first five (a stored ZIP+4 matches its ZIP). */
+  zip?: string;
+  epa_region?: string;
+  bbox?: BoundingBox;
+  /** 2 to 6 digits: a facility matches when one of its NAICS codes starts with them. */
+  naics?: string;
+  sic?: string;
+  major?: boolean;
+  min_quarters_nc?: number;
+  snc?: boolean;
+  min_penalties_usd?: number;
+  penalized_since?: string;
+  inspected_since?: string;
+  not_inspected_since?: string;
 }
 
-const FACILITIES = facilityList<FacilityRow>();
+/**
+ * The SQL expressions of the profile values the filters and sorts read, each exactly as an index
+ * of migration 0009 names it (the planner matches index expressions textually). A missing value is
+ * a sentinel that sorts last in the sort's order: -1 for counts and amounts (sorted descending,
+ * never negative), '9999-99-99' for a date (sorted ascending; ISO dates compare as C-collated text).
+ */
+export const PROFILE_SQL = {
+  quarters_nc: "coalesce((compliance ->> 'quarters_with_noncompliance')::integer, -1)",
+  penalties_total: "coalesce((penalties ->> 'total_usd')::numeric, -1)",
+  penalized: '((penalties ->> \'last_date\') COLLATE "C")',
+  last_inspection: "(coalesce(inspections ->> 'last_date', '9999-99-99') COLLATE \"C\")",
+  snc: "((compliance ->> 'snc')::boolean)",
+  naics_prefixes: 'naics_prefixes(naics_codes)',
+} as const;
 
-/** One page of facilities by registry_id (keysetPage: the request's limit and cursor checked). */
-export async function listFacilities(db: Queryable, f: FacilityFilter, request: PageRequest): Promise<KeysetPage<Facility>> {
-  const page = await keysetPage(FACILITIES, request, (limit, after) => facilityRows(db, f, limit, after));
-  return mapPage(page, toFacility);
+const NO_DATE = "'9999-99-99'";
+
+/** The conditions of `f`, their values bound through `param` (shared by the lists and the export). */
+export function facilityConditions(f: FacilityFilter, param: (value: unknown) => string): string[] {
+  const out: string[] = [];
+  if (f.state) out.push(`state = ${param(f.state)}`);
+  if (f.program) out.push(`programs @> ARRAY[${param(f.program)}]::text[]`);
+  if (f.compliance_status) out.push(`compliance_status = ${param(f.compliance_status)}`);
+  if (f.q) out.push(`name ILIKE ${param(likeContains(f.q))}`);
+  if (f.city) out.push(`lower(city) = lower(${param(f.city)})`);
+  if (f.county) out.push(`lower(county) = lower(${param(f.county)})`);
+  if (f.zip) out.push(`left(zip, 5) = ${param(f.zip)}`);
+  if (f.epa_region) out.push(`epa_region = ${param(f.epa_region)}`);
+  if (f.bbox) {
+    const b = f.bbox;
+    out.push(`latitude BETWEEN ${param(b.min_lat)}::float8 AND ${param(b.max_lat)}::float8`);
+    out.push(`longitude BETWEEN ${param(b.min_lon)}::float8 AND ${param(b.max_lon)}::float8`);
+  }
+  if (f.naics) out.push(`${PROFILE_SQL.naics_prefixes} @> ARRAY[${param(f.naics)}]::text[]`);
+  if (f.sic) out.push(`sic_codes @> ARRAY[${param(f.sic)}]::text[]`);
+  if (f.major !== undefined) out.push(`major = ${param(f.major)}`);
+  if (f.min_quarters_nc !== undefined) out.push(`${PROFILE_SQL.quarters_nc} >= ${param(f.min_quarters_nc)}::integer`);
+  if (f.snc !== undefined) out.push(`${PROFILE_SQL.snc} = ${param(f.snc)}`);
+  if (f.min_penalties_usd !== undefined) out.push(`${PROFILE_SQL.penalties_total} >= ${param(f.min_penalties_usd)}::numeric`);
+  if (f.penalized_since) out.push(`${PROFILE_SQL.penalized} >= ${param(f.penalized_since)}`);
+  if (f.inspected_since)
+    out.push(`${PROFILE_SQL.last_inspection} >= ${param(f.inspected_since)} AND ${PROFILE_SQL.last_inspection} < ${NO_DATE}`);
+  if (f.not_inspected_since)
+    out.push(`(${PROFILE_SQL.last_inspection} < ${param(f.not_inspected_since)} OR ${PROFILE_SQL.last_inspection} = ${NO_DATE})`);
+  return out;
 }
 
-async function facilityRows(db: Queryable, f: FacilityFilter, limit: number, after: FacilityKey | undefined) {
-  const w = new Where();
-  if (f.state) w.add((p) => `state = ${p}`, f.state);
-  if (f.program) w.add((p) => `programs @> ARRAY[${p}]::text[]`, f.program);
-  if (f.compliance_status) w.add((p) => `compliance_status = ${p}`, f.compliance_status);
-  if (f.q) w.add((p) => `name ILIKE ${p}`, likeContains(f.q));
-  if (after) w.add((p) => `registry_id > ${p}`, after.registry_id);
-  const limitRef = w.param(fetchSize(limit));
-  const { rows } = await db.query<FacilityRow>(
-    `SELECT ${FACILITY_COLUMNS} FROM facilities ${w} ORDER BY registry_id LIMIT ${limitRef}`,
-    w.params,
-  );
-  return takeRows(rows, limit);
+/** The orders of the facility list: `registry_id` when no sort is asked, `distance` with `near`. */
+export const FACILITY_SORTS = ['name', '-penalties_total', '-quarters_nc', 'last_inspection', 'distance'] as const;
+export type FacilitySort = (typeof FACILITY_SORTS)[number] | 'registry_id';
+
+/** A sort by one value: its SQL expression, direction (ties by registry_id the same way) and cursor. */
+interface ValueSort {
+  expr: string;
+  /** The cast of a cursor's value back to the expression's type. */
+  cast: string;
+  descending: boolean;
+  list: KeysetList<SortedKey, SortedRow>;
 }
 
-export interface NearFilter extends FacilityFilter {
+type SortedRow = FacilityRow & { sort_value: string | number; distance_m?: number };
+
+const VALUE_SORTS: Record<Exclude<FacilitySort, 'registry_id' | 'distance'>, ValueSort> = {
+  name: { expr: 'name', cast: 'text', descending: false, list: sortedList('fn1', 'text') },
+  '-penalties_total': { expr: PROFILE_SQL.penalties_total, cast: 'numeric', descending: true, list: sortedList('fp1', 'decimal') },
+  '-quarters_nc': { expr: PROFILE_SQL.quarters_nc, cast: 'integer', descending: true, list: sortedList('fq1', 'integer') },
+  last_inspection: { expr: PROFILE_SQL.last_inspection, cast: 'text', descending: false, list: sortedList('fi1', 'text') },
+};
+
+/** A search by place: the centre and the radius. */
+export interface Place {
   latitude: number;
   longitude: number;
   radius_km: number;
 }
+
+export interface NearFilter extends FacilityFilter, Place {}
 
 /** One page's query of a search by place: `limit` rows (fetchSize) after the position `after`. */
 export interface NearPageQuery extends NearFilter {
@@ -96,46 +180,115 @@ export interface NearPageQuery extends NearFilter {
 
 export type FacilityNear = Facility & { distance_km: number };
 
-/**
- * Facilities within radius_km of a point, nearest first (ties by registry_id), with the other
- * filters. earth_box(centre, r) @> point is the GiST index's condition (a cube bounding the
- * sphere around the centre); earth_distance (great circle, metres) then keeps the exact set and orders it.
- */
-export function nearQuery(f: NearPageQuery): { text: string; values: unknown[] } {
-  const w = new Where();
-  const centre = `ll_to_earth(${w.param(f.latitude)}::float8, ${w.param(f.longitude)}::float8)`;
-  const radius = `${w.param(f.radius_km * 1000)}::float8`;
-  // The index condition names the index's expression, facility_point (ll_to_earth's expression with
-  // the extensions' schemas qualified; inlined since migration 0006, in the index expression too).
-  // Distances use ll_to_earth itself, a plain SQL function call per row (not inlined: it is strict
-  // and earth() is not); before 0006, facility_point also set its search_path on every call.
-  const distance = `earth_distance(${centre}, ll_to_earth(latitude, longitude))`;
-  w.add(() => 'latitude IS NOT NULL AND longitude IS NOT NULL');
-  w.add(() => `earth_box(${centre}, ${radius}) @> facility_point(latitude, longitude)`);
-  w.add(() => `${distance} <= ${radius}`);
-  if (f.state) w.add((p) => `state = ${p}`, f.state);
-  if (f.program) w.add((p) => `programs @> ARRAY[${p}]::text[]`, f.program);
-  if (f.compliance_status) w.add((p) => `compliance_status = ${p}`, f.compliance_status);
-  if (f.q) w.add((p) => `name ILIKE ${p}`, likeContains(f.q));
-  if (f.after) w.add((d, r) => `(${distance}, registry_id) > (${d}::float8, ${r}::text)`, f.after.distance_m, f.after.registry_id);
-  const limitRef = w.param(fetchSize(f.limit));
-  return {
-    text: `SELECT ${FACILITY_COLUMNS}, ${distance} AS distance_m FROM facilities ${w} ORDER BY distance_m, registry_id LIMIT ${limitRef}`,
-    values: w.params,
-  };
+/** The facility list's query: filters, an optional place, and the order. */
+export interface FacilityListQuery {
+  filter: FacilityFilter;
+  near?: Place | undefined;
+  /** Absent: registry_id, or distance with `near`. */
+  sort?: FacilitySort | undefined;
 }
 
+type Position = FacilityKey | NearKey | SortedKey;
+
+/**
+ * The SQL of one page of facilities: the filters, the place (earth_box(centre, r) @> point is the
+ * GiST index's condition, a cube bounding the sphere around the centre; earth_distance, great
+ * circle in metres, keeps the exact set), and the order's keyset after `after`.
+ */
+function facilitySql(query: FacilityListQuery, sort: FacilitySort, limit: number, after: Position | undefined) {
+  const w = new Where();
+  const select = [FACILITY_COLUMNS];
+  let distance: string | undefined;
+  if (query.near) {
+    const centre = `ll_to_earth(${w.param(query.near.latitude)}::float8, ${w.param(query.near.longitude)}::float8)`;
+    const radius = `${w.param(query.near.radius_km * 1000)}::float8`;
+    // The index condition names the index's expression, facility_point (ll_to_earth's expression with
+    // the extensions' schemas qualified; inlined since migration 0006, in the index expression too).
+    // Distances use ll_to_earth itself, a plain SQL function call per row (not inlined: it is strict
+    // and earth() is not); before 0006, facility_point also set its search_path on every call.
+    distance = `earth_distance(${centre}, ll_to_earth(latitude, longitude))`;
+    w.add(() => 'latitude IS NOT NULL AND longitude IS NOT NULL');
+    w.add(() => `earth_box(${centre}, ${radius}) @> facility_point(latitude, longitude)`);
+    w.add(() => `${distance} <= ${radius}`);
+    select.push(`${distance} AS distance_m`);
+  }
+  for (const condition of facilityConditions(query.filter, (v) => w.param(v))) w.add(() => condition);
+  let orderBy: string;
+  if (sort === 'registry_id') {
+    if (after) w.add((p) => `registry_id > ${p}`, (after as FacilityKey).registry_id);
+    orderBy = 'registry_id';
+  } else if (sort === 'distance') {
+    const key = after as NearKey | undefined;
+    if (key) w.add((d, r) => `(${distance}, registry_id) > (${d}::float8, ${r}::text)`, key.distance_m, key.registry_id);
+    orderBy = 'distance_m, registry_id';
+  } else {
+    const s = VALUE_SORTS[sort];
+    const key = after as SortedKey | undefined;
+    if (key)
+      w.add((v, r) => `(${s.expr}, registry_id) ${s.descending ? '<' : '>'} (${v}::${s.cast}, ${r}::text)`, key.value, key.registry_id);
+    select.push(`${s.expr} AS sort_value`);
+    orderBy = s.descending ? `${s.expr} DESC, registry_id DESC` : `${s.expr}, registry_id`;
+  }
+  const limitRef = w.param(fetchSize(limit));
+  return { text: `SELECT ${select.join(', ')} FROM facilities ${w} ORDER BY ${orderBy} LIMIT ${limitRef}`, values: w.params };
+}
+
+/** The SQL of one page of `query` in its order (what listFacilities runs; for plans in tests). */
+export function facilityQuery(query: FacilityListQuery, limit: number, after?: Position): { text: string; values: unknown[] } {
+  return facilitySql(query, orderOf(query), limit, after);
+}
+
+/** The SQL of one page of a search by place, nearest first (ties by registry_id). */
+export function nearQuery(f: NearPageQuery): { text: string; values: unknown[] } {
+  const { limit, after, latitude, longitude, radius_km, ...filter } = f;
+  return facilitySql({ filter, near: { latitude, longitude, radius_km } }, 'distance', limit, after);
+}
+
+const FACILITIES = facilityList<FacilityRow>();
 type NearRow = FacilityRow & { distance_m: number };
 const NEAR = nearList<NearRow>();
 
-/** One page of a search by place, nearest first (keysetPage: the request's limit and cursor checked). */
-export async function listFacilitiesNear(db: Queryable, f: NearFilter, request: PageRequest): Promise<KeysetPage<FacilityNear>> {
-  const page = await keysetPage(NEAR, request, async (limit, after) => {
-    const { text, values } = nearQuery({ ...f, limit, after });
-    const { rows } = await db.query<NearRow>(text, values);
+/** The list (cursor codec) of an order. */
+function listOfSort(sort: FacilitySort): KeysetList<Position, FacilityRow & Partial<SortedRow>> {
+  if (sort === 'registry_id') return FACILITIES as KeysetList<Position, FacilityRow>;
+  if (sort === 'distance') return NEAR as unknown as KeysetList<Position, FacilityRow>;
+  return VALUE_SORTS[sort].list as unknown as KeysetList<Position, FacilityRow>;
+}
+
+/** 400 VALIDATION_ERROR naming `sort` when the order needs a place it was not given. */
+function orderOf(query: FacilityListQuery): FacilitySort {
+  const sort = query.sort ?? (query.near ? 'distance' : 'registry_id');
+  if (sort === 'distance' && !query.near) throw validationError([{ field: 'sort', message: 'distance needs near and radius_km' }]);
+  return sort;
+}
+
+function facilityView(row: FacilityRow & { distance_m?: number }): Facility | FacilityNear {
+  const facility = toFacility(row);
+  return row.distance_m === undefined ? facility : { ...facility, distance_km: Math.round(row.distance_m) / 1000 };
+}
+
+/**
+ * One page of facilities (keysetPage: the request's limit and cursor checked; each order has its
+ * own cursor codec, so a cursor of one order is a 400 under another).
+ */
+export async function listFacilities(
+  db: Queryable,
+  query: FacilityListQuery,
+  request: PageRequest,
+): Promise<KeysetPage<Facility | FacilityNear>> {
+  const sort = orderOf(query);
+  const page = await keysetPage(listOfSort(sort), request, async (limit, after) => {
+    const { text, values } = facilitySql(query, sort, limit, after);
+    const { rows } = await db.query<FacilityRow & { distance_m?: number; sort_value?: string | number }>(text, values);
     return takeRows(rows, limit);
   });
-  return mapPage(page, (r) => ({ ...toFacility(r), distance_km: Math.round(r.distance_m) / 1000 }));
+  return mapPage(page, facilityView);
+}
+
+/** One page of a search by place, nearest first (keysetPage: the request's limit and cursor checked). */
+export async function listFacilitiesNear(db: Queryable, f: NearFilter, request: PageRequest): Promise<KeysetPage<FacilityNear>> {
+  const { latitude, longitude, radius_km, ...filter } = f;
+  return (await listFacilities(db, { filter, near: { latitude, longitude, radius_km } }, request)) as KeysetPage<FacilityNear>;
 }
 
 export async function getFacility(db: Queryable, id: string): Promise<Facility | undefined> {
