@@ -62,7 +62,7 @@ paginationSuite<{ registry_id: string }>({
         for (let n = 0; n < count; n++) ids.push((await addFacility(`Plant ${token} ${n}`)).registry_id);
         return ids;
       },
-      page: (request: PageRequest) => listFacilities(db.pool, { q: token }, request),
+      page: (request: PageRequest) => listFacilities(db.pool, { filter: { q: token } }, request),
       foreignCursor: async () => encodeCursor('near', { distance_m: 10, registry_id: 'PAG000000001' }),
     };
   },
