@@ -1,5 +1,5 @@
 /** One OpenAPI operation from a collected route: its parameters, responses and error statuses. */
-import { DeliveryId, SubscriptionId } from '@fcd/service-kit';
+import { DeliveryId, KeyId, SubscriptionId } from '@fcd/service-kit';
 import { type Json, type JsonObject, ref, toJsonSchema } from './json';
 import { OPERATIONS, type OperationInfo } from './operations';
 import { RATE_LIMIT_HEADERS, STATUS_RESPONSE } from './responses';
@@ -9,6 +9,7 @@ import type { CollectedRoute } from './routes';
 const PATH_PARAMETER_SCHEMAS: Record<string, JsonObject> = {
   webhook_id: { type: 'string', pattern: SubscriptionId.pattern },
   delivery_id: { type: 'string', pattern: DeliveryId.pattern },
+  key_id: { type: 'string', pattern: KeyId.pattern },
 };
 
 const PATH_PARAMETERS: Record<string, string> = {
@@ -17,6 +18,7 @@ const PATH_PARAMETERS: Record<string, string> = {
   delivery_id: 'Delivery id (`dlv_<uuid>`). Unknown and malformed ids are 404 NOT_FOUND.',
   webhook_id: "Subscription id (`wh_<uuid>`). Unknown, malformed and other accounts' ids are all 404 NOT_FOUND.",
   event_id: 'Event id (`evt_<uuid>`). Unknown and malformed ids are 404 NOT_FOUND.',
+  key_id: "API key id (`key_<uuid>`, not the key). Unknown, malformed and other accounts' ids are all 404 NOT_FOUND.",
 };
 
 const QUERY_PARAMETERS: Record<string, string> = {

@@ -30,6 +30,40 @@ export const OPERATIONS: Record<string, OperationInfo> = {
     description:
       'The call itself counts, and the figures include it. The billing period is the UTC calendar month. While the usage store (Postgres) is unreachable, an account the service knows is still answered: today is live, earlier days come from its cache, and the response carries `X-Usage-Stale: true`.',
   },
+  'GET /v1/account/keys': {
+    tag: 'Account',
+    operationId: 'listAccountKeys',
+    summary: "The calling account's API keys, oldest first",
+    description:
+      'Every key of the account, revoked and expired ones included, with its `prefix` (first 8 characters) but never the key itself. `last_used_at` may lag by up to a minute. Counted like any request.',
+  },
+  'POST /v1/account/keys': {
+    tag: 'Account',
+    operationId: 'createAccountKey',
+    summary: 'Create an API key',
+    description:
+      'Returns the key in clear (`key`): the only time it is shown. At most 10 live keys per account (a key is live until revoked or past its `expires_at`); the 11th is 409 LIMIT_REACHED with `details.limit`. All keys of an account share its one daily limit.',
+  },
+  'PATCH /v1/account/keys/:key_id': {
+    tag: 'Account',
+    operationId: 'renameAccountKey',
+    summary: 'Rename an API key',
+  },
+  'DELETE /v1/account/keys/:key_id': {
+    tag: 'Account',
+    operationId: 'revokeAccountKey',
+    summary: 'Revoke an API key',
+    description:
+      'The key gets 401 on every gateway within 5 s. Revoking an already revoked key is a 204 and changes nothing. The last live key of the account cannot be revoked: 409 LIMIT_REACHED (create another first).',
+    errors: [409],
+  },
+  'POST /v1/account/keys/:key_id/roll': {
+    tag: 'Account',
+    operationId: 'rollAccountKey',
+    summary: 'Roll an API key: a new key, the old one working a while longer',
+    description:
+      'Creates a new key with the same name and expiry and returns it in clear (`key`, shown once), with the old key as `previous`. The old key keeps working for `expires_in_seconds` (0 to 604800, 7 days) and then gets 401; 0 revokes it at once. Never refused for the 10-key limit (the old key counts as live until it lapses). A revoked or expired key is 404.',
+  },
   'GET /v1/facilities': {
     tag: 'Facilities',
     operationId: 'listFacilities',

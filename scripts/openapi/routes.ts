@@ -11,6 +11,16 @@ import { ExportPublicQuery } from '../../services/facility/src/routes/exports';
 import { publicRoutes as facilityRoutes } from '../../services/facility/src/routes/public';
 import { CaseSchema, FacilitySchema, ViolationSchema } from '../../services/facility/src/routes/schemas';
 import { sourcesRoutes } from '../../services/facility/src/routes/sources';
+import {
+  CreatedKeyResponse,
+  CreateKeyBody,
+  KeyListResponse,
+  KeyParams,
+  KeyResponse,
+  RenameKeyBody,
+  RolledKeyResponse,
+  RollKeyBody,
+} from '../../services/gateway/src/routes/account-keys-schema';
 import { PUBLIC_ROUTES } from '../../services/gateway/src/routes/table';
 import { NoQuery, UsageResponseSchema } from '../../services/gateway/src/routes/usage-schema';
 import { eventRoutes } from '../../services/webhook/src/routes/events';
@@ -51,6 +61,12 @@ export async function collectRoutes(): Promise<{ routes: CollectedRoute[]; undoc
   await app.ready();
   await app.close();
   found.set('GET /v1/account/usage', { querystring: NoQuery, response: { 200: UsageResponseSchema } });
+  // The account's own API keys (the gateway answers them with the usage service).
+  found.set('GET /v1/account/keys', { querystring: NoQuery, response: { 200: KeyListResponse } });
+  found.set('POST /v1/account/keys', { body: CreateKeyBody, response: { 201: CreatedKeyResponse } });
+  found.set('PATCH /v1/account/keys/:', { params: KeyParams, body: RenameKeyBody, response: { 200: KeyResponse } });
+  found.set('DELETE /v1/account/keys/:', { params: KeyParams });
+  found.set('POST /v1/account/keys/:/roll', { params: KeyParams, body: RollKeyBody, response: { 201: RolledKeyResponse } });
   // Exports: the gateway walks the facility service's pages; rows are the list representations.
   const rowSchema = { facilities: FacilitySchema, violations: ViolationSchema, cases: CaseSchema };
   for (const kind of ['facilities', 'violations', 'cases'] as const) {

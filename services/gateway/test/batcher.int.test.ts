@@ -46,6 +46,21 @@ async function fakeUsage(options: { delayMs?: number; port?: number; drainStream
     async getAccounts() {
       throw new Error('unused');
     },
+    async listKeys() {
+      throw new Error('unused');
+    },
+    async createKey() {
+      throw new Error('unused');
+    },
+    async renameKey() {
+      throw new Error('unused');
+    },
+    async revokeKey() {
+      throw new Error('unused');
+    },
+    async rollKey() {
+      throw new Error('unused');
+    },
   });
   const port = await new Promise<number>((res, rej) =>
     server.bindAsync(`127.0.0.1:${options.port ?? 0}`, grpc.ServerCredentials.createInsecure(), (e, p) => (e ? rej(e) : res(p))),

@@ -451,6 +451,30 @@ describe('every documented operation answers as documented', () => {
     }
   });
 
+  it("the account's own API keys: 200/201/204 with a Pro key, 400, 401 without a key, 404 for unknown ids", async () => {
+    const keys = '/v1/account/keys';
+    const created = await call(keys, { method: 'POST', key: proKey, body: { name: 'openapi' } });
+    check('POST /v1/account/keys', created, 201);
+    const id = (created.body as { data: { id: string } }).data.id;
+    check('GET /v1/account/keys', await call(keys, { key: proKey }), 200);
+    check('PATCH /v1/account/keys/{key_id}', await call(`${keys}/${id}`, { method: 'PATCH', key: proKey, body: { name: 'renamed' } }), 200);
+    const rolled = await call(`${keys}/${id}/roll`, { method: 'POST', key: proKey, body: { expires_in_seconds: 0 } });
+    check('POST /v1/account/keys/{key_id}/roll', rolled, 201);
+    const successor = (rolled.body as { data: { id: string } }).data.id;
+    check('DELETE /v1/account/keys/{key_id}', await call(`${keys}/${successor}`, { method: 'DELETE', key: proKey }), 204);
+    check('POST /v1/account/keys', await call(keys, { method: 'POST', key: proKey, body: { name: '' } }), 400);
+    check('POST /v1/account/keys/{key_id}/roll', await call(`${keys}/${id}/roll`, { method: 'POST', key: proKey, body: {} }), 400);
+    const unknown = `${keys}/key_${UNKNOWN_UUID}`;
+    check('PATCH /v1/account/keys/{key_id}', await call(unknown, { method: 'PATCH', key: proKey, body: { name: 'x' } }), 404);
+    check('DELETE /v1/account/keys/{key_id}', await call(unknown, { method: 'DELETE', key: proKey }), 404);
+    check(
+      'POST /v1/account/keys/{key_id}/roll',
+      await call(`${unknown}/roll`, { method: 'POST', key: proKey, body: { expires_in_seconds: 0 } }),
+      404,
+    );
+    check('GET /v1/account/keys', await call(keys), 401);
+  });
+
   it('exercised every documented operation at least with its success status', () => {
     for (const op of documented) {
       const [method, path] = op.split(' ') as [string, string];

@@ -20,7 +20,7 @@ describe('the OpenAPI document', () => {
     ]);
     expect(page).not.toMatch(/https?:\/\//);
     expect(page).toContain('<title>Facility Compliance Data API — API reference</title>');
-    expect(Object.keys(OPENAPI_DOCUMENT.paths as object)).toHaveLength(22);
+    expect(Object.keys(OPENAPI_DOCUMENT.paths as object)).toHaveLength(26);
   });
 
   it('serves the Scalar version the gateway pins (the versioned bundle path is cached as immutable)', () => {

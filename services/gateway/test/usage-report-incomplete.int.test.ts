@@ -64,6 +64,21 @@ beforeAll(async () => {
     async getAccounts() {
       throw new Error('unused');
     },
+    async listKeys() {
+      throw new Error('unused');
+    },
+    async createKey() {
+      throw new Error('unused');
+    },
+    async renameKey() {
+      throw new Error('unused');
+    },
+    async revokeKey() {
+      throw new Error('unused');
+    },
+    async rollKey() {
+      throw new Error('unused');
+    },
   });
   const port = await new Promise<number>((res, rej) =>
     server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, p) => (err ? rej(err) : res(p))),

@@ -1791,6 +1791,8 @@ export interface operations {
           | 'MP'
           | 'PR'
           | 'VI';
+        /** @description updated_since */
+        updated_since?: string;
         /** @description zip */
         zip?: string;
       };
@@ -2096,6 +2098,8 @@ export interface operations {
           | 'MP'
           | 'PR'
           | 'VI';
+        /** @description updated_since */
+        updated_since?: string;
         /** @description zip */
         zip?: string;
       };

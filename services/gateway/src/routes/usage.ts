@@ -7,6 +7,7 @@ import { requireAccount } from '../auth/account';
 import type { AuthorizationBatcher } from '../auth/batcher';
 import { countNow, USAGE_PATH } from '../auth/metering';
 import { ifNoneMatchMatches, strongEtag } from '../http/conditional';
+import { type AccountKeyDeps, registerAccountKeyRoutes } from './account-keys';
 import { NoQuery, UsageResponseSchema } from './usage-schema';
 
 /** The public usage report (docs/metering.md "Usage report"), or undefined when the usage service's answer lacks a part. */
@@ -31,11 +32,16 @@ function usageBody(u: GetUsageResponse) {
   };
 }
 
-/** GET /v1/account/usage: the report computed with the authorization, else asked of the usage service. */
+/**
+ * The /v1/account routes, answered with the usage service: GET /v1/account/usage (the report
+ * computed with the authorization, else asked of the usage service) and the account's own API keys
+ * (routes/account-keys.ts).
+ */
 export function registerUsageRoute(
   app: FastifyInstance,
-  deps: { batcher: AuthorizationBatcher; usage: TypedClient<typeof UsageService> },
+  deps: AccountKeyDeps & { batcher: AuthorizationBatcher; usage: TypedClient<typeof UsageService> },
 ): void {
+  registerAccountKeyRoutes(app, deps);
   app.get(USAGE_PATH, { schema: { querystring: NoQuery, response: { 200: UsageResponseSchema } } }, async (request, reply) => {
     const account = requireAccount(request);
     let u = request.usageReport;

@@ -8,6 +8,7 @@ import type { UsageMeter } from '../meter/index';
 import type { UsageMetrics } from '../metrics';
 import type { AccountStore } from '../store/accounts';
 import { AuthorizeStreams, refusedBatch } from './authorize-stream';
+import { keyHandlers } from './keys';
 import { decide, toUsage } from './results';
 
 export const HEALTH_SERVICE_NAME = UsageService.typeName;
@@ -81,6 +82,7 @@ export function createGrpcServer(
         if (!report) throw new AppError('NOT_FOUND', 'No such account.');
         return toUsage(report);
       },
+      ...keyHandlers(accounts, meter),
       async getAccounts(request) {
         if (request.accountIds.length > MAX_ACCOUNTS_PER_CALL) {
           throw new AppError('VALIDATION_ERROR', `At most ${MAX_ACCOUNTS_PER_CALL} account ids per call.`);

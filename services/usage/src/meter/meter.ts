@@ -171,6 +171,16 @@ export class UsageMeter {
     return this.writeBehind.reconcile();
   }
 
+  /** The meter's clock (key management decides expiries on it). */
+  now(): number {
+    return this.deps.clock.now();
+  }
+
+  /** An account's keys changed (revoked, rolled): its cached keys are looked up again on their next use. */
+  async keysChanged(accountId: string): Promise<void> {
+    this.deps.cache.evictAccount(accountId);
+  }
+
   /** Usage of an account without counting a request (unary GetUsage). */
   usage(accountId: string): Promise<UsageReport | undefined> {
     return this.reports.usage(accountId);

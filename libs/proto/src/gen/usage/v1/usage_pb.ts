@@ -10,7 +10,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file usage/v1/usage.proto.
  */
 export const file_usage_v1_usage: GenFile = /*@__PURE__*/
-  fileDesc("ChR1c2FnZS92MS91c2FnZS5wcm90bxIIdXNhZ2UudjEijAEKDUF1dGhvcml6ZUl0ZW0SDwoHYXBpX2tleRgBIAEoCRIOCgZtZXRob2QYAiABKAkSDAoEcGF0aBgDIAEoCRIVCg1pbmNsdWRlX3VzYWdlGAQgASgIEhMKC3RyYWNlcGFyZW50GAUgASgJEhIKCnRyYWNlc3RhdGUYBiABKAkSDAoEcGVlaxgHIAEoCCL+AQoPQXV0aG9yaXplUmVzdWx0EiQKCGRlY2lzaW9uGAEgASgOMhIudXNhZ2UudjEuRGVjaXNpb24SEgoKYWNjb3VudF9pZBgCIAEoCRIMCgR0aWVyGAMgASgJEhMKC2RhaWx5X2xpbWl0GAQgASgNEg0KBWNvdW50GAUgASgNEhEKCXJlbWFpbmluZxgGIAEoDRIRCglyZXNldHNfYXQYByABKAkSGwoTcmV0cnlfYWZ0ZXJfc2Vjb25kcxgIIAEoBRIpCgV1c2FnZRgJIAEoCzIaLnVzYWdlLnYxLkdldFVzYWdlUmVzcG9uc2USEQoJdGllcl9yYW5rGAogASgNIlQKEEF1dGhvcml6ZVJlcXVlc3QSJgoFaXRlbXMYASADKAsyFy51c2FnZS52MS5BdXRob3JpemVJdGVtEhgKEGNvdW50X2J5X3VuaXhfbXMYAiABKAMiPwoRQXV0aG9yaXplUmVzcG9uc2USKgoHcmVzdWx0cxgBIAMoCzIZLnVzYWdlLnYxLkF1dGhvcml6ZVJlc3VsdCJsChZBdXRob3JpemVTdHJlYW1SZXF1ZXN0EhAKCGJhdGNoX2lkGAEgASgNEiYKBWl0ZW1zGAIgAygLMhcudXNhZ2UudjEuQXV0aG9yaXplSXRlbRIYChBjb3VudF9ieV91bml4X21zGAMgASgDIlcKF0F1dGhvcml6ZVN0cmVhbVJlc3BvbnNlEhAKCGJhdGNoX2lkGAEgASgNEioKB3Jlc3VsdHMYAiADKAsyGS51c2FnZS52MS5BdXRob3JpemVSZXN1bHQiJQoPR2V0VXNhZ2VSZXF1ZXN0EhIKCmFjY291bnRfaWQYASABKAkiSQoKVG9kYXlVc2FnZRIVCg1yZXF1ZXN0X2NvdW50GAEgASgNEhEKCXJlbWFpbmluZxgCIAEoDRIRCglyZXNldHNfYXQYAyABKAkisQEKDUJpbGxpbmdQZXJpb2QSDQoFc3RhcnQYASABKAkSCwoDZW5kGAIgASgJEhYKDnRvdGFsX3JlcXVlc3RzGAMgASgDEhkKEWluY2x1ZGVkX3JlcXVlc3RzGAQgASgDEhgKEG92ZXJhZ2VfcmVxdWVzdHMYBSABKAMSGAoQb3ZlcmFnZV9yYXRlX3VzZBgGIAEoCRIdChVlc3RpbWF0ZWRfb3ZlcmFnZV91c2QYByABKAkimgEKEEdldFVzYWdlUmVzcG9uc2USDAoEdGllchgBIAEoCRITCgtkYWlseV9saW1pdBgCIAEoDRIjCgV0b2RheRgDIAEoCzIULnVzYWdlLnYxLlRvZGF5VXNhZ2USLwoOYmlsbGluZ19wZXJpb2QYBCABKAsyFy51c2FnZS52MS5CaWxsaW5nUGVyaW9kEg0KBXN0YWxlGAUgASgIIikKEkdldEFjY291bnRzUmVxdWVzdBITCgthY2NvdW50X2lkcxgBIAMoCSI+CgdBY2NvdW50EhIKCmFjY291bnRfaWQYASABKAkSDAoEdGllchgCIAEoCRIRCgl0aWVyX3JhbmsYAyABKA0iOgoTR2V0QWNjb3VudHNSZXNwb25zZRIjCghhY2NvdW50cxgBIAMoCzIRLnVzYWdlLnYxLkFjY291bnQqjQEKCERlY2lzaW9uEhgKFERFQ0lTSU9OX1VOU1BFQ0lGSUVEEAASFAoQREVDSVNJT05fQUxMT1dFRBABEhwKGERFQ0lTSU9OX1VOQVVUSEVOVElDQVRFRBACEhkKFURFQ0lTSU9OX1JBVEVfTElNSVRFRBADEhgKFERFQ0lTSU9OX1VOQVZBSUxBQkxFEAQyvwIKDFVzYWdlU2VydmljZRJaCg9BdXRob3JpemVTdHJlYW0SIC51c2FnZS52MS5BdXRob3JpemVTdHJlYW1SZXF1ZXN0GiEudXNhZ2UudjEuQXV0aG9yaXplU3RyZWFtUmVzcG9uc2UoATABEkQKCUF1dGhvcml6ZRIaLnVzYWdlLnYxLkF1dGhvcml6ZVJlcXVlc3QaGy51c2FnZS52MS5BdXRob3JpemVSZXNwb25zZRJBCghHZXRVc2FnZRIZLnVzYWdlLnYxLkdldFVzYWdlUmVxdWVzdBoaLnVzYWdlLnYxLkdldFVzYWdlUmVzcG9uc2USSgoLR2V0QWNjb3VudHMSHC51c2FnZS52MS5HZXRBY2NvdW50c1JlcXVlc3QaHS51c2FnZS52MS5HZXRBY2NvdW50c1Jlc3BvbnNlYgZwcm90bzM");
+  fileDesc("ChR1c2FnZS92MS91c2FnZS5wcm90bxIIdXNhZ2UudjEijAEKDUF1dGhvcml6ZUl0ZW0SDwoHYXBpX2tleRgBIAEoCRIOCgZtZXRob2QYAiABKAkSDAoEcGF0aBgDIAEoCRIVCg1pbmNsdWRlX3VzYWdlGAQgASgIEhMKC3RyYWNlcGFyZW50GAUgASgJEhIKCnRyYWNlc3RhdGUYBiABKAkSDAoEcGVlaxgHIAEoCCL+AQoPQXV0aG9yaXplUmVzdWx0EiQKCGRlY2lzaW9uGAEgASgOMhIudXNhZ2UudjEuRGVjaXNpb24SEgoKYWNjb3VudF9pZBgCIAEoCRIMCgR0aWVyGAMgASgJEhMKC2RhaWx5X2xpbWl0GAQgASgNEg0KBWNvdW50GAUgASgNEhEKCXJlbWFpbmluZxgGIAEoDRIRCglyZXNldHNfYXQYByABKAkSGwoTcmV0cnlfYWZ0ZXJfc2Vjb25kcxgIIAEoBRIpCgV1c2FnZRgJIAEoCzIaLnVzYWdlLnYxLkdldFVzYWdlUmVzcG9uc2USEQoJdGllcl9yYW5rGAogASgNIlQKEEF1dGhvcml6ZVJlcXVlc3QSJgoFaXRlbXMYASADKAsyFy51c2FnZS52MS5BdXRob3JpemVJdGVtEhgKEGNvdW50X2J5X3VuaXhfbXMYAiABKAMiPwoRQXV0aG9yaXplUmVzcG9uc2USKgoHcmVzdWx0cxgBIAMoCzIZLnVzYWdlLnYxLkF1dGhvcml6ZVJlc3VsdCJsChZBdXRob3JpemVTdHJlYW1SZXF1ZXN0EhAKCGJhdGNoX2lkGAEgASgNEiYKBWl0ZW1zGAIgAygLMhcudXNhZ2UudjEuQXV0aG9yaXplSXRlbRIYChBjb3VudF9ieV91bml4X21zGAMgASgDIlcKF0F1dGhvcml6ZVN0cmVhbVJlc3BvbnNlEhAKCGJhdGNoX2lkGAEgASgNEioKB3Jlc3VsdHMYAiADKAsyGS51c2FnZS52MS5BdXRob3JpemVSZXN1bHQiJQoPR2V0VXNhZ2VSZXF1ZXN0EhIKCmFjY291bnRfaWQYASABKAkiSQoKVG9kYXlVc2FnZRIVCg1yZXF1ZXN0X2NvdW50GAEgASgNEhEKCXJlbWFpbmluZxgCIAEoDRIRCglyZXNldHNfYXQYAyABKAkisQEKDUJpbGxpbmdQZXJpb2QSDQoFc3RhcnQYASABKAkSCwoDZW5kGAIgASgJEhYKDnRvdGFsX3JlcXVlc3RzGAMgASgDEhkKEWluY2x1ZGVkX3JlcXVlc3RzGAQgASgDEhgKEG92ZXJhZ2VfcmVxdWVzdHMYBSABKAMSGAoQb3ZlcmFnZV9yYXRlX3VzZBgGIAEoCRIdChVlc3RpbWF0ZWRfb3ZlcmFnZV91c2QYByABKAkimgEKEEdldFVzYWdlUmVzcG9uc2USDAoEdGllchgBIAEoCRITCgtkYWlseV9saW1pdBgCIAEoDRIjCgV0b2RheRgDIAEoCzIULnVzYWdlLnYxLlRvZGF5VXNhZ2USLwoOYmlsbGluZ19wZXJpb2QYBCABKAsyFy51c2FnZS52MS5CaWxsaW5nUGVyaW9kEg0KBXN0YWxlGAUgASgIIikKEkdldEFjY291bnRzUmVxdWVzdBITCgthY2NvdW50X2lkcxgBIAMoCSI+CgdBY2NvdW50EhIKCmFjY291bnRfaWQYASABKAkSDAoEdGllchgCIAEoCRIRCgl0aWVyX3JhbmsYAyABKA0iOgoTR2V0QWNjb3VudHNSZXNwb25zZRIjCghhY2NvdW50cxgBIAMoCzIRLnVzYWdlLnYxLkFjY291bnQi0gEKBkFwaUtleRIKCgJpZBgBIAEoCRIMCgRuYW1lGAIgASgJEhMKBnByZWZpeBgDIAEoCUgAiAEBEhIKCmNyZWF0ZWRfYXQYBCABKAkSGQoMbGFzdF91c2VkX2F0GAUgASgJSAGIAQESFwoKZXhwaXJlc19hdBgGIAEoCUgCiAEBEhcKCnJldm9rZWRfYXQYByABKAlIA4gBAUIJCgdfcHJlZml4Qg8KDV9sYXN0X3VzZWRfYXRCDQoLX2V4cGlyZXNfYXRCDQoLX3Jldm9rZWRfYXQiJQoPTGlzdEtleXNSZXF1ZXN0EhIKCmFjY291bnRfaWQYASABKAkiMgoQTGlzdEtleXNSZXNwb25zZRIeCgRrZXlzGAEgAygLMhAudXNhZ2UudjEuQXBpS2V5IlwKEENyZWF0ZUtleVJlcXVlc3QSEgoKYWNjb3VudF9pZBgBIAEoCRIMCgRuYW1lGAIgASgJEhcKCmV4cGlyZXNfYXQYAyABKAlIAIgBAUINCgtfZXhwaXJlc19hdCJDChFDcmVhdGVLZXlSZXNwb25zZRIdCgNrZXkYASABKAsyEC51c2FnZS52MS5BcGlLZXkSDwoHYXBpX2tleRgCIAEoCSJEChBSZW5hbWVLZXlSZXF1ZXN0EhIKCmFjY291bnRfaWQYASABKAkSDgoGa2V5X2lkGAIgASgJEgwKBG5hbWUYAyABKAkiNgoQUmV2b2tlS2V5UmVxdWVzdBISCgphY2NvdW50X2lkGAEgASgJEg4KBmtleV9pZBgCIAEoCSJQCg5Sb2xsS2V5UmVxdWVzdBISCgphY2NvdW50X2lkGAEgASgJEg4KBmtleV9pZBgCIAEoCRIaChJleHBpcmVzX2luX3NlY29uZHMYAyABKA0iMgoRUmVuYW1lS2V5UmVzcG9uc2USHQoDa2V5GAEgASgLMhAudXNhZ2UudjEuQXBpS2V5IjIKEVJldm9rZUtleVJlc3BvbnNlEh0KA2tleRgBIAEoCzIQLnVzYWdlLnYxLkFwaUtleSJlCg9Sb2xsS2V5UmVzcG9uc2USHQoDa2V5GAEgASgLMhAudXNhZ2UudjEuQXBpS2V5Eg8KB2FwaV9rZXkYAiABKAkSIgoIcHJldmlvdXMYAyABKAsyEC51c2FnZS52MS5BcGlLZXkqjQEKCERlY2lzaW9uEhgKFERFQ0lTSU9OX1VOU1BFQ0lGSUVEEAASFAoQREVDSVNJT05fQUxMT1dFRBABEhwKGERFQ0lTSU9OX1VOQVVUSEVOVElDQVRFRBACEhkKFURFQ0lTSU9OX1JBVEVfTElNSVRFRBADEhgKFERFQ0lTSU9OX1VOQVZBSUxBQkxFEAQylAUKDFVzYWdlU2VydmljZRJaCg9BdXRob3JpemVTdHJlYW0SIC51c2FnZS52MS5BdXRob3JpemVTdHJlYW1SZXF1ZXN0GiEudXNhZ2UudjEuQXV0aG9yaXplU3RyZWFtUmVzcG9uc2UoATABEkQKCUF1dGhvcml6ZRIaLnVzYWdlLnYxLkF1dGhvcml6ZVJlcXVlc3QaGy51c2FnZS52MS5BdXRob3JpemVSZXNwb25zZRJBCghHZXRVc2FnZRIZLnVzYWdlLnYxLkdldFVzYWdlUmVxdWVzdBoaLnVzYWdlLnYxLkdldFVzYWdlUmVzcG9uc2USSgoLR2V0QWNjb3VudHMSHC51c2FnZS52MS5HZXRBY2NvdW50c1JlcXVlc3QaHS51c2FnZS52MS5HZXRBY2NvdW50c1Jlc3BvbnNlEkEKCExpc3RLZXlzEhkudXNhZ2UudjEuTGlzdEtleXNSZXF1ZXN0GhoudXNhZ2UudjEuTGlzdEtleXNSZXNwb25zZRJECglDcmVhdGVLZXkSGi51c2FnZS52MS5DcmVhdGVLZXlSZXF1ZXN0GhsudXNhZ2UudjEuQ3JlYXRlS2V5UmVzcG9uc2USRAoJUmVuYW1lS2V5EhoudXNhZ2UudjEuUmVuYW1lS2V5UmVxdWVzdBobLnVzYWdlLnYxLlJlbmFtZUtleVJlc3BvbnNlEkQKCVJldm9rZUtleRIaLnVzYWdlLnYxLlJldm9rZUtleVJlcXVlc3QaGy51c2FnZS52MS5SZXZva2VLZXlSZXNwb25zZRI+CgdSb2xsS2V5EhgudXNhZ2UudjEuUm9sbEtleVJlcXVlc3QaGS51c2FnZS52MS5Sb2xsS2V5UmVzcG9uc2ViBnByb3RvMw");
 
 /**
  * @generated from message usage.v1.AuthorizeItem
@@ -455,6 +455,295 @@ export const GetAccountsResponseSchema: GenMessage<GetAccountsResponse> = /*@__P
   messageDesc(file_usage_v1_usage, 12);
 
 /**
+ * An API key as its account sees it: never the key itself. Times are ISO 8601 UTC with milliseconds.
+ *
+ * @generated from message usage.v1.ApiKey
+ */
+export type ApiKey = Message<"usage.v1.ApiKey"> & {
+  /**
+   * key_<uuid>
+   *
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * @generated from field: string name = 2;
+   */
+  name: string;
+
+  /**
+   * The first 8 characters of the key; unset for keys created before prefixes were kept.
+   *
+   * @generated from field: optional string prefix = 3;
+   */
+  prefix?: string | undefined;
+
+  /**
+   * @generated from field: string created_at = 4;
+   */
+  createdAt: string;
+
+  /**
+   * Written with the batched flush of the counts: may lag by up to a minute.
+   *
+   * @generated from field: optional string last_used_at = 5;
+   */
+  lastUsedAt?: string | undefined;
+
+  /**
+   * @generated from field: optional string expires_at = 6;
+   */
+  expiresAt?: string | undefined;
+
+  /**
+   * @generated from field: optional string revoked_at = 7;
+   */
+  revokedAt?: string | undefined;
+};
+
+/**
+ * Describes the message usage.v1.ApiKey.
+ * Use `create(ApiKeySchema)` to create a new message.
+ */
+export const ApiKeySchema: GenMessage<ApiKey> = /*@__PURE__*/
+  messageDesc(file_usage_v1_usage, 13);
+
+/**
+ * @generated from message usage.v1.ListKeysRequest
+ */
+export type ListKeysRequest = Message<"usage.v1.ListKeysRequest"> & {
+  /**
+   * @generated from field: string account_id = 1;
+   */
+  accountId: string;
+};
+
+/**
+ * Describes the message usage.v1.ListKeysRequest.
+ * Use `create(ListKeysRequestSchema)` to create a new message.
+ */
+export const ListKeysRequestSchema: GenMessage<ListKeysRequest> = /*@__PURE__*/
+  messageDesc(file_usage_v1_usage, 14);
+
+/**
+ * @generated from message usage.v1.ListKeysResponse
+ */
+export type ListKeysResponse = Message<"usage.v1.ListKeysResponse"> & {
+  /**
+   * Oldest first, revoked and expired keys included.
+   *
+   * @generated from field: repeated usage.v1.ApiKey keys = 1;
+   */
+  keys: ApiKey[];
+};
+
+/**
+ * Describes the message usage.v1.ListKeysResponse.
+ * Use `create(ListKeysResponseSchema)` to create a new message.
+ */
+export const ListKeysResponseSchema: GenMessage<ListKeysResponse> = /*@__PURE__*/
+  messageDesc(file_usage_v1_usage, 15);
+
+/**
+ * @generated from message usage.v1.CreateKeyRequest
+ */
+export type CreateKeyRequest = Message<"usage.v1.CreateKeyRequest"> & {
+  /**
+   * @generated from field: string account_id = 1;
+   */
+  accountId: string;
+
+  /**
+   * @generated from field: string name = 2;
+   */
+  name: string;
+
+  /**
+   * ISO 8601 date-time in the future; unset: the key never expires.
+   *
+   * @generated from field: optional string expires_at = 3;
+   */
+  expiresAt?: string | undefined;
+};
+
+/**
+ * Describes the message usage.v1.CreateKeyRequest.
+ * Use `create(CreateKeyRequestSchema)` to create a new message.
+ */
+export const CreateKeyRequestSchema: GenMessage<CreateKeyRequest> = /*@__PURE__*/
+  messageDesc(file_usage_v1_usage, 16);
+
+/**
+ * @generated from message usage.v1.CreateKeyResponse
+ */
+export type CreateKeyResponse = Message<"usage.v1.CreateKeyResponse"> & {
+  /**
+   * @generated from field: usage.v1.ApiKey key = 1;
+   */
+  key?: ApiKey | undefined;
+
+  /**
+   * The clear key, shown once.
+   *
+   * @generated from field: string api_key = 2;
+   */
+  apiKey: string;
+};
+
+/**
+ * Describes the message usage.v1.CreateKeyResponse.
+ * Use `create(CreateKeyResponseSchema)` to create a new message.
+ */
+export const CreateKeyResponseSchema: GenMessage<CreateKeyResponse> = /*@__PURE__*/
+  messageDesc(file_usage_v1_usage, 17);
+
+/**
+ * @generated from message usage.v1.RenameKeyRequest
+ */
+export type RenameKeyRequest = Message<"usage.v1.RenameKeyRequest"> & {
+  /**
+   * @generated from field: string account_id = 1;
+   */
+  accountId: string;
+
+  /**
+   * @generated from field: string key_id = 2;
+   */
+  keyId: string;
+
+  /**
+   * @generated from field: string name = 3;
+   */
+  name: string;
+};
+
+/**
+ * Describes the message usage.v1.RenameKeyRequest.
+ * Use `create(RenameKeyRequestSchema)` to create a new message.
+ */
+export const RenameKeyRequestSchema: GenMessage<RenameKeyRequest> = /*@__PURE__*/
+  messageDesc(file_usage_v1_usage, 18);
+
+/**
+ * @generated from message usage.v1.RevokeKeyRequest
+ */
+export type RevokeKeyRequest = Message<"usage.v1.RevokeKeyRequest"> & {
+  /**
+   * @generated from field: string account_id = 1;
+   */
+  accountId: string;
+
+  /**
+   * @generated from field: string key_id = 2;
+   */
+  keyId: string;
+};
+
+/**
+ * Describes the message usage.v1.RevokeKeyRequest.
+ * Use `create(RevokeKeyRequestSchema)` to create a new message.
+ */
+export const RevokeKeyRequestSchema: GenMessage<RevokeKeyRequest> = /*@__PURE__*/
+  messageDesc(file_usage_v1_usage, 19);
+
+/**
+ * @generated from message usage.v1.RollKeyRequest
+ */
+export type RollKeyRequest = Message<"usage.v1.RollKeyRequest"> & {
+  /**
+   * @generated from field: string account_id = 1;
+   */
+  accountId: string;
+
+  /**
+   * @generated from field: string key_id = 2;
+   */
+  keyId: string;
+
+  /**
+   * 0 to 604800 (7 days); 0 revokes the old key at once.
+   *
+   * @generated from field: uint32 expires_in_seconds = 3;
+   */
+  expiresInSeconds: number;
+};
+
+/**
+ * Describes the message usage.v1.RollKeyRequest.
+ * Use `create(RollKeyRequestSchema)` to create a new message.
+ */
+export const RollKeyRequestSchema: GenMessage<RollKeyRequest> = /*@__PURE__*/
+  messageDesc(file_usage_v1_usage, 20);
+
+/**
+ * @generated from message usage.v1.RenameKeyResponse
+ */
+export type RenameKeyResponse = Message<"usage.v1.RenameKeyResponse"> & {
+  /**
+   * @generated from field: usage.v1.ApiKey key = 1;
+   */
+  key?: ApiKey | undefined;
+};
+
+/**
+ * Describes the message usage.v1.RenameKeyResponse.
+ * Use `create(RenameKeyResponseSchema)` to create a new message.
+ */
+export const RenameKeyResponseSchema: GenMessage<RenameKeyResponse> = /*@__PURE__*/
+  messageDesc(file_usage_v1_usage, 21);
+
+/**
+ * @generated from message usage.v1.RevokeKeyResponse
+ */
+export type RevokeKeyResponse = Message<"usage.v1.RevokeKeyResponse"> & {
+  /**
+   * @generated from field: usage.v1.ApiKey key = 1;
+   */
+  key?: ApiKey | undefined;
+};
+
+/**
+ * Describes the message usage.v1.RevokeKeyResponse.
+ * Use `create(RevokeKeyResponseSchema)` to create a new message.
+ */
+export const RevokeKeyResponseSchema: GenMessage<RevokeKeyResponse> = /*@__PURE__*/
+  messageDesc(file_usage_v1_usage, 22);
+
+/**
+ * @generated from message usage.v1.RollKeyResponse
+ */
+export type RollKeyResponse = Message<"usage.v1.RollKeyResponse"> & {
+  /**
+   * The new key, with the old one's name and expiry.
+   *
+   * @generated from field: usage.v1.ApiKey key = 1;
+   */
+  key?: ApiKey | undefined;
+
+  /**
+   * The clear new key, shown once.
+   *
+   * @generated from field: string api_key = 2;
+   */
+  apiKey: string;
+
+  /**
+   * The old key, with its new expires_at (or revoked_at when expires_in_seconds was 0).
+   *
+   * @generated from field: usage.v1.ApiKey previous = 3;
+   */
+  previous?: ApiKey | undefined;
+};
+
+/**
+ * Describes the message usage.v1.RollKeyResponse.
+ * Use `create(RollKeyResponseSchema)` to create a new message.
+ */
+export const RollKeyResponseSchema: GenMessage<RollKeyResponse> = /*@__PURE__*/
+  messageDesc(file_usage_v1_usage, 23);
+
+/**
  * @generated from enum usage.v1.Decision
  */
 export enum Decision {
@@ -550,6 +839,55 @@ export const UsageService: GenService<{
     methodKind: "unary";
     input: typeof GetAccountsRequestSchema;
     output: typeof GetAccountsResponseSchema;
+  },
+  /**
+   * An account's own API keys (GET/POST/PATCH/DELETE /v1/account/keys…): every call names the
+   * account the gateway authenticated, and a key of another account is NOT_FOUND.
+   *
+   * @generated from rpc usage.v1.UsageService.ListKeys
+   */
+  listKeys: {
+    methodKind: "unary";
+    input: typeof ListKeysRequestSchema;
+    output: typeof ListKeysResponseSchema;
+  },
+  /**
+   * At most 10 live keys per account (LIMIT_REACHED); the clear key is in the answer only.
+   *
+   * @generated from rpc usage.v1.UsageService.CreateKey
+   */
+  createKey: {
+    methodKind: "unary";
+    input: typeof CreateKeyRequestSchema;
+    output: typeof CreateKeyResponseSchema;
+  },
+  /**
+   * @generated from rpc usage.v1.UsageService.RenameKey
+   */
+  renameKey: {
+    methodKind: "unary";
+    input: typeof RenameKeyRequestSchema;
+    output: typeof RenameKeyResponseSchema;
+  },
+  /**
+   * Idempotent; the last live key of an account is refused (LIMIT_REACHED).
+   *
+   * @generated from rpc usage.v1.UsageService.RevokeKey
+   */
+  revokeKey: {
+    methodKind: "unary";
+    input: typeof RevokeKeyRequestSchema;
+    output: typeof RevokeKeyResponseSchema;
+  },
+  /**
+   * A new key with the same name; the old one keeps working for expires_in_seconds more.
+   *
+   * @generated from rpc usage.v1.UsageService.RollKey
+   */
+  rollKey: {
+    methodKind: "unary";
+    input: typeof RollKeyRequestSchema;
+    output: typeof RollKeyResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_usage_v1_usage, 0);

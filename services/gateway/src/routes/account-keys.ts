@@ -1,0 +1,192 @@
+import { create } from '@bufbuild/protobuf';
+import { fromGrpcError, type TypedClient } from '@fcd/grpc';
+import {
+  type ApiKey,
+  CreateKeyRequestSchema,
+  ListKeysRequestSchema,
+  RenameKeyRequestSchema,
+  RevokeKeyRequestSchema,
+  RollKeyRequestSchema,
+  type UsageService,
+} from '@fcd/proto';
+import { AppError, ERROR_STATUS, errorBody, KeyId, validationError } from '@fcd/service-kit';
+import type { Static } from '@sinclair/typebox';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { type AuthenticatedAccount, requireAccount } from '../auth/account';
+import type { IdempotencyStore, StoredAnswer } from '../http/idempotency';
+import { idempotent } from '../http/idempotent';
+import {
+  CreatedKeyResponse,
+  CreateKeyBody,
+  KeyListResponse,
+  KeyParams,
+  KeyResponse,
+  MAX_LIVE_KEYS,
+  RenameKeyBody,
+  RolledKeyResponse,
+  RollKeyBody,
+} from './account-keys-schema';
+import { NoQuery } from './usage-schema';
+
+const ACCOUNT_KEYS_PATH = '/v1/account/keys';
+
+export interface AccountKeyDeps {
+  usage: TypedClient<typeof UsageService>;
+  idempotency: IdempotencyStore;
+  idempotencyWaitMs: number;
+}
+
+/** The public view of a key (never the key itself). */
+function view(k: ApiKey | undefined) {
+  if (!k)
+    throw new AppError('SERVICE_UNAVAILABLE', 'The service is temporarily unavailable (usage). Retry after 1 s.', { retryAfterSeconds: 1 });
+  return {
+    id: k.id,
+    name: k.name,
+    prefix: k.prefix ?? null,
+    created_at: k.createdAt,
+    last_used_at: k.lastUsedAt ?? null,
+    expires_at: k.expiresAt ?? null,
+    revoked_at: k.revokedAt ?? null,
+  };
+}
+
+/** A name's control characters are refused here too (JSON Schema cannot say it as plainly). */
+function checkName(name: string): void {
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what is refused
+  if (/[\u0000-\u001f\u007f]/.test(name)) throw validationError([{ field: 'name', message: 'must not contain control characters' }]);
+}
+
+/** The key id of the path; a malformed one is 404 like an unknown one (never a 400 revealing the shape). */
+function keyIdOf(params: Static<typeof KeyParams>): KeyId {
+  const id = KeyId.parse(params.key_id);
+  if (!id) throw new AppError('NOT_FOUND', 'No API key with this id in this account.');
+  return id;
+}
+
+async function call<T>(op: () => Promise<T>, details?: Partial<Record<string, Record<string, unknown>>>): Promise<T> {
+  try {
+    return await op();
+  } catch (err) {
+    const e = fromGrpcError(err, 'usage');
+    // The error code travels over gRPC, its details do not: the documented ones are added back here.
+    const extra = details?.[e.code];
+    throw extra ? new AppError(e.code, e.message, { details: extra }) : e;
+  }
+}
+
+/**
+ * A POST's answer, through the Idempotency-Key store when the client sent one (docs/api.md,
+ * "Idempotent POSTs"): an answer below 500 (a 201, a 409) is kept and replayed.
+ */
+async function answerPost(
+  deps: AccountKeyDeps,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  account: AuthenticatedAccount,
+  work: () => Promise<unknown>,
+): Promise<unknown> {
+  const idempotencyKey = request.headers['idempotency-key'];
+  if (idempotencyKey === undefined) {
+    const body = await work();
+    reply.code(201);
+    return body;
+  }
+  return idempotent(deps.idempotency, deps.idempotencyWaitMs, request, reply, account, idempotencyKey, async (): Promise<StoredAnswer> => {
+    const json = (status: number, body: unknown): StoredAnswer => ({
+      status,
+      headers: { 'content-type': 'application/json; charset=utf-8' },
+      body: Buffer.from(JSON.stringify(body)),
+    });
+    try {
+      return json(201, await work());
+    } catch (err) {
+      if (err instanceof AppError && ERROR_STATUS[err.code] < 500)
+        return json(ERROR_STATUS[err.code], errorBody(err.code, err.message, err.details));
+      throw err;
+    }
+  });
+}
+
+/**
+ * The account's own API keys, every tier (docs/api.md, "API keys"): list, create, rename, revoke,
+ * roll. Authenticated and counted like any /v1 request (docs/metering.md); the usage service
+ * applies the rules (10 live keys, never the last live key) and drops its cached keys.
+ */
+export function registerAccountKeyRoutes(app: FastifyInstance, deps: AccountKeyDeps): void {
+  const { usage } = deps;
+  app.get(ACCOUNT_KEYS_PATH, { schema: { querystring: NoQuery, response: { 200: KeyListResponse } } }, async (request) => {
+    const { accountId } = requireAccount(request);
+    const { keys } = await call(() => usage.unary.listKeys(create(ListKeysRequestSchema, { accountId })));
+    return { data: keys.map(view) };
+  });
+
+  app.post<{ Body: Static<typeof CreateKeyBody> }>(
+    ACCOUNT_KEYS_PATH,
+    { schema: { body: CreateKeyBody, response: { 201: CreatedKeyResponse } } },
+    async (request, reply) => {
+      const account = requireAccount(request);
+      const { name, expires_at } = request.body;
+      checkName(name);
+      if (expires_at != null && !(Date.parse(expires_at) > Date.now()))
+        throw validationError([{ field: 'expires_at', message: 'must be in the future' }]);
+      return answerPost(deps, request, reply, account, async () => {
+        const created = await call(
+          () =>
+            usage.unary.createKey(
+              create(CreateKeyRequestSchema, {
+                accountId: account.accountId,
+                name,
+                ...(expires_at == null ? {} : { expiresAt: expires_at }),
+              }),
+            ),
+          { LIMIT_REACHED: { limit: MAX_LIVE_KEYS } },
+        );
+        return { data: { ...view(created.key), key: created.apiKey } };
+      });
+    },
+  );
+
+  app.patch<{ Params: Static<typeof KeyParams>; Body: Static<typeof RenameKeyBody> }>(
+    `${ACCOUNT_KEYS_PATH}/:key_id`,
+    { schema: { params: KeyParams, body: RenameKeyBody, response: { 200: KeyResponse } } },
+    async (request) => {
+      const { accountId } = requireAccount(request);
+      const keyId = keyIdOf(request.params);
+      checkName(request.body.name);
+      const { key } = await call(() =>
+        usage.unary.renameKey(create(RenameKeyRequestSchema, { accountId, keyId, name: request.body.name })),
+      );
+      return { data: view(key) };
+    },
+  );
+
+  app.delete<{ Params: Static<typeof KeyParams> }>(
+    `${ACCOUNT_KEYS_PATH}/:key_id`,
+    { schema: { params: KeyParams } },
+    async (request, reply) => {
+      const { accountId } = requireAccount(request);
+      const keyId = keyIdOf(request.params);
+      await call(() => usage.unary.revokeKey(create(RevokeKeyRequestSchema, { accountId, keyId })), {
+        LIMIT_REACHED: { live_keys: 1 },
+      });
+      return reply.code(204).send();
+    },
+  );
+
+  app.post<{ Params: Static<typeof KeyParams>; Body: Static<typeof RollKeyBody> }>(
+    `${ACCOUNT_KEYS_PATH}/:key_id/roll`,
+    { schema: { params: KeyParams, body: RollKeyBody, response: { 201: RolledKeyResponse } } },
+    async (request, reply) => {
+      const account = requireAccount(request);
+      const keyId = keyIdOf(request.params);
+      const expiresInSeconds = request.body.expires_in_seconds;
+      return answerPost(deps, request, reply, account, async () => {
+        const rolled = await call(() =>
+          usage.unary.rollKey(create(RollKeyRequestSchema, { accountId: account.accountId, keyId, expiresInSeconds })),
+        );
+        return { data: { ...view(rolled.key), key: rolled.apiKey, previous: view(rolled.previous) } };
+      });
+    },
+  );
+}
