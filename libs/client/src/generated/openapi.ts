@@ -37,6 +37,71 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/v1/account/keys': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * The calling account's API keys, oldest first
+     * @description Every key of the account, revoked and expired ones included, with its `prefix` (first 8 characters) but never the key itself. `last_used_at` may lag by up to a minute. Counted like any request.
+     */
+    get: operations['listAccountKeys'];
+    put?: never;
+    /**
+     * Create an API key
+     * @description Returns the key in clear (`key`): the only time it is shown. At most 10 live keys per account (a key is live until revoked or past its `expires_at`); the 11th is 409 LIMIT_REACHED with `details.limit`. All keys of an account share its one daily limit.
+     */
+    post: operations['createAccountKey'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/account/keys/{key_id}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post?: never;
+    /**
+     * Revoke an API key
+     * @description The key gets 401 on every gateway within 5 s. Revoking an already revoked key is a 204 and changes nothing. The last live key of the account cannot be revoked: 409 LIMIT_REACHED (create another first).
+     */
+    delete: operations['revokeAccountKey'];
+    options?: never;
+    head?: never;
+    /** Rename an API key */
+    patch: operations['renameAccountKey'];
+    trace?: never;
+  };
+  '/v1/account/keys/{key_id}/roll': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Roll an API key: a new key, the old one working a while longer
+     * @description Creates a new key with the same name and expiry and returns it in clear (`key`, shown once), with the old key as `previous`. The old key keeps working for `expires_in_seconds` (0 to 604800, 7 days) and then gets 401; 0 revokes it at once. Never refused for the 10-key limit (the old key counts as live until it lapses). A revoked or expired key is 404.
+     */
+    post: operations['rollAccountKey'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/v1/account/usage': {
     parameters: {
       query?: never;
@@ -1247,6 +1312,327 @@ export interface operations {
       503: components['responses']['ServiceUnavailable'];
     };
   };
+  listAccountKeys: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description ETags of copies the client holds (or `*`). When one matches the current representation: 304, not counted. */
+        'If-None-Match'?: string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK. */
+      200: {
+        headers: {
+          'Cache-Control': components['headers']['Cache-Control'];
+          ETag: components['headers']['ETag'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: {
+              /**
+               * Format: date-time
+               * @description When the key was created.
+               */
+              created_at: string;
+              /** @description When the key stops working (set at creation, or by a roll). Null: never. */
+              expires_at: string | null;
+              /** @description Key id (`key_<uuid>`): not the key. */
+              id: string;
+              /** @description When the key last authenticated a request. **May lag by up to a minute** (written in batches). Null: never used. */
+              last_used_at: string | null;
+              name: string;
+              /** @description The first 8 characters of the key (`fcd_` and four more), to recognise it. Null for keys created before prefixes were kept. */
+              prefix: string | null;
+              /** @description When the key was revoked (DELETE, or a roll with `expires_in_seconds: 0`). Null: not revoked. */
+              revoked_at: string | null;
+            }[];
+          };
+        };
+      };
+      /** @description Not Modified: `If-None-Match` names the current representation. No body. Authenticated like any request and carries the rate-limit headers, but **not counted** against the daily limit (a Free account over its limit still gets 429). */
+      304: {
+        headers: {
+          'Cache-Control': components['headers']['Cache-Control'];
+          ETag: components['headers']['ETag'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      408: components['responses']['RequestTimeout'];
+      429: components['responses']['TooManyRequests'];
+      431: components['responses']['HeadersTooLarge'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  createAccountKey: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Makes a retry safe: the same key with the same request within 24 h replays the first answer (status and body, byte for byte, with `Idempotent-Replayed: true`) without doing the work again; with another request → 422 IDEMPOTENCY_KEY_REUSED. Scoped to the account; 1–255 visible ASCII characters. A duplicate sent while the first is in progress waits for its answer. Replays are counted like any request. */
+        'Idempotency-Key'?: string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description When the key stops working; in the future. Omitted or null: never. */
+          expires_at?: string | null;
+          /** @description A name to tell keys apart (`ci`, `production`): 1 to 100 characters, not only spaces, no control characters. */
+          name: string;
+        };
+      };
+    };
+    responses: {
+      /** @description Created. */
+      201: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: {
+              /**
+               * Format: date-time
+               * @description When the key was created.
+               */
+              created_at: string;
+              /** @description When the key stops working (set at creation, or by a roll). Null: never. */
+              expires_at: string | null;
+              /** @description Key id (`key_<uuid>`): not the key. */
+              id: string;
+              /** @description The API key itself. **Shown only in this response**: store it now. */
+              key: string;
+              /** @description When the key last authenticated a request. **May lag by up to a minute** (written in batches). Null: never used. */
+              last_used_at: string | null;
+              name: string;
+              /** @description The first 8 characters of the key (`fcd_` and four more), to recognise it. Null for keys created before prefixes were kept. */
+              prefix: string | null;
+              /** @description When the key was revoked (DELETE, or a roll with `expires_in_seconds: 0`). Null: not revoked. */
+              revoked_at: string | null;
+            };
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      408: components['responses']['RequestTimeout'];
+      409: components['responses']['Conflict'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      422: components['responses']['UnprocessableContent'];
+      429: components['responses']['TooManyRequests'];
+      431: components['responses']['HeadersTooLarge'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  revokeAccountKey: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description API key id (`key_<uuid>`, not the key). Unknown, malformed and other accounts' ids are all 404 NOT_FOUND. */
+        key_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Deleted. No body. */
+      204: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      401: components['responses']['Unauthorized'];
+      404: components['responses']['NotFound'];
+      408: components['responses']['RequestTimeout'];
+      409: components['responses']['Conflict'];
+      429: components['responses']['TooManyRequests'];
+      431: components['responses']['HeadersTooLarge'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  renameAccountKey: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description API key id (`key_<uuid>`, not the key). Unknown, malformed and other accounts' ids are all 404 NOT_FOUND. */
+        key_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description A name to tell keys apart (`ci`, `production`): 1 to 100 characters, not only spaces, no control characters. */
+          name: string;
+        };
+      };
+    };
+    responses: {
+      /** @description OK. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: {
+              /**
+               * Format: date-time
+               * @description When the key was created.
+               */
+              created_at: string;
+              /** @description When the key stops working (set at creation, or by a roll). Null: never. */
+              expires_at: string | null;
+              /** @description Key id (`key_<uuid>`): not the key. */
+              id: string;
+              /** @description When the key last authenticated a request. **May lag by up to a minute** (written in batches). Null: never used. */
+              last_used_at: string | null;
+              name: string;
+              /** @description The first 8 characters of the key (`fcd_` and four more), to recognise it. Null for keys created before prefixes were kept. */
+              prefix: string | null;
+              /** @description When the key was revoked (DELETE, or a roll with `expires_in_seconds: 0`). Null: not revoked. */
+              revoked_at: string | null;
+            };
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      404: components['responses']['NotFound'];
+      408: components['responses']['RequestTimeout'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      429: components['responses']['TooManyRequests'];
+      431: components['responses']['HeadersTooLarge'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  rollAccountKey: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Makes a retry safe: the same key with the same request within 24 h replays the first answer (status and body, byte for byte, with `Idempotent-Replayed: true`) without doing the work again; with another request → 422 IDEMPOTENCY_KEY_REUSED. Scoped to the account; 1–255 visible ASCII characters. A duplicate sent while the first is in progress waits for its answer. Replays are counted like any request. */
+        'Idempotency-Key'?: string;
+      };
+      path: {
+        /** @description API key id (`key_<uuid>`, not the key). Unknown, malformed and other accounts' ids are all 404 NOT_FOUND. */
+        key_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description How long the old key keeps working, 0 to 604800 (7 days). 0: it is revoked at once. */
+          expires_in_seconds: number;
+        };
+      };
+    };
+    responses: {
+      /** @description Created. */
+      201: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: {
+              /**
+               * Format: date-time
+               * @description When the key was created.
+               */
+              created_at: string;
+              /** @description When the key stops working (set at creation, or by a roll). Null: never. */
+              expires_at: string | null;
+              /** @description Key id (`key_<uuid>`): not the key. */
+              id: string;
+              /** @description The API key itself. **Shown only in this response**: store it now. */
+              key: string;
+              /** @description When the key last authenticated a request. **May lag by up to a minute** (written in batches). Null: never used. */
+              last_used_at: string | null;
+              name: string;
+              /** @description The first 8 characters of the key (`fcd_` and four more), to recognise it. Null for keys created before prefixes were kept. */
+              prefix: string | null;
+              /** @description The rolled key, with its new `expires_at` (or `revoked_at` when `expires_in_seconds` was 0). */
+              previous: {
+                /**
+                 * Format: date-time
+                 * @description When the key was created.
+                 */
+                created_at: string;
+                /** @description When the key stops working (set at creation, or by a roll). Null: never. */
+                expires_at: string | null;
+                /** @description Key id (`key_<uuid>`): not the key. */
+                id: string;
+                /** @description When the key last authenticated a request. **May lag by up to a minute** (written in batches). Null: never used. */
+                last_used_at: string | null;
+                name: string;
+                /** @description The first 8 characters of the key (`fcd_` and four more), to recognise it. Null for keys created before prefixes were kept. */
+                prefix: string | null;
+                /** @description When the key was revoked (DELETE, or a roll with `expires_in_seconds: 0`). Null: not revoked. */
+                revoked_at: string | null;
+              };
+              /** @description When the key was revoked (DELETE, or a roll with `expires_in_seconds: 0`). Null: not revoked. */
+              revoked_at: string | null;
+            };
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      404: components['responses']['NotFound'];
+      408: components['responses']['RequestTimeout'];
+      409: components['responses']['Conflict'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      422: components['responses']['UnprocessableContent'];
+      429: components['responses']['TooManyRequests'];
+      431: components['responses']['HeadersTooLarge'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
   getAccountUsage: {
     parameters: {
       query?: never;
@@ -1791,8 +2177,6 @@ export interface operations {
           | 'MP'
           | 'PR'
           | 'VI';
-        /** @description updated_since */
-        updated_since?: string;
         /** @description zip */
         zip?: string;
       };
@@ -2098,8 +2482,6 @@ export interface operations {
           | 'MP'
           | 'PR'
           | 'VI';
-        /** @description updated_since */
-        updated_since?: string;
         /** @description zip */
         zip?: string;
       };
