@@ -29,8 +29,11 @@ export interface CursorKeys {
   near: NearKey;
 }
 
+/** Text Postgres takes as a parameter: no NUL (a cursor carrying one is refused, not a 500). */
+const pgText = (value: string) => !value.includes('\u0000');
+
 function registryId(value: unknown): string | undefined {
-  return typeof value === 'string' && value.length > 0 && value.length <= 40 ? value : undefined;
+  return typeof value === 'string' && value.length > 0 && value.length <= 40 && pgText(value) ? value : undefined;
 }
 
 function datedKey(values: readonly unknown[]): DatedKey | undefined {
@@ -71,16 +74,25 @@ export function nearList<T extends { registry_id: string; distance_m: number }>(
 /** A facility's position in a list sorted by one value (`sort=`), ties broken by registry_id. */
 export type SortedKey = { value: string | number; registry_id: string };
 
-/** What a sorted list's cursor may carry as its value: a name, a decimal, an integer or a date text. */
-export type SortValueKind = 'text' | 'decimal' | 'integer';
+/**
+ * What a sorted list's cursor may carry as its value, each within what its SQL cast takes: text
+ * (a name), a decimal (numeric), an integer (int4), a date text (or the no-date sentinel), a
+ * transaction id (xid8, unsigned 64-bit, as decimal text).
+ */
+export type SortValueKind = 'text' | 'decimal' | 'integer' | 'date' | 'xid';
 
 const DECIMAL_TEXT = /^-?\d{1,20}(\.\d{1,10})?$/;
+const DATE_TEXT = /^(\d{4}-\d{2}-\d{2})$/;
+const XID_TEXT = /^\d{1,20}$/;
+const INT4_MAX = 2_147_483_647;
 
 function sortValue(kind: SortValueKind, value: unknown): string | number | undefined {
-  if (kind === 'integer') return typeof value === 'number' && Number.isSafeInteger(value) ? value : undefined;
+  if (kind === 'integer') return Number.isInteger(value) && Math.abs(value as number) <= INT4_MAX ? (value as number) : undefined;
   if (typeof value !== 'string') return undefined;
   if (kind === 'decimal') return DECIMAL_TEXT.test(value) ? value : undefined;
-  return value.length <= 400 ? value : undefined;
+  if (kind === 'date') return value === '9999-99-99' || (DATE_TEXT.test(value) && isCalendarDate(value)) ? value : undefined;
+  if (kind === 'xid') return XID_TEXT.test(value) && BigInt(value) < 2n ** 64n ? value : undefined;
+  return value.length <= 400 && pgText(value) ? value : undefined;
 }
 
 /**
@@ -90,9 +102,11 @@ function sortValue(kind: SortValueKind, value: unknown): string | number | undef
 export function sortedList<T extends { registry_id: string; sort_value: string | number }>(
   tag: string,
   kind: SortValueKind,
+  poll = false,
 ): KeysetList<SortedKey, T> {
   return {
     tag,
+    poll,
     keyOf: (item) => ({ value: item.sort_value, registry_id: item.registry_id }),
     toValues: (key) => [key.value, key.registry_id],
     fromValues: (values) => {

@@ -1,6 +1,7 @@
 import { StringEnum, validationError } from '@fcd/service-kit';
 import { type Static, Type } from '@sinclair/typebox';
 import type { ComplianceStatus, Program } from '../domain/codes';
+import { isCalendarDate } from '../domain/records';
 import { type BoundingBox, FACILITY_SORTS, type FacilityFilter } from '../store/queries';
 
 /**
@@ -39,6 +40,12 @@ export const FACILITY_FILTER_PARAMS = {
   penalized_since: { ...Since, description: 'Last penalty on or after this date' },
   inspected_since: { ...Since, description: 'Last inspection on or after this date' },
   not_inspected_since: { ...Since, description: 'Not inspected on or after this date (never inspected included)' },
+  updated_since: Type.String({
+    minLength: 1,
+    maxLength: 40,
+    description:
+      'An instant (RFC 3339, e.g. `2026-11-27T08:00:00Z`): facilities changed after it, in the order their changes committed (the list: its own cursor, kept on the last page to poll for later changes)',
+  }),
 };
 
 export const SortParam = StringEnum(FACILITY_SORTS, {
@@ -52,6 +59,19 @@ type FilterParams = { [K in keyof typeof FACILITY_FILTER_PARAMS]?: Static<(typeo
   compliance_status?: string | undefined;
   q?: string | undefined;
 };
+
+const INSTANT = /^(\d{4}-\d{2}-\d{2})[Tt ]([01]\d|2[0-3]):[0-5]\d:[0-5]\d(\.\d{1,6})?([Zz]|[+-]([01]\d|2[0-3]):[0-5]\d)$/;
+
+/** `updated_since`: an RFC 3339 instant Postgres reads as it is; 400 VALIDATION_ERROR naming it otherwise. */
+export function instant(value: string): string {
+  const date = INSTANT.exec(value)?.[1];
+  if (date === undefined || !isCalendarDate(date) || date.startsWith('0000')) {
+    throw validationError([
+      { field: 'updated_since', message: 'must be an RFC 3339 instant with a time zone, e.g. 2026-11-27T08:00:00Z (years 0001 to 9999)' },
+    ]);
+  }
+  return value;
+}
 
 const DECIMAL = /^[+-]?(\d{1,3}(\.\d{1,12})?|\.\d{1,12})$/;
 
@@ -93,5 +113,6 @@ export function facilityFilter(q: FilterParams): FacilityFilter {
   if (q.penalized_since !== undefined) f.penalized_since = q.penalized_since;
   if (q.inspected_since !== undefined) f.inspected_since = q.inspected_since;
   if (q.not_inspected_since !== undefined) f.not_inspected_since = q.not_inspected_since;
+  if (q.updated_since !== undefined) f.updated_since = instant(q.updated_since);
   return f;
 }

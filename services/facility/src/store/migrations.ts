@@ -271,4 +271,24 @@ CREATE INDEX facilities_last_inspection_idx
   ON facilities ((coalesce(inspections ->> 'last_date', '9999-99-99') COLLATE "C"), registry_id);
 `,
   },
+  {
+    // The change feed of GET /v1/facilities?updated_since= (docs/api.md, "Changes since an
+    // instant"): change_xid is the transaction that last wrote the row, set here whatever the
+    // writer, so the feed can order rows as their writes committed and hold back those of
+    // transactions still running. Rows written before this migration keep 0 (all settled).
+    id: '0010_facility_change_feed',
+    sql: `
+ALTER TABLE facilities ADD COLUMN change_xid xid8 NOT NULL DEFAULT '0';
+CREATE FUNCTION facilities_change_xid() RETURNS trigger LANGUAGE plpgsql AS $fn$
+BEGIN
+  NEW.change_xid := pg_catalog.pg_current_xact_id();
+  RETURN NEW;
+END
+$fn$;
+CREATE TRIGGER facilities_change_xid BEFORE INSERT OR UPDATE ON facilities
+  FOR EACH ROW EXECUTE FUNCTION facilities_change_xid();
+CREATE INDEX facilities_change_idx ON facilities (change_xid, registry_id);
+CREATE INDEX facilities_updated_at_idx ON facilities (updated_at);
+`,
+  },
 ];

@@ -92,6 +92,8 @@ export interface FacilityFilter {
   penalized_since?: string;
   inspected_since?: string;
   not_inspected_since?: string;
+  /** An ISO instant: facilities whose updated_at is after it. */
+  updated_since?: string;
 }
 
 /**
@@ -138,12 +140,15 @@ export function facilityConditions(f: FacilityFilter, param: (value: unknown) =>
     out.push(`${PROFILE_SQL.last_inspection} >= ${param(f.inspected_since)} AND ${PROFILE_SQL.last_inspection} < ${NO_DATE}`);
   if (f.not_inspected_since)
     out.push(`(${PROFILE_SQL.last_inspection} < ${param(f.not_inspected_since)} OR ${PROFILE_SQL.last_inspection} = ${NO_DATE})`);
+  if (f.updated_since) out.push(`updated_at > ${param(f.updated_since)}::timestamptz`);
   return out;
 }
 
 /** The orders of the facility list: `registry_id` when no sort is asked, `distance` with `near`. */
 export const FACILITY_SORTS = ['name', '-penalties_total', '-quarters_nc', 'last_inspection', 'distance'] as const;
 export type FacilitySort = (typeof FACILITY_SORTS)[number] | 'registry_id';
+/** The orders of a list: the public sorts, and the change feed of `updated_since`. */
+type Order = FacilitySort | 'changes';
 
 /** A sort by one value: its SQL expression, direction (ties by registry_id the same way) and cursor. */
 interface ValueSort {
@@ -160,8 +165,25 @@ const VALUE_SORTS: Record<Exclude<FacilitySort, 'registry_id' | 'distance'>, Val
   name: { expr: 'name', cast: 'text', descending: false, list: sortedList('fn1', 'text') },
   '-penalties_total': { expr: PROFILE_SQL.penalties_total, cast: 'numeric', descending: true, list: sortedList('fp1', 'decimal') },
   '-quarters_nc': { expr: PROFILE_SQL.quarters_nc, cast: 'integer', descending: true, list: sortedList('fq1', 'integer') },
-  last_inspection: { expr: PROFILE_SQL.last_inspection, cast: 'text', descending: false, list: sortedList('fi1', 'text') },
+  last_inspection: { expr: PROFILE_SQL.last_inspection, cast: 'text', descending: false, list: sortedList('fi1', 'date') },
 };
+
+/**
+ * The change feed (`updated_since`): facilities in the order their writes committed, as far as any
+ * reader can tell. change_xid is the id of the transaction that last wrote the row (set by a
+ * trigger, migration 0010); a page shows only rows written by transactions older than every
+ * transaction still running (`pg_snapshot_xmin` of the statement's snapshot), so a write that
+ * commits later has a larger change_xid than any position already passed, and the walk meets it
+ * ahead. Polled: the last page names its last row, so a client that keeps the cursor sees every
+ * later change too.
+ */
+const CHANGES: ValueSort = {
+  expr: 'change_xid',
+  cast: 'xid8',
+  descending: false,
+  list: sortedList('fu1', 'xid', true),
+};
+const SETTLED = 'change_xid < pg_snapshot_xmin(pg_current_snapshot())';
 
 /** A search by place: the centre and the radius. */
 export interface Place {
@@ -195,7 +217,7 @@ type Position = FacilityKey | NearKey | SortedKey;
  * GiST index's condition, a cube bounding the sphere around the centre; earth_distance, great
  * circle in metres, keeps the exact set), and the order's keyset after `after`.
  */
-function facilitySql(query: FacilityListQuery, sort: FacilitySort, limit: number, after: Position | undefined) {
+function facilitySql(query: FacilityListQuery, sort: Order, limit: number, after: Position | undefined) {
   const w = new Where();
   const select = [FACILITY_COLUMNS];
   let distance: string | undefined;
@@ -222,11 +244,21 @@ function facilitySql(query: FacilityListQuery, sort: FacilitySort, limit: number
     if (key) w.add((d, r) => `(${distance}, registry_id) > (${d}::float8, ${r}::text)`, key.distance_m, key.registry_id);
     orderBy = 'distance_m, registry_id';
   } else {
-    const s = VALUE_SORTS[sort];
+    const s = sort === 'changes' ? CHANGES : VALUE_SORTS[sort];
     const key = after as SortedKey | undefined;
+    if (sort === 'changes') {
+      w.add(() => SETTLED);
+      // The first page starts at the oldest change_xid among the rows changed since the instant
+      // (found through updated_at's index), not at the start of the change_xid index.
+      if (!key)
+        w.add(
+          (p) => `change_xid >= (SELECT min(change_xid) FROM facilities WHERE updated_at > ${p}::timestamptz)`,
+          query.filter.updated_since,
+        );
+    }
     if (key)
       w.add((v, r) => `(${s.expr}, registry_id) ${s.descending ? '<' : '>'} (${v}::${s.cast}, ${r}::text)`, key.value, key.registry_id);
-    select.push(`${s.expr} AS sort_value`);
+    select.push(`${s.expr}${s.cast === 'xid8' ? '::text' : ''} AS sort_value`);
     orderBy = s.descending ? `${s.expr} DESC, registry_id DESC` : `${s.expr}, registry_id`;
   }
   const limitRef = w.param(fetchSize(limit));
@@ -249,14 +281,23 @@ type NearRow = FacilityRow & { distance_m: number };
 const NEAR = nearList<NearRow>();
 
 /** The list (cursor codec) of an order. */
-function listOfSort(sort: FacilitySort): KeysetList<Position, FacilityRow & Partial<SortedRow>> {
+function listOfSort(sort: Order): KeysetList<Position, FacilityRow & Partial<SortedRow>> {
   if (sort === 'registry_id') return FACILITIES as KeysetList<Position, FacilityRow>;
+  if (sort === 'changes') return CHANGES.list as unknown as KeysetList<Position, FacilityRow>;
   if (sort === 'distance') return NEAR as unknown as KeysetList<Position, FacilityRow>;
   return VALUE_SORTS[sort].list as unknown as KeysetList<Position, FacilityRow>;
 }
 
-/** 400 VALIDATION_ERROR naming `sort` when the order needs a place it was not given. */
-function orderOf(query: FacilityListQuery): FacilitySort {
+/**
+ * The order of a list; 400 VALIDATION_ERROR naming `sort` when it needs a place it was not given,
+ * or is given with `updated_since` (which has its own order, the change feed).
+ */
+function orderOf(query: FacilityListQuery): Order {
+  if (query.filter.updated_since !== undefined) {
+    if (query.sort !== undefined)
+      throw validationError([{ field: 'sort', message: 'is not taken with updated_since (changes come in their own order)' }]);
+    return 'changes';
+  }
   const sort = query.sort ?? (query.near ? 'distance' : 'registry_id');
   if (sort === 'distance' && !query.near) throw validationError([{ field: 'sort', message: 'distance needs near and radius_km' }]);
   return sort;
