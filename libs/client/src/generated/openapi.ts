@@ -2177,6 +2177,8 @@ export interface operations {
           | 'MP'
           | 'PR'
           | 'VI';
+        /** @description updated_since */
+        updated_since?: string;
         /** @description zip */
         zip?: string;
       };
@@ -2482,6 +2484,8 @@ export interface operations {
           | 'MP'
           | 'PR'
           | 'VI';
+        /** @description updated_since */
+        updated_since?: string;
         /** @description zip */
         zip?: string;
       };
