@@ -12,8 +12,13 @@ import { type BoundingBox, FACILITY_SORTS, type FacilityFilter } from '../store/
 
 const Since = Type.String({ format: 'date', formatMinimum: '0001-01-01', description: 'YYYY-MM-DD, 0001-01-01 to 9999-12-31' });
 
+/** Text Postgres takes: no NUL character. */
+const NO_NUL = '^[^\\u0000]*$';
+
 /** The messages of the filters' `pattern` checks, by parameter. */
 export const PATTERN_MESSAGES: Record<string, string> = {
+  city: 'must be text without NUL characters',
+  county: 'must be text without NUL characters',
   zip: 'must be a 5-digit ZIP code',
   epa_region: 'must be an EPA region of two digits, 01 to 10',
   naics: 'must be a NAICS code or prefix of 2 to 6 digits',
@@ -22,8 +27,8 @@ export const PATTERN_MESSAGES: Record<string, string> = {
 
 /** The profile filters' query parameters (the older state, program, compliance_status and q stay where they are). */
 export const FACILITY_FILTER_PARAMS = {
-  city: Type.String({ minLength: 1, maxLength: 100, description: 'City, matched whole and case-insensitively' }),
-  county: Type.String({ minLength: 1, maxLength: 100, description: 'County, matched whole and case-insensitively' }),
+  city: Type.String({ minLength: 1, maxLength: 100, pattern: NO_NUL, description: 'City, matched whole and case-insensitively' }),
+  county: Type.String({ minLength: 1, maxLength: 100, pattern: NO_NUL, description: 'County, matched whole and case-insensitively' }),
   zip: Type.String({ pattern: '^[0-9]{5}$', description: '5-digit ZIP code (a facility with a ZIP+4 matches its first five digits)' }),
   epa_region: Type.String({ pattern: '^(0[1-9]|10)$', description: 'EPA region, two digits: 01 to 10' }),
   bbox: Type.String({
