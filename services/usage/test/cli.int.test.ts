@@ -138,7 +138,7 @@ afterAll(async () => {
 // Each command is a Node process of its own (about half a second on a busy machine): generous time per test.
 describe('usage admin CLI (built dist/cli.js, own database)', { timeout: 120_000 }, () => {
   it('migrates the schema once, then reports it up to date in both modes', async () => {
-    expect(await okJson(['migrate'], cli)).toEqual({ applied: ['0001_accounts_keys_usage'] });
+    expect(await okJson(['migrate'], cli)).toEqual({ applied: ['0001_accounts_keys_usage', '0002_account_keys'] });
     expect(await okJson(['migrate'])).toEqual({ applied: [] });
     expect(await ok(['migrate'])).toBe('up to date\n');
   });
