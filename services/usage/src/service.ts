@@ -23,6 +23,7 @@ import { KeyCache } from './domain/key-cache';
 import { createGrpcServer, HEALTH_SERVICE_NAME } from './grpc/server';
 import { buildUsageHttpApp } from './http/app';
 import { UsageMeter } from './meter/index';
+import { KeyInvalidation } from './meter/key-invalidation';
 import { createUsageMetrics, type UsageMetrics } from './metrics';
 import { AccountStore } from './store/accounts';
 import { CounterStore, createRedis, type RedisClient } from './store/counters';
@@ -67,6 +68,9 @@ export async function startUsage(config: UsageConfig, options: { clock?: Clock; 
   const metrics = createUsageMetrics();
   const { pool, redis, accounts, counters } = await openStores(config, clock, logger);
   const { cache, meter } = createMeter(config, { accounts, counters }, clock, logger, metrics);
+  // Key revocations and rolls reach every replica's key cache at once (Redis pub/sub).
+  const keyInvalidation = new KeyInvalidation({ redis, cache, logger }, config.REDIS_KEY_PREFIX);
+  meter.useKeyInvalidation(keyInvalidation);
 
   const checks = {
     postgres: async () => pool.query('SELECT 1'),
@@ -115,6 +119,7 @@ export async function startUsage(config: UsageConfig, options: { clock?: Clock; 
         await Promise.race([drained, new Promise((r) => setTimeout(r, 10_000).unref())]);
       }),
       reconciliation,
+      keyInvalidation.worker(),
       healthReports(refreshHealth),
     ],
     { logger },

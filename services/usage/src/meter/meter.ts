@@ -71,6 +71,7 @@ export class UsageMeter {
   private readonly writeBehind: WriteBehind;
   private readonly counting: Counting;
   private readonly reports: UsageReports;
+  private keyInvalidation: { publish(accountId: string): Promise<void> } | undefined;
 
   constructor(private readonly deps: MeterDeps) {
     this.postgres = new PostgresHealth(deps, deps.postgresRetryMs ?? 1000);
@@ -176,9 +177,15 @@ export class UsageMeter {
     return this.deps.clock.now();
   }
 
-  /** An account's keys changed (revoked, rolled): its cached keys are looked up again on their next use. */
+  /** An account's keys changed (revoked, rolled): its cached keys are looked up again on their next use, on every replica. */
   async keysChanged(accountId: string): Promise<void> {
     this.deps.cache.evictAccount(accountId);
+    await this.keyInvalidation?.publish(accountId);
+  }
+
+  /** Tells every replica when an account's keys change (Redis pub/sub); without it, only this replica's cache is dropped. */
+  useKeyInvalidation(invalidation: { publish(accountId: string): Promise<void> }): void {
+    this.keyInvalidation = invalidation;
   }
 
   /** Usage of an account without counting a request (unary GetUsage). */
