@@ -1,4 +1,4 @@
-import { type Stack, startStack } from '@fcd/testing';
+import { eventually, type Stack, startStack } from '@fcd/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 /**
@@ -62,9 +62,19 @@ describe('account keys through the gateway', () => {
     const usage = await api(second, 'GET', '/v1/account/usage');
     expect(usage.status).toBe(200);
     expect(usage.json.data.today.request_count).toBe(3);
+    // The first key's use reaches last_used_at with the batched flush (200 ms in the test stack).
+    const used = await eventually(
+      async () => (await api(second, 'GET', '/v1/account/keys')).json.data[0].last_used_at as string | null,
+      (v) => v !== null,
+    );
+    expect(Date.parse(used as string)).toBeGreaterThan(Date.now() - 60_000);
     const again = await api(account.apiKey, 'GET', '/v1/account/keys');
     expect(again.json.data.map((k: { name: string }) => k.name)).toEqual(['default', 'ci']);
     expect(again.text).not.toContain(second);
+
+    // An expiry with an offset is kept as ISO UTC.
+    const expiring = await api(account.apiKey, 'POST', '/v1/account/keys', { name: 'expiring', expires_at: '2099-01-01t02:00:00+02:00' });
+    expect([expiring.status, expiring.json.data.expires_at]).toEqual([201, '2099-01-01T00:00:00.000Z']);
   });
 
   it('refuses bad input with VALIDATION_ERROR naming the field', async () => {

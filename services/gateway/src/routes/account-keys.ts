@@ -126,10 +126,13 @@ export function registerAccountKeyRoutes(app: FastifyInstance, deps: AccountKeyD
     { schema: { body: CreateKeyBody, response: { 201: CreatedKeyResponse } } },
     async (request, reply) => {
       const account = requireAccount(request);
-      const { name, expires_at } = request.body;
+      const { name } = request.body;
       checkName(name);
-      if (expires_at != null && !(Date.parse(expires_at) > Date.now()))
-        throw validationError([{ field: 'expires_at', message: 'must be in the future' }]);
+      // Any RFC 3339 spelling the schema accepts (an offset, a lower-case `t`) is sent on as ISO UTC.
+      const expiresMs = request.body.expires_at == null ? undefined : Date.parse(request.body.expires_at);
+      if (expiresMs !== undefined && !(expiresMs > Date.now()))
+        throw validationError([{ field: 'expires_at', message: 'must be a date-time in the future' }]);
+      const expires_at = expiresMs === undefined ? undefined : new Date(expiresMs).toISOString();
       return answerPost(deps, request, reply, account, async () => {
         const created = await call(
           () =>
@@ -137,7 +140,7 @@ export function registerAccountKeyRoutes(app: FastifyInstance, deps: AccountKeyD
               create(CreateKeyRequestSchema, {
                 accountId: account.accountId,
                 name,
-                ...(expires_at == null ? {} : { expiresAt: expires_at }),
+                ...(expires_at === undefined ? {} : { expiresAt: expires_at }),
               }),
             ),
           { LIMIT_REACHED: { limit: MAX_LIVE_KEYS } },
