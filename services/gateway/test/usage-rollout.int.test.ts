@@ -1,6 +1,6 @@
-import { connect, createServer, type Server } from 'node:net';
 import { freePort, type ServiceProcess, type Stack, startService, startStack } from '@fcd/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { TcpForwarder } from './tcp-forwarder';
 
 /**
  * A rolling update of the usage service behind one gateway: two usage replicas behind a TCP
@@ -11,19 +11,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
  */
 let stack: Stack;
 let replicaB: ServiceProcess;
-let forwarder: Server;
+let forwarder: TcpForwarder;
 const endpoints: number[] = [];
 
 beforeAll(async () => {
   const [aPort, bPort, forwarderPort] = [await freePort(), await freePort(), await freePort()];
   endpoints.push(aPort, bPort);
-  forwarder = createServer((client) => {
-    const upstream = connect(endpoints[0] as number, '127.0.0.1');
-    client.pipe(upstream).pipe(client);
-    client.on('error', () => upstream.destroy());
-    upstream.on('error', () => client.destroy());
-  });
-  await new Promise<void>((r) => forwarder.listen(forwarderPort, '127.0.0.1', r));
+  forwarder = await TcpForwarder.start(() => endpoints[0] as number, forwarderPort);
   stack = await startStack({
     label: 'usage_rollout',
     usageEnv: { GRPC_PORT: String(aPort) },
@@ -35,7 +29,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await replicaB?.stop();
   await stack?.stop();
-  await new Promise((r) => forwarder?.close(r));
+  await forwarder?.close();
 });
 
 describe('usage service rolling update', () => {
