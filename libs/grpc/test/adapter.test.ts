@@ -27,6 +27,21 @@ beforeAll(async () => {
       async getAccounts() {
         throw new Error('unused');
       },
+      async listKeys() {
+        throw new Error('unused');
+      },
+      async createKey() {
+        throw new Error('unused');
+      },
+      async renameKey() {
+        throw new Error('unused');
+      },
+      async revokeKey() {
+        throw new Error('unused');
+      },
+      async rollKey() {
+        throw new Error('unused');
+      },
     },
     { onUnary: (method, code) => calls.push({ method, code }) },
   );
@@ -45,6 +60,11 @@ describe('protobuf-es ↔ grpc-js adapter', () => {
       authorize: ['/usage.v1.UsageService/Authorize', false, false],
       getUsage: ['/usage.v1.UsageService/GetUsage', false, false],
       getAccounts: ['/usage.v1.UsageService/GetAccounts', false, false],
+      listKeys: ['/usage.v1.UsageService/ListKeys', false, false],
+      createKey: ['/usage.v1.UsageService/CreateKey', false, false],
+      renameKey: ['/usage.v1.UsageService/RenameKey', false, false],
+      revokeKey: ['/usage.v1.UsageService/RevokeKey', false, false],
+      rollKey: ['/usage.v1.UsageService/RollKey', false, false],
     });
   });
 
