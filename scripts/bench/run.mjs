@@ -1,9 +1,11 @@
 #!/usr/bin/env node
 // npm run bench — every benchmark, each against a baseline measured in the same run
-// (docs/benchmarks.md). BENCH_ONLY=usage,proxied,delivery,paced,fairness,import,geo,echo chooses:
+// (docs/benchmarks.md). BENCH_ONLY=usage,proxied,delivery,paced,fairness,import,geo,echo,facility-query
+// chooses, as do names after `--` (`npm run bench -- facility-query`):
 // - usage (usage-path.mjs): the metered hot path (gateway → usage → Redis) beside a bare Fastify;
 // - proxied (proxied-path.mjs): GET /v1/facilities/{id} through the gateway beside a minimal proxy;
-// - then scripts/bench/delivery.mjs, paced.mjs, fairness.mjs, import.mjs, geo.mjs and echo.mjs.
+// - then scripts/bench/delivery.mjs, paced.mjs, fairness.mjs, import.mjs, geo.mjs, echo.mjs and
+//   facility-query.mjs.
 // BENCH_DURATION (s, default 8) and BENCH_ROUNDS (default 3) set the HTTP rounds' length and count
 // (BENCH_DURATION=2 BENCH_ROUNDS=1 for a quick check of the script).
 import { execFileSync } from 'node:child_process';
@@ -13,9 +15,17 @@ import { proxiedPathRound } from './proxied-path.mjs';
 import { targetRows } from './targets.mjs';
 import { usagePathRound } from './usage-path.mjs';
 
-/** BENCH_ONLY: a comma-separated choice of usage, proxied, delivery, paced, fairness, import, geo, echo (default: all eight). */
+const BENCHES = 'usage,proxied,delivery,paced,fairness,import,geo,echo,facility-query';
+
+/**
+ * The arguments (`npm run bench -- geo echo`) or BENCH_ONLY: a comma-separated choice of usage,
+ * proxied, delivery, paced, fairness, import, geo, echo, facility-query (default: all nine).
+ */
 async function all() {
-  const only = new Set((process.env.BENCH_ONLY ?? 'usage,proxied,delivery,paced,fairness,import,geo,echo').split(','));
+  const named = process.argv.slice(2).flatMap((a) => a.split(','));
+  const only = new Set((named.length > 0 ? named : (process.env.BENCH_ONLY ?? BENCHES).split(',')).filter((b) => b !== ''));
+  const unknown = [...only].filter((b) => !BENCHES.split(',').includes(b));
+  if (unknown.length > 0) throw new Error(`unknown bench ${unknown.join(', ')} (choose from ${BENCHES})`);
   const started = Date.now();
   execFileSync('bash', [resolve(root, 'scripts/services.sh')], { stdio: 'inherit' });
   execFileSync('npm', ['run', 'build', '--silent'], { cwd: root, stdio: 'inherit' });
@@ -36,6 +46,9 @@ async function all() {
   // The ECHO sync benchmark (sync-echo of 1,000,000 facilities and 2,000,000 violations, a no-change
   // re-sync, beside psql \copy of the same files; BENCH_ECHO_FACILITIES changes the size).
   if (only.has('echo')) execFileSync(process.execPath, [resolve(root, 'scripts/bench/echo.mjs')], { stdio: 'inherit' });
+  // The facility filter and sort benchmark (GET /v1/facilities?…&limit=100 with each filter and sort on
+  // 1,000,000 facilities, beside pgbench running the statement the service issues).
+  if (only.has('facility-query')) execFileSync(process.execPath, [resolve(root, 'scripts/bench/facility-query.mjs')], { stdio: 'inherit' });
   // The targets of docs/benchmarks.md ("Current figures") beside this run's figures (the rounds
   // above that ran), in one table.
   const rows = targetRows(resolve(root, 'bench-results'), started);
