@@ -7,11 +7,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
  * the Redis pub/sub invalidation can make a revocation take effect in time.
  */
 const CACHE_TTL_MS = 60_000;
+const ADMIN_TOKEN = 'key-revocation-admin-token-0123456789abcdef';
 
 let stack: Stack;
 let usageB: ServiceProcess;
 let gatewayB: ServiceProcess;
 let gateways: string[];
+/** Usage replica B's admin API (the operator's revoke). */
+let adminB: string;
 
 beforeAll(async () => {
   stack = await startStack({
@@ -20,7 +23,14 @@ beforeAll(async () => {
     usageEnv: { KEY_CACHE_TTL_MS: String(CACHE_TTL_MS), KEY_CACHE_NEGATIVE_TTL_MS: '1000' },
   });
   const grpcB = await freePort();
-  usageB = await startService('usage', { ...stack.usageEnv, GRPC_PORT: String(grpcB), MIGRATE_ON_START: 'false' });
+  usageB = await startService('usage', {
+    ...stack.usageEnv,
+    GRPC_PORT: String(grpcB),
+    PORT: '0',
+    ADMIN_TOKEN,
+    MIGRATE_ON_START: 'false',
+  });
+  adminB = `http://127.0.0.1:${(await usageB.waitForLog((l) => l.msg === 'ready')).port as number}`;
   gatewayB = await startService('gateway', await gatewayEnv(grpcB, { redisPrefix: stack.redisPrefix }));
   const portB = (await gatewayB.waitForLog((l) => l.msg === 'ready')).port as number;
   gateways = [stack.gatewayUrls[0] as string, `http://127.0.0.1:${portB}`];
@@ -77,6 +87,25 @@ describe('key changes on every gateway and usage replica', () => {
     const took = await until401(second, revokedAt);
     for (const ms of took) expect(ms).toBeLessThan(5000);
     // The account's other key is unaffected.
+    for (const g of gateways) expect(await status(g, account.apiKey)).toBe(200);
+  });
+
+  it("the operator's revoke (admin API, on one usage replica) gets 401 on both gateways within 5 s", async () => {
+    const account = await stack.createAccount('pro');
+    const created = await send(gateways[0] as string, account.apiKey, 'POST', '/v1/account/keys', { name: 'ops' });
+    expect(created.status).toBe(201);
+    const second = created.json.data.key as string;
+    for (const g of gateways) expect(await status(g, second)).toBe(200);
+
+    const revokedAt = Date.now();
+    const res = await fetch(`${adminB}/admin/v1/keys/${created.json.data.id}/revoke`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+    });
+    expect(res.status).toBe(200);
+    expect(((await res.json()) as { data: { revoked_at: string | null } }).data.revoked_at).not.toBeNull();
+    const took = await until401(second, revokedAt);
+    for (const ms of took) expect(ms).toBeLessThan(5000);
     for (const g of gateways) expect(await status(g, account.apiKey)).toBe(200);
   });
 

@@ -90,6 +90,7 @@ export async function startUsage(config: UsageConfig, options: { clock?: Clock; 
     metrics,
     accounts,
     cache,
+    keysChanged: (accountId) => keyInvalidation.publish(accountId),
     checks,
     // Ready through a documented degradation: Postgres down (known keys still metered), or Redis
     // down under fail-open (counted in Postgres).

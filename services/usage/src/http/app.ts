@@ -19,6 +19,11 @@ export interface UsageHttpDeps {
   metrics: ServiceMetrics;
   accounts: AccountStore;
   cache: KeyCache;
+  /**
+   * Drops an account's cached keys on every replica (KeyInvalidation.publish) after a revocation or
+   * a tier change; without it, only this replica's cache (the others follow within its TTL).
+   */
+  keysChanged?: (accountId: string) => Promise<void>;
   checks: Record<string, Check>;
   /** Checks that do not make the service unready (redis, when fail-open is enabled). */
   optionalChecks?: string[];
@@ -100,10 +105,16 @@ function registerAccountRoutes(admin: FastifyInstance, deps: UsageHttpDeps): voi
       const { id } = request.params as { id: string };
       const body = request.body as { tier: string; daily_limit?: number | null };
       const account = await deps.accounts.setTier(id, body.tier, body.daily_limit);
-      deps.cache.evictAccount(id);
+      await keysChanged(deps, id);
       return { data: accountOut(account) };
     },
   );
+}
+
+/** Every replica's cache, where the service publishes key changes; this one's otherwise. */
+async function keysChanged(deps: UsageHttpDeps, accountId: string): Promise<void> {
+  if (deps.keysChanged) await deps.keysChanged(accountId);
+  else deps.cache.evictAccount(accountId);
 }
 
 /** Create, list and revoke API keys (admin API). */
@@ -132,7 +143,7 @@ function registerKeyRoutes(admin: FastifyInstance, deps: UsageHttpDeps): void {
     { schema: { params: Type.Object({ id: Type.String() }), response: { 200: Type.Object({ data: KeyOut }) } } },
     async (request) => {
       const key = await deps.accounts.revokeKey((request.params as { id: string }).id);
-      deps.cache.evictAccount(key.accountId);
+      await keysChanged(deps, key.accountId);
       return { data: keyOut(key) };
     },
   );
