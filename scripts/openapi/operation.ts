@@ -77,7 +77,8 @@ function pathAndQueryParameters(route: CollectedRoute, info: OperationInfo): Jso
   const queryProps = (query?.properties ?? {}) as JsonObject;
   const required = new Set((query?.required ?? []) as string[]);
   for (const [name, schema] of Object.entries(queryProps)) {
-    const description = info.query?.[name] ?? QUERY_PARAMETERS[name] ?? name;
+    const own = typeof (schema as JsonObject).description === 'string' ? `${(schema as JsonObject).description as string}.` : undefined;
+    const description = info.query?.[name] ?? QUERY_PARAMETERS[name] ?? own ?? name;
     parameters.push({ name, in: 'query', required: required.has(name), description, schema });
   }
   return parameters;

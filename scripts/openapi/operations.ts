@@ -69,7 +69,7 @@ export const OPERATIONS: Record<string, OperationInfo> = {
     operationId: 'listFacilities',
     summary: 'List facilities',
     description:
-      'Filters combine with AND. `state` and `program` are case-insensitive; `q` matches names containing it. With `near` and `radius_km`: the facilities within the radius, nearest first, each with `distance_km`; a bad coordinate or radius is a VALIDATION_ERROR naming `near` or `radius_km`.',
+      'Filters combine with AND: place (`state`, `city`, `county`, `zip`, `epa_region`, `bbox`), industry (`naics`, `sic`), `major`, compliance (`compliance_status`, `min_quarters_nc`, `snc`), penalties and inspections (`min_penalties_usd`, `penalized_since`, `inspected_since`, `not_inspected_since`), and `updated_since` for incremental sync; a bad value is a VALIDATION_ERROR naming the parameter. `sort` orders by `name`, `-penalties_total`, `-quarters_nc`, `last_inspection` or `distance` (with `near`); facilities without a value come last, and each order has its own cursor. `state` and `program` are case-insensitive; `q` matches names containing it. With `near` and `radius_km`: the facilities within the radius, nearest first, each with `distance_km`; a bad coordinate or radius is a VALIDATION_ERROR naming `near` or `radius_km`.',
   },
   'GET /v1/facilities/:facility_id': { tag: 'Facilities', operationId: 'getFacility', summary: 'Get one facility' },
   'GET /v1/facilities/:facility_id/violations': {

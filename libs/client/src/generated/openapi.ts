@@ -265,7 +265,7 @@ export interface paths {
     };
     /**
      * List facilities
-     * @description Filters combine with AND. `state` and `program` are case-insensitive; `q` matches names containing it. With `near` and `radius_km`: the facilities within the radius, nearest first, each with `distance_km`; a bad coordinate or radius is a VALIDATION_ERROR naming `near` or `radius_km`.
+     * @description Filters combine with AND: place (`state`, `city`, `county`, `zip`, `epa_region`, `bbox`), industry (`naics`, `sic`), `major`, compliance (`compliance_status`, `min_quarters_nc`, `snc`), penalties and inspections (`min_penalties_usd`, `penalized_since`, `inspected_since`, `not_inspected_since`), and `updated_since` for incremental sync; a bad value is a VALIDATION_ERROR naming the parameter. `sort` orders by `name`, `-penalties_total`, `-quarters_nc`, `last_inspection` or `distance` (with `near`); facilities without a value come last, and each order has its own cursor. `state` and `program` are case-insensitive; `q` matches names containing it. With `near` and `radius_km`: the facilities within the radius, nearest first, each with `distance_km`; a bad coordinate or radius is a VALIDATION_ERROR naming `near` or `radius_km`.
      */
     get: operations['listFacilities'];
     put?: never;
@@ -2087,37 +2087,37 @@ export interface operations {
       query?: {
         /** @description Export resume point: the `id` of the last row received (exports are in `id` order). */
         after?: string;
-        /** @description bbox */
+        /** @description `minLon,minLat,maxLon,maxLat` in decimal degrees: facilities inside the box (edges included). */
         bbox?: string;
-        /** @description city */
+        /** @description City, matched whole and case-insensitively. */
         city?: string;
         /** @description Compliance status. */
         compliance_status?: 'no_violation' | 'violation' | 'significant_violation';
-        /** @description county */
+        /** @description County, matched whole and case-insensitively. */
         county?: string;
-        /** @description epa_region */
+        /** @description EPA region, two digits: 01 to 10. */
         epa_region?: string;
-        /** @description inspected_since */
+        /** @description Last inspection on or after this date. */
         inspected_since?: string;
-        /** @description major */
+        /** @description Major facility (ECHO FAC_MAJOR_FLAG). */
         major?: boolean;
-        /** @description min_penalties_usd */
+        /** @description Total penalties of at least this many whole US dollars. */
         min_penalties_usd?: number;
-        /** @description min_quarters_nc */
+        /** @description At least this many quarters with non-compliance. */
         min_quarters_nc?: number;
-        /** @description naics */
+        /** @description NAICS prefix of 2 to 6 digits: one of the codes starts with it. */
         naics?: string;
-        /** @description not_inspected_since */
+        /** @description Not inspected on or after this date (never inspected included). */
         not_inspected_since?: string;
-        /** @description penalized_since */
+        /** @description Last penalty on or after this date. */
         penalized_since?: string;
         /** @description ECHO program (case-insensitive). */
         program?: 'CAA' | 'CWA' | 'RCRA' | 'SDWA';
         /** @description Name contains (case-insensitive). */
         q?: string;
-        /** @description sic */
+        /** @description SIC code of 4 digits: one of the codes is it. */
         sic?: string;
-        /** @description snc */
+        /** @description In significant non-compliance (compliance.snc). */
         snc?: boolean;
         /** @description USPS state code (case-insensitive). */
         state?:
@@ -2177,9 +2177,9 @@ export interface operations {
           | 'MP'
           | 'PR'
           | 'VI';
-        /** @description updated_since */
+        /** @description An instant (RFC 3339, e.g. `2026-11-27T08:00:00Z`): facilities changed after it, in the order their changes committed (the list: its own cursor, kept on the last page to poll for later changes). */
         updated_since?: string;
-        /** @description zip */
+        /** @description 5-digit ZIP code (a facility with a ZIP+4 matches its first five digits). */
         zip?: string;
       };
       header?: never;
@@ -2384,35 +2384,35 @@ export interface operations {
   listFacilities: {
     parameters: {
       query?: {
-        /** @description bbox */
+        /** @description `minLon,minLat,maxLon,maxLat` in decimal degrees: facilities inside the box (edges included). */
         bbox?: string;
-        /** @description city */
+        /** @description City, matched whole and case-insensitively. */
         city?: string;
         /** @description Compliance status. */
         compliance_status?: 'no_violation' | 'violation' | 'significant_violation';
-        /** @description county */
+        /** @description County, matched whole and case-insensitively. */
         county?: string;
         /** @description Opaque cursor: `pagination.next_cursor` of the previous page. */
         cursor?: string;
-        /** @description epa_region */
+        /** @description EPA region, two digits: 01 to 10. */
         epa_region?: string;
-        /** @description inspected_since */
+        /** @description Last inspection on or after this date. */
         inspected_since?: string;
         /** @description Page size, 1–100 (default 25), in decimal digits only: `Infinity`, `1e2`, `0x10` or `1.5` is a VALIDATION_ERROR. */
         limit?: number;
-        /** @description major */
+        /** @description Major facility (ECHO FAC_MAJOR_FLAG). */
         major?: boolean;
-        /** @description min_penalties_usd */
+        /** @description Total penalties of at least this many whole US dollars. */
         min_penalties_usd?: number;
-        /** @description min_quarters_nc */
+        /** @description At least this many quarters with non-compliance. */
         min_quarters_nc?: number;
-        /** @description naics */
+        /** @description NAICS prefix of 2 to 6 digits: one of the codes starts with it. */
         naics?: string;
         /** @description Search by place: `<latitude>,<longitude>` in decimal degrees (−90…90, −180…180), with `radius_km`. Results are ordered by distance (then registry id) and carry `distance_km`; the other filters still apply. */
         near?: string;
-        /** @description not_inspected_since */
+        /** @description Not inspected on or after this date (never inspected included). */
         not_inspected_since?: string;
-        /** @description penalized_since */
+        /** @description Last penalty on or after this date. */
         penalized_since?: string;
         /** @description ECHO program (case-insensitive). */
         program?: 'CAA' | 'CWA' | 'RCRA' | 'SDWA';
@@ -2420,11 +2420,11 @@ export interface operations {
         q?: string;
         /** @description Radius around `near` in km, 0.1–100 (decimal). Required with `near`. */
         radius_km?: string;
-        /** @description sic */
+        /** @description SIC code of 4 digits: one of the codes is it. */
         sic?: string;
-        /** @description snc */
+        /** @description In significant non-compliance (compliance.snc). */
         snc?: boolean;
-        /** @description sort */
+        /** @description Order: `name`, `-penalties_total`, `-quarters_nc` (largest first), `last_inspection` (oldest first) or `distance` (with `near`). Facilities without the value come last; default registry_id, or distance with `near`.. */
         sort?: 'name' | '-penalties_total' | '-quarters_nc' | 'last_inspection' | 'distance';
         /** @description USPS state code (case-insensitive). */
         state?:
@@ -2484,9 +2484,9 @@ export interface operations {
           | 'MP'
           | 'PR'
           | 'VI';
-        /** @description updated_since */
+        /** @description An instant (RFC 3339, e.g. `2026-11-27T08:00:00Z`): facilities changed after it, in the order their changes committed (the list: its own cursor, kept on the last page to poll for later changes). */
         updated_since?: string;
-        /** @description zip */
+        /** @description 5-digit ZIP code (a facility with a ZIP+4 matches its first five digits). */
         zip?: string;
       };
       header?: {
