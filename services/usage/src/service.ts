@@ -111,14 +111,7 @@ export async function startUsage(config: UsageConfig, options: { clock?: Clock; 
     [
       flush,
       onStopWorker('http server', () => http.close()),
-      // Stop accepting and send GOAWAY (the gateways open their next streams on new connections, to
-      // another replica), then end each authorization stream once its batches are answered; unary
-      // calls finish. All within 5 s, then forced. Batches still being decided (a slow Postgres,
-      // fail-open) finish before the final flush, so their counts are written; bounded.
-      onStopWorker('grpc server', async () => {
-        const { drained } = await shutDownGrpc(grpcServer, drain, logger);
-        await Promise.race([drained, new Promise((r) => setTimeout(r, 10_000).unref())]);
-      }),
+      grpcStopWorker(grpcServer, drain, logger),
       reconciliation,
       keyInvalidation.worker(),
       healthReports(refreshHealth),
@@ -295,6 +288,19 @@ function writeBehind(
  * Stops accepting and sends GOAWAY, then starts draining the authorization streams; resolves
  * once the server has shut down (forced after 5 s), with the drain (`drained`) still under way.
  */
+/**
+ * Stop accepting and send GOAWAY (the gateways open their next streams on new connections, to
+ * another replica), then end each authorization stream once its batches are answered; unary calls
+ * finish. All within 5 s, then forced. Batches still being decided (a slow Postgres, fail-open)
+ * finish before the final flush, so their counts are written; bounded.
+ */
+function grpcStopWorker(grpcServer: grpc.Server, drain: () => Promise<void>, logger: Logger): Worker {
+  return onStopWorker('grpc server', async () => {
+    const { drained } = await shutDownGrpc(grpcServer, drain, logger);
+    await Promise.race([drained, new Promise((r) => setTimeout(r, 10_000).unref())]);
+  });
+}
+
 async function shutDownGrpc(grpcServer: grpc.Server, drain: () => Promise<void>, logger: Logger): Promise<{ drained: Promise<void> }> {
   let drained: Promise<void> = Promise.resolve();
   await new Promise<void>((resolve) => {

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { AppError, type KeyId, type Pool, type PoolClient, withTransaction } from '@fcd/service-kit';
+import { AppError, type KeyId, type Pool, withTransaction } from '@fcd/service-kit';
 import {
   type AccountKey,
   DEFAULT_KEY_NAME,
@@ -12,6 +12,7 @@ import {
 } from '../domain/account-keys';
 import { digestApiKey, generateApiKey, lastFour } from '../domain/api-key';
 import type { KeyPrincipal, Tier } from '../domain/tiers';
+import { ACCOUNT_KEY_COLUMNS, type AccountKeyRow, insertKey, keyOf, lockAndCountLive, toAccountKey } from './account-key-rows';
 
 export interface AccountRow {
   id: string;
@@ -360,66 +361,6 @@ export class AccountStore {
         details: { fields: [{ field: 'tier', message: 'unknown tier' }] },
       });
   }
-}
-
-interface AccountKeyRow {
-  id: string;
-  name: string;
-  prefix: string | null;
-  created_at: Date;
-  last_used_at: Date | null;
-  expires_at: Date | null;
-  revoked_at: Date | null;
-}
-
-const ACCOUNT_KEY_COLUMNS = 'id, name, prefix, created_at, last_used_at, expires_at, revoked_at';
-
-function toAccountKey(r: AccountKeyRow): AccountKey {
-  return {
-    id: r.id as KeyId,
-    name: r.name,
-    prefix: r.prefix,
-    createdAt: r.created_at.toISOString(),
-    lastUsedAt: r.last_used_at?.toISOString() ?? null,
-    expiresAt: r.expires_at?.toISOString() ?? null,
-    revokedAt: r.revoked_at?.toISOString() ?? null,
-  };
-}
-
-/** Locks the account's row (so key changes of one account are serialised) and counts its live keys; NOT_FOUND without it. */
-async function lockAndCountLive(client: PoolClient, accountId: string, now: number): Promise<number> {
-  const locked = await client.query('SELECT 1 FROM usage.accounts WHERE id = $1 FOR UPDATE', [accountId]);
-  if (locked.rowCount === 0) throw new AppError('NOT_FOUND', 'No such account.');
-  const { rows } = await client.query<{ live: number }>(
-    `SELECT count(*)::int AS live FROM usage.api_keys
-      WHERE account_id = $1 AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > $2)`,
-    [accountId, new Date(now)],
-  );
-  return rows[0]?.live ?? 0;
-}
-
-async function keyOf(client: PoolClient, accountId: string, keyId: KeyId): Promise<AccountKey> {
-  const { rows } = await client.query<AccountKeyRow>(
-    `SELECT ${ACCOUNT_KEY_COLUMNS} FROM usage.api_keys WHERE id = $2 AND account_id = $1`,
-    [accountId, keyId],
-  );
-  if (!rows[0]) throw keyNotFound(keyId);
-  return toAccountKey(rows[0]);
-}
-
-async function insertKey(
-  client: PoolClient,
-  accountId: string,
-  name: string,
-  expiresAt: string | null,
-): Promise<{ key: AccountKey; apiKey: string }> {
-  const apiKey = generateApiKey();
-  const { rows } = await client.query<AccountKeyRow>(
-    `INSERT INTO usage.api_keys (id, account_id, digest, last4, prefix, name, expires_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING ${ACCOUNT_KEY_COLUMNS}`,
-    [`key_${randomUUID()}`, accountId, digestApiKey(apiKey), lastFour(apiKey), keyPrefix(apiKey), name, expiresAt],
-  );
-  return { key: toAccountKey(rows[0] as AccountKeyRow), apiKey };
 }
 
 /** "0.003000" → "0.003", "0.000000" → "0.000" (at least 3 decimals, trailing zeros trimmed). */
