@@ -68,7 +68,7 @@ type FilterParams = { [K in keyof typeof FACILITY_FILTER_PARAMS]?: Static<(typeo
 const INSTANT = /^(\d{4}-\d{2}-\d{2})[Tt ]([01]\d|2[0-3]):[0-5]\d:[0-5]\d(\.\d{1,6})?([Zz]|[+-]([01]\d|2[0-3]):[0-5]\d)$/;
 
 /** `updated_since`: an RFC 3339 instant Postgres reads as it is; 400 VALIDATION_ERROR naming it otherwise. */
-export function instant(value: string): string {
+function instant(value: string): string {
   const date = INSTANT.exec(value)?.[1];
   if (date === undefined || !isCalendarDate(date) || date.startsWith('0000')) {
     throw validationError([
@@ -81,7 +81,7 @@ export function instant(value: string): string {
 const DECIMAL = /^[+-]?(\d{1,3}(\.\d{1,12})?|\.\d{1,12})$/;
 
 /** `bbox=minLon,minLat,maxLon,maxLat`; 400 VALIDATION_ERROR naming bbox otherwise. */
-export function boundingBox(bbox: string): BoundingBox {
+function boundingBox(bbox: string): BoundingBox {
   const parts = bbox.split(',').map((p) => p.trim());
   const [minLon, minLat, maxLon, maxLat] = parts.map((p) => (DECIMAL.test(p) ? Number(p) : Number.NaN));
   const lon = (v: number | undefined): v is number => v !== undefined && v >= -180 && v <= 180;

@@ -51,7 +51,7 @@ export interface FacilityFilter {
  * a sentinel that sorts last in the sort's order: -1 for counts and amounts (sorted descending,
  * never negative), '9999-99-99' for a date (sorted ascending; ISO dates compare as C-collated text).
  */
-export const PROFILE_SQL = {
+const PROFILE_SQL = {
   quarters_nc: "coalesce((compliance ->> 'quarters_with_noncompliance')::integer, -1)",
   penalties_total: "coalesce((penalties ->> 'total_usd')::numeric, -1)",
   penalized: '((penalties ->> \'last_date\') COLLATE "C")',
@@ -135,7 +135,7 @@ const CHANGES: ValueSort = {
 const SETTLED = 'change_xid < pg_snapshot_xmin(pg_current_snapshot())';
 
 /** A search by place: the centre and the radius. */
-export interface Place {
+interface Place {
   latitude: number;
   longitude: number;
   radius_km: number;
