@@ -16,7 +16,7 @@ import {
 import { mapPage, type Queryable, Where } from './sql';
 
 export * from './facility-list';
-export { type Queryable } from './sql';
+export type { Queryable } from './sql';
 
 export async function getFacility(db: Queryable, id: string): Promise<Facility | undefined> {
   const { rows } = await db.query<FacilityRow>(`SELECT ${FACILITY_COLUMNS} FROM facilities WHERE id = $1`, [id]);
