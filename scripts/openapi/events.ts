@@ -106,19 +106,27 @@ const object = (properties: JsonObject, required = Object.keys(properties)): Jso
   properties,
 });
 
+/** A case event's facilities: one per `case.facility_ids`, in that order. */
+const FACILITIES = (record: (name: string) => JsonObject): JsonObject => ({
+  type: 'array',
+  items: record('Facility'),
+  description: "The case's facilities as they stood when the event was written, one per `case.facility_ids`, in that order.",
+});
+
 export const EVENTS: EventInfo[] = [
   {
     type: 'violation.new',
     name: 'ViolationNewEvent',
     operationId: 'violationNew',
     summary: 'A new violation was recorded',
-    description: 'Sent when a violation of a watched facility is recorded.',
-    data: (record) => object({ violation: record('Violation') }),
+    description:
+      'Sent when a violation of a watched facility is recorded; `facility` is the facility of the violation as it stood when the violation was recorded.',
+    data: (record) => object({ violation: record('Violation'), facility: record('Facility') }),
     example: {
       id: 'evt_5c1f0e7a-9b2d-4e3f-8a1b-2c3d4e5f6a7b',
       type: 'violation.new',
       created_at: '2026-11-22T08:15:30.123Z',
-      data: { violation: VIOLATION },
+      data: { violation: VIOLATION, facility: FACILITY },
     },
   },
   {
@@ -126,13 +134,14 @@ export const EVENTS: EventInfo[] = [
     name: 'CaseNewEvent',
     operationId: 'caseNew',
     summary: 'A new enforcement case was filed',
-    description: 'Sent when an enforcement case involving a watched facility is recorded (a case matches through any of its facilities).',
-    data: (record) => object({ case: record('EnforcementCase') }),
+    description:
+      'Sent when an enforcement case involving a watched facility is recorded (a case matches through any of its facilities); `facilities` are the facilities of the case as they stood then, one per `case.facility_ids`, in that order.',
+    data: (record) => object({ case: record('EnforcementCase'), facilities: FACILITIES(record) }),
     example: {
       id: 'evt_6d2a1f8b-0c3e-4f4a-9b2c-3d4e5f6a7b8c',
       type: 'case.new',
       created_at: '2026-11-21T14:03:10.512Z',
-      data: { case: CASE },
+      data: { case: CASE, facilities: [FACILITY] },
     },
   },
   {
@@ -140,17 +149,23 @@ export const EVENTS: EventInfo[] = [
     name: 'CaseUpdatedEvent',
     operationId: 'caseUpdated',
     summary: "An enforcement case's status changed",
-    description: 'Sent when the status of a case involving a watched facility changes; `previous_status` is the status before.',
+    description:
+      'Sent when the status of a case involving a watched facility changes; `previous_status` is the status before, `facilities` are the facilities of the case as they stood then, one per `case.facility_ids`, in that order.',
     data: (record) =>
       object({
         case: record('EnforcementCase'),
         previous_status: { type: 'string', enum: [...CASE_STATUSES], description: 'The status before this change.' },
+        facilities: FACILITIES(record),
       }),
     example: {
       id: 'evt_7e3b2a9c-1d4f-4a5b-8c3d-4e5f6a7b8c9d',
       type: 'case.updated',
       created_at: '2026-11-22T09:00:00.000Z',
-      data: { case: { ...CASE, status: 'active', updated_at: '2026-11-22T09:00:00.000Z' }, previous_status: 'filed' },
+      data: {
+        case: { ...CASE, status: 'active', updated_at: '2026-11-22T09:00:00.000Z' },
+        previous_status: 'filed',
+        facilities: [FACILITY],
+      },
     },
   },
   {

@@ -14,6 +14,7 @@ import type { SyncSummary } from '../src/echo/sync';
 import { createFacilityMetrics } from '../src/metrics';
 import { SCHEMA, schemaConnectionString } from '../src/store/db';
 import { echoSyncStats } from '../src/store/outbox';
+import { getFacility } from '../src/store/queries';
 import { csvText, download1, download2, F, writeCsvFolder, writeDownload, writeSingleZip, ZIPS } from './echo-fixtures';
 import { setupDb, type TestDb, waitFor } from './helpers';
 
@@ -87,6 +88,38 @@ async function outboxEvents(pool: Pool): Promise<Array<{ type: string; key: stri
           : `${d.case?.case_number} ${r.type === 'case.updated' ? `${d.previous_status} -> ` : ''}${d.case?.status}`;
     return { type: r.type, key, id: e.id };
   });
+}
+
+/**
+ * The facility snapshots of every outbox event against the facilities as the API reads them now
+ * (no facility changed after the sync that wrote the events): `violation.new` carries its
+ * violation's facility, `case.*` one facility per `case.facility_ids` in that order. Returns how
+ * many snapshots were compared.
+ */
+async function expectSnapshots(pool: Pool): Promise<number> {
+  const { rows } = await pool.query<{ payload: string }>('SELECT payload FROM outbox ORDER BY seq');
+  let compared = 0;
+  for (const r of rows) {
+    const e = JSON.parse(r.payload) as { type: string; data: Record<string, unknown> };
+    const d = e.data as {
+      violation?: { facility_id: string };
+      case?: { facility_ids: string[] };
+      facility?: { id: string };
+      facilities?: unknown[];
+    };
+    if (e.type === 'violation.new') {
+      expect(Object.keys(d)).toEqual(['violation', 'facility']);
+      expect(d.facility).toEqual(await getFacility(pool, d.violation?.facility_id as string));
+      compared++;
+    } else if (e.type === 'case.new' || e.type === 'case.updated') {
+      expect(Object.keys(d)).toEqual(e.type === 'case.new' ? ['case', 'facilities'] : ['case', 'previous_status', 'facilities']);
+      const ids = d.case?.facility_ids as string[];
+      expect(ids.length).toBeGreaterThan(0);
+      expect(d.facilities).toEqual(await Promise.all(ids.map((id) => getFacility(pool, id))));
+      compared += ids.length;
+    }
+  }
+  return compared;
 }
 
 async function reset(pool: Pool): Promise<void> {
@@ -413,6 +446,8 @@ describe('sync-echo: loading and syncing', () => {
       'case.new',
       'case.new',
     ]);
+    // 6 violations, one facility each; 06-2024-0311 has one facility, 01-2023-0042 two.
+    expect(await expectSnapshots(db.pool)).toBe(9);
   }, 60_000);
 
   it('a second download yields exactly its 5 events; the same download again changes nothing and emits nothing', async () => {
@@ -439,6 +474,8 @@ describe('sync-echo: loading and syncing', () => {
       { type: 'case.new', key: '04-2027-0007 active' },
       { type: 'case.updated', key: '06-2024-0311 settled -> closed' },
     ]);
+    // 2 violations and 2 cases, one facility each.
+    expect(await expectSnapshots(db.pool)).toBe(4);
     // The RCRA violation the second download no longer has is kept.
     const kept = await db.pool.query(
       "SELECT count(*)::int AS n FROM violations WHERE source_id = 'RCRA:ALD004001715:AL:262.A:S:2000-03-09'",

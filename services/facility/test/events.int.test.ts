@@ -133,6 +133,13 @@ describe('outbox relay to JetStream', () => {
     expect(violation?.data).toMatchObject({ violation: { facility_name: 'Coastal Chemical Plant', severity: 'moderate', program: 'CWA' } });
     expect(updated?.data).toMatchObject({ previous_status: 'filed', case: { case_number: 'CAA-06-2026-00077', status: 'active' } });
     expect(created?.data).toMatchObject({ case: { case_number: 'CWA-06-2026-00078', status: 'filed' } });
+    // What the relay publishes carries the facility snapshots: the facility as the status change
+    // left it, on the violation and on both cases (one facility each).
+    const snapshot = status?.data.facility;
+    expect(snapshot).toMatchObject({ registry_id: 'F-1', state: 'LA', programs: ['CAA', 'CWA'], compliance_status: 'violation' });
+    expect(violation?.data.facility).toEqual(snapshot);
+    expect(updated?.data.facilities).toEqual([snapshot]);
+    expect(created?.data.facilities).toEqual([snapshot]);
 
     // The same import again: nothing changes, nothing is published.
     await ingestion().ingestAll({ facilities: rows([{ ...facility, compliance_status: 'violation' }]) });

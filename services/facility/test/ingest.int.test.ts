@@ -144,6 +144,7 @@ describe('ingestion API', () => {
     const before = await outbox();
     expect(before.map((e) => e.type)).toEqual(['case.new']);
 
+    const then = new Date(clock.now()).toISOString();
     clock.advance(60_000);
     const now = new Date(clock.now()).toISOString();
     const res = await ingest({
@@ -192,16 +193,45 @@ describe('ingestion API', () => {
       expect(Object.keys(e)).toEqual(['id', 'type', 'created_at', 'data']);
     }
     const [status, violation, updated, created] = after;
+    // The facility snapshots the events carry: the plant as this request changed it, the mill as
+    // the first request wrote it (this one left it unchanged).
+    const plantNow = {
+      id: plantId,
+      ...plant,
+      state: 'TX',
+      compliance_status: 'significant_violation',
+      data_as_of: now,
+      updated_at: now,
+    };
+    const millThen = {
+      id: millId,
+      registry_id: mill.registry_id,
+      name: mill.name,
+      street: null,
+      city: null,
+      state: 'NC',
+      zip: null,
+      county: null,
+      latitude: null,
+      longitude: null,
+      naics_codes: [],
+      programs: ['CAA', 'CWA'],
+      compliance_status: 'violation',
+      last_inspection_date: null,
+      epa_region: null,
+      sic_codes: [],
+      major: false,
+      program_status: { caa: null, cwa: null, rcra: null },
+      compliance: { quarters_with_noncompliance: 0, programs_with_snc: 0, snc: false },
+      inspections: { count: 0, last_date: null },
+      enforcement: { informal_actions: 0, formal_actions: 0, last_formal_action_date: null },
+      penalties: { count: 0, total_usd: null, last_amount_usd: null, last_date: null },
+      data_as_of: then,
+      updated_at: then,
+    };
     expect(status?.data).toEqual({
       previous_status: 'no_violation',
-      facility: {
-        id: plantId,
-        ...plant,
-        state: 'TX',
-        compliance_status: 'significant_violation',
-        data_as_of: now,
-        updated_at: now,
-      },
+      facility: plantNow,
     });
     expect(violation?.data).toEqual({
       violation: {
@@ -215,7 +245,9 @@ describe('ingestion API', () => {
         description: 'SO2 above permit limit',
         resolved_date: null,
       },
+      facility: plantNow,
     });
+    expect(Object.keys(violation?.data ?? {})).toEqual(['violation', 'facility']);
     expect(updated?.data).toEqual({
       previous_status: 'filed',
       case: {
@@ -230,7 +262,9 @@ describe('ingestion API', () => {
         facility_ids: [plantId],
         updated_at: now,
       },
+      facilities: [plantNow],
     });
+    expect(Object.keys(updated?.data ?? {})).toEqual(['case', 'previous_status', 'facilities']);
     expect(created?.data).toEqual({
       case: {
         id: expect.stringMatching(/^00000007-/),
@@ -244,7 +278,10 @@ describe('ingestion API', () => {
         facility_ids: [plantId, millId].sort(),
         updated_at: now,
       },
+      // One per facility_ids, in that order.
+      facilities: plantId < millId ? [plantNow, millThen] : [millThen, plantNow],
     });
+    expect(Object.keys(created?.data ?? {})).toEqual(['case', 'facilities']);
     // What the API serves is what the event carried.
     const api = await t.app.inject({
       method: 'GET',

@@ -523,7 +523,7 @@ export interface webhooks {
     put?: never;
     /**
      * A new enforcement case was filed
-     * @description Sent when an enforcement case involving a watched facility is recorded (a case matches through any of its facilities).
+     * @description Sent when an enforcement case involving a watched facility is recorded (a case matches through any of its facilities); `facilities` are the facilities of the case as they stood then, one per `case.facility_ids`, in that order.
      */
     post: operations['caseNew'];
     delete?: never;
@@ -543,7 +543,7 @@ export interface webhooks {
     put?: never;
     /**
      * An enforcement case's status changed
-     * @description Sent when the status of a case involving a watched facility changes; `previous_status` is the status before.
+     * @description Sent when the status of a case involving a watched facility changes; `previous_status` is the status before, `facilities` are the facilities of the case as they stood then, one per `case.facility_ids`, in that order.
      */
     post: operations['caseUpdated'];
     delete?: never;
@@ -583,7 +583,7 @@ export interface webhooks {
     put?: never;
     /**
      * A new violation was recorded
-     * @description Sent when a violation of a watched facility is recorded.
+     * @description Sent when a violation of a watched facility is recorded; `facility` is the facility of the violation as it stood when the violation was recorded.
      */
     post: operations['violationNew'];
     delete?: never;
@@ -616,7 +616,7 @@ export interface webhooks {
 export interface components {
   schemas: {
     /**
-     * @description Sent when an enforcement case involving a watched facility is recorded (a case matches through any of its facilities). The body is the envelope as compact JSON with its keys in the order id, type, created_at, data; verify the signature over these exact bytes before parsing them.
+     * @description Sent when an enforcement case involving a watched facility is recorded (a case matches through any of its facilities); `facilities` are the facilities of the case as they stood then, one per `case.facility_ids`, in that order. The body is the envelope as compact JSON with its keys in the order id, type, created_at, data; verify the signature over these exact bytes before parsing them.
      * @example {
      *       "created_at": "2026-11-21T14:03:10.512Z",
      *       "data": {
@@ -633,7 +633,62 @@ export interface components {
      *           "settled_date": null,
      *           "status": "filed",
      *           "updated_at": "2026-11-21T14:03:10.512Z"
-     *         }
+     *         },
+     *         "facilities": [
+     *           {
+     *             "city": "Houston",
+     *             "compliance": {
+     *               "programs_with_snc": 1,
+     *               "quarters_with_noncompliance": 7,
+     *               "snc": true
+     *             },
+     *             "compliance_status": "significant_violation",
+     *             "county": "Harris",
+     *             "data_as_of": "2026-11-22T08:15:30.123Z",
+     *             "enforcement": {
+     *               "formal_actions": 1,
+     *               "informal_actions": 2,
+     *               "last_formal_action_date": "2025-06-11"
+     *             },
+     *             "epa_region": "06",
+     *             "id": "3f0c2a1e-5b7d-4c8e-9f10-2a3b4c5d6e7f",
+     *             "inspections": {
+     *               "count": 6,
+     *               "last_date": "2026-10-02"
+     *             },
+     *             "last_inspection_date": "2026-10-02",
+     *             "latitude": 29.76,
+     *             "longitude": -95.37,
+     *             "major": true,
+     *             "naics_codes": [
+     *               "324110"
+     *             ],
+     *             "name": "Gulf Coast Refinery",
+     *             "penalties": {
+     *               "count": 1,
+     *               "last_amount_usd": 187500,
+     *               "last_date": "2025-08-19",
+     *               "total_usd": 187500
+     *             },
+     *             "program_status": {
+     *               "caa": "High Priority Violation",
+     *               "cwa": null,
+     *               "rcra": "No Violation Identified"
+     *             },
+     *             "programs": [
+     *               "CAA",
+     *               "RCRA"
+     *             ],
+     *             "registry_id": "110000350174",
+     *             "sic_codes": [
+     *               "2911"
+     *             ],
+     *             "state": "TX",
+     *             "street": "1 Refinery Rd",
+     *             "updated_at": "2026-11-22T08:15:30.123Z",
+     *             "zip": "77001"
+     *           }
+     *         ]
      *       },
      *       "id": "evt_6d2a1f8b-0c3e-4f4a-9b2c-3d4e5f6a7b8c",
      *       "type": "case.new"
@@ -647,6 +702,8 @@ export interface components {
       created_at: string;
       data: {
         case: components['schemas']['EnforcementCase'];
+        /** @description The case's facilities as they stood when the event was written, one per `case.facility_ids`, in that order. */
+        facilities: components['schemas']['Facility'][];
       };
       /** @description `evt_` + UUID: the same on every attempt and in `webhook-id`; drop an id you have already handled. */
       id: string;
@@ -654,7 +711,7 @@ export interface components {
       type: 'case.new';
     };
     /**
-     * @description Sent when the status of a case involving a watched facility changes; `previous_status` is the status before. The body is the envelope as compact JSON with its keys in the order id, type, created_at, data; verify the signature over these exact bytes before parsing them.
+     * @description Sent when the status of a case involving a watched facility changes; `previous_status` is the status before, `facilities` are the facilities of the case as they stood then, one per `case.facility_ids`, in that order. The body is the envelope as compact JSON with its keys in the order id, type, created_at, data; verify the signature over these exact bytes before parsing them.
      * @example {
      *       "created_at": "2026-11-22T09:00:00.000Z",
      *       "data": {
@@ -672,6 +729,61 @@ export interface components {
      *           "status": "active",
      *           "updated_at": "2026-11-22T09:00:00.000Z"
      *         },
+     *         "facilities": [
+     *           {
+     *             "city": "Houston",
+     *             "compliance": {
+     *               "programs_with_snc": 1,
+     *               "quarters_with_noncompliance": 7,
+     *               "snc": true
+     *             },
+     *             "compliance_status": "significant_violation",
+     *             "county": "Harris",
+     *             "data_as_of": "2026-11-22T08:15:30.123Z",
+     *             "enforcement": {
+     *               "formal_actions": 1,
+     *               "informal_actions": 2,
+     *               "last_formal_action_date": "2025-06-11"
+     *             },
+     *             "epa_region": "06",
+     *             "id": "3f0c2a1e-5b7d-4c8e-9f10-2a3b4c5d6e7f",
+     *             "inspections": {
+     *               "count": 6,
+     *               "last_date": "2026-10-02"
+     *             },
+     *             "last_inspection_date": "2026-10-02",
+     *             "latitude": 29.76,
+     *             "longitude": -95.37,
+     *             "major": true,
+     *             "naics_codes": [
+     *               "324110"
+     *             ],
+     *             "name": "Gulf Coast Refinery",
+     *             "penalties": {
+     *               "count": 1,
+     *               "last_amount_usd": 187500,
+     *               "last_date": "2025-08-19",
+     *               "total_usd": 187500
+     *             },
+     *             "program_status": {
+     *               "caa": "High Priority Violation",
+     *               "cwa": null,
+     *               "rcra": "No Violation Identified"
+     *             },
+     *             "programs": [
+     *               "CAA",
+     *               "RCRA"
+     *             ],
+     *             "registry_id": "110000350174",
+     *             "sic_codes": [
+     *               "2911"
+     *             ],
+     *             "state": "TX",
+     *             "street": "1 Refinery Rd",
+     *             "updated_at": "2026-11-22T08:15:30.123Z",
+     *             "zip": "77001"
+     *           }
+     *         ],
      *         "previous_status": "filed"
      *       },
      *       "id": "evt_7e3b2a9c-1d4f-4a5b-8c3d-4e5f6a7b8c9d",
@@ -686,6 +798,8 @@ export interface components {
       created_at: string;
       data: {
         case: components['schemas']['EnforcementCase'];
+        /** @description The case's facilities as they stood when the event was written, one per `case.facility_ids`, in that order. */
+        facilities: components['schemas']['Facility'][];
         /**
          * @description The status before this change.
          * @enum {string}
@@ -900,10 +1014,63 @@ export interface components {
       violation_type: string;
     };
     /**
-     * @description Sent when a violation of a watched facility is recorded. The body is the envelope as compact JSON with its keys in the order id, type, created_at, data; verify the signature over these exact bytes before parsing them.
+     * @description Sent when a violation of a watched facility is recorded; `facility` is the facility of the violation as it stood when the violation was recorded. The body is the envelope as compact JSON with its keys in the order id, type, created_at, data; verify the signature over these exact bytes before parsing them.
      * @example {
      *       "created_at": "2026-11-22T08:15:30.123Z",
      *       "data": {
+     *         "facility": {
+     *           "city": "Houston",
+     *           "compliance": {
+     *             "programs_with_snc": 1,
+     *             "quarters_with_noncompliance": 7,
+     *             "snc": true
+     *           },
+     *           "compliance_status": "significant_violation",
+     *           "county": "Harris",
+     *           "data_as_of": "2026-11-22T08:15:30.123Z",
+     *           "enforcement": {
+     *             "formal_actions": 1,
+     *             "informal_actions": 2,
+     *             "last_formal_action_date": "2025-06-11"
+     *           },
+     *           "epa_region": "06",
+     *           "id": "3f0c2a1e-5b7d-4c8e-9f10-2a3b4c5d6e7f",
+     *           "inspections": {
+     *             "count": 6,
+     *             "last_date": "2026-10-02"
+     *           },
+     *           "last_inspection_date": "2026-10-02",
+     *           "latitude": 29.76,
+     *           "longitude": -95.37,
+     *           "major": true,
+     *           "naics_codes": [
+     *             "324110"
+     *           ],
+     *           "name": "Gulf Coast Refinery",
+     *           "penalties": {
+     *             "count": 1,
+     *             "last_amount_usd": 187500,
+     *             "last_date": "2025-08-19",
+     *             "total_usd": 187500
+     *           },
+     *           "program_status": {
+     *             "caa": "High Priority Violation",
+     *             "cwa": null,
+     *             "rcra": "No Violation Identified"
+     *           },
+     *           "programs": [
+     *             "CAA",
+     *             "RCRA"
+     *           ],
+     *           "registry_id": "110000350174",
+     *           "sic_codes": [
+     *             "2911"
+     *           ],
+     *           "state": "TX",
+     *           "street": "1 Refinery Rd",
+     *           "updated_at": "2026-11-22T08:15:30.123Z",
+     *           "zip": "77001"
+     *         },
      *         "violation": {
      *           "description": "Opacity above the permitted limit.",
      *           "facility_id": "3f0c2a1e-5b7d-4c8e-9f10-2a3b4c5d6e7f",
@@ -927,6 +1094,7 @@ export interface components {
        */
       created_at: string;
       data: {
+        facility: components['schemas']['Facility'];
         violation: components['schemas']['Violation'];
       };
       /** @description `evt_` + UUID: the same on every attempt and in `webhook-id`; drop an id you have already handled. */

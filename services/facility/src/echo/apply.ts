@@ -11,6 +11,7 @@ import {
   toViolation,
   type ViolationRow,
 } from '../store/rows';
+import { facilitySnapshots } from '../store/snapshots';
 import type { EchoFileName } from './layouts';
 import { PROFILE_DEFAULTS } from './profile';
 import type { UnitRun } from './unit-run';
@@ -184,7 +185,11 @@ export async function applyViolations(run: UnitRun, file: EchoFileName, idPrefix
               v.description, v.resolved_date
          FROM ${newIds.table} n JOIN violations v ON v.id = n.id JOIN facilities f ON f.id = v.facility_id ORDER BY n.seq`,
     );
-    for (const v of rows) run.event(file, events.violationNew(toViolation(v), run.now, run.opts.ids));
+    const snapshot = await facilitySnapshots(
+      run.client,
+      rows.map((v) => v.facility_id),
+    );
+    for (const v of rows) run.event(file, events.violationNew(toViolation(v), snapshot, run.now, run.opts.ids));
   }
 }
 
@@ -261,17 +266,29 @@ async function caseInput(run: UnitRun, e: string, cf: string): Promise<string> {
 
 /** case.new for the new cases (in file order), case.updated for each changed case whose status moved. */
 async function caseEvents(run: UnitRun, newIds: string | undefined, changed: string): Promise<void> {
-  if (newIds) {
-    const { rows } = await run.client.query<CaseRow>(
-      `SELECT ${CASE_COLUMNS.replace(/(\w+)/g, 'c.$1')} FROM ${newIds} n JOIN cases c ON c.id = n.id ORDER BY n.seq`,
-    );
-    for (const c of rows) run.event('CASE_ENFORCEMENTS.csv', events.caseNew(toCase(c), run.now, run.opts.ids));
-  }
-  if (run.emit) {
-    const { rows } = await run.client.query<CaseRow & { previous_status: CaseStatus }>(
-      `SELECT ${CASE_COLUMNS.replace(/(\w+)/g, 'c.$1')}, i.previous_status FROM ${changed} i JOIN cases c ON c.id = i.id
-        WHERE i.previous_status <> c.status ORDER BY i.line`,
-    );
-    for (const c of rows) run.event('CASE_ENFORCEMENTS.csv', events.caseUpdated(toCase(c), c.previous_status, run.now, run.opts.ids));
+  const created = newIds
+    ? (
+        await run.client.query<CaseRow>(
+          `SELECT ${CASE_COLUMNS.replace(/(\w+)/g, 'c.$1')} FROM ${newIds} n JOIN cases c ON c.id = n.id ORDER BY n.seq`,
+        )
+      ).rows
+    : [];
+  const updated = run.emit
+    ? (
+        await run.client.query<CaseRow & { previous_status: CaseStatus }>(
+          `SELECT ${CASE_COLUMNS.replace(/(\w+)/g, 'c.$1')}, i.previous_status FROM ${changed} i JOIN cases c ON c.id = i.id
+            WHERE i.previous_status <> c.status ORDER BY i.line`,
+        )
+      ).rows
+    : [];
+  if (created.length + updated.length === 0) return;
+  // The facilities of every case event, read once in this unit's transaction.
+  const snapshot = await facilitySnapshots(
+    run.client,
+    [...created, ...updated].flatMap((c) => c.facility_ids),
+  );
+  for (const c of created) run.event('CASE_ENFORCEMENTS.csv', events.caseNew(toCase(c), snapshot, run.now, run.opts.ids));
+  for (const c of updated) {
+    run.event('CASE_ENFORCEMENTS.csv', events.caseUpdated(toCase(c), c.previous_status, snapshot, run.now, run.opts.ids));
   }
 }

@@ -2,6 +2,7 @@ import { eventUuid } from '@fcd/events';
 import { type IdSource, traceContextColumn } from '@fcd/service-kit';
 import type { CaseStatus, ComplianceStatus } from '../domain/codes';
 import { type DomainEvent, events } from '../domain/events';
+import type { EnforcementCase, Violation } from '../domain/model';
 import {
   CASE_FIELDS,
   type CaseRecord,
@@ -13,6 +14,7 @@ import {
 } from '../domain/records';
 import type { Queryable } from './queries';
 import { CASE_COLUMNS, type CaseRow, FACILITY_COLUMNS, type FacilityRow, toCase, toFacility, toViolation, type ViolationRow } from './rows';
+import { facilitySnapshots } from './snapshots';
 import { sqlColumns, upsertStatement } from './upsert';
 
 /**
@@ -160,13 +162,21 @@ export async function upsertViolations(ctx: WriteContext, rows: Staged<Violation
     ctx.now,
   ]);
   const byKey = new Map(changed.map((c) => [c.source_id, c]));
+  const added: Violation[] = [];
   for (const r of accepted) {
     const c = byKey.get(r.record.source_id);
     if (!c) out.unchanged++;
     else if (c.inserted) {
       out.inserted++;
-      out.events.push(events.violationNew(toViolation(c), ctx.now, ctx.ids));
+      added.push(toViolation(c));
     } else out.updated++;
+  }
+  if (added.length > 0) {
+    const snapshot = await facilitySnapshots(
+      ctx.client,
+      added.map((v) => v.facility_id),
+    );
+    for (const v of added) out.events.push(events.violationNew(v, snapshot, ctx.now, ctx.ids));
   }
   return out;
 }
@@ -198,17 +208,30 @@ export async function upsertCases(ctx: WriteContext, rows: Staged<CaseRecord>[])
     ctx.now,
   ]);
   const byKey = new Map(changed.map((c) => [c.case_number, c]));
+  // The events in row order, built once their facilities' snapshots are read (one query).
+  const pending: Array<{ c: EnforcementCase; previous?: CaseStatus }> = [];
   for (const r of accepted) {
     const c = byKey.get(r.record.case_number);
     if (!c) out.unchanged++;
     else if (c.inserted) {
       out.inserted++;
-      out.events.push(events.caseNew(toCase(c), ctx.now, ctx.ids));
+      pending.push({ c: toCase(c) });
     } else {
       out.updated++;
-      if (c.previous_status !== null && c.previous_status !== c.status) {
-        out.events.push(events.caseUpdated(toCase(c), c.previous_status, ctx.now, ctx.ids));
-      }
+      if (c.previous_status !== null && c.previous_status !== c.status) pending.push({ c: toCase(c), previous: c.previous_status });
+    }
+  }
+  if (pending.length > 0) {
+    const snapshot = await facilitySnapshots(
+      ctx.client,
+      pending.flatMap((p) => p.c.facility_ids),
+    );
+    for (const { c, previous } of pending) {
+      out.events.push(
+        previous === undefined
+          ? events.caseNew(c, snapshot, ctx.now, ctx.ids)
+          : events.caseUpdated(c, previous, snapshot, ctx.now, ctx.ids),
+      );
     }
   }
   return out;

@@ -1,0 +1,27 @@
+import type { FacilitySnapshotOf } from '../domain/events';
+import type { Facility } from '../domain/model';
+import { FACILITY_COLUMNS, type FacilityRow, toFacility } from './rows';
+import type { Queryable } from './sql';
+
+/**
+ * The snapshots of the facilities that events about violations and cases carry (`violation.new`
+ * `data.facility`, `case.*` `data.facilities`), mapped like `facility.status_changed`'s
+ * `data.facility`. The caller reads them in the transaction that writes the events' outbox rows,
+ * after its own writes: an event carries its facilities as of the event, and a subscription filter
+ * reads them from the payload at fan-out without a query of its own. One query for all the ids.
+ */
+export async function facilitySnapshots(client: Queryable, ids: Iterable<string>): Promise<FacilitySnapshotOf> {
+  const unique = [...new Set(ids)];
+  const byId = new Map<string, Facility>();
+  if (unique.length > 0) {
+    const { rows } = await client.query<FacilityRow>(`SELECT ${FACILITY_COLUMNS} FROM facilities WHERE id = ANY($1::uuid[])`, [unique]);
+    for (const r of rows) byId.set(r.id, toFacility(r));
+  }
+  return (facilityId) => {
+    const f = byId.get(facilityId);
+    // Violations reference their facility and cases are written with known facilities only, in
+    // this transaction: a missing one is a broken invariant, not a row to publish without it.
+    if (!f) throw new Error(`event snapshot: facility ${facilityId} not found`);
+    return f;
+  };
+}
