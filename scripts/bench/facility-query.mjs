@@ -12,8 +12,9 @@
 // CLI, with a skewed spread of cities, counties, ZIPs, codes, flags, counts, amounts and dates (a
 // fraction of each null or empty), then ANALYZE. Targets (docs/benchmarks.md, "Current figures"):
 // p99 < 50 ms for every page of 100, and requests/s ≥ 0.5 × the bare SQL's transactions/s.
-// Writes bench-results/facility-query-<date>.json with each row's figures and EXPLAIN (ANALYZE,
-// BUFFERS) of its statement.
+// Also the facility service's CPU µs per request over each measured run (/proc/<pid>/stat). Writes
+// bench-results/facility-query-<date>.json with each row's figures and EXPLAIN (ANALYZE, BUFFERS) of
+// its statement.
 //
 // env: BENCH_FQ_FACILITIES (default 1,000,000), BENCH_FQ_CONNECTIONS (HTTP connections and pgbench
 // clients, default 10: the facility service's pool size), BENCH_FQ_DURATION (s per measured run,
@@ -24,6 +25,7 @@ import { loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import autocannon from 'autocannon';
 import pg from 'pg';
+import { cpuSeconds, usPerUnit } from './cpu.mjs';
 import { benchDatabase, facilityCli, machine, root, signAccount, startFacility, stopAll, writeResult } from './http-bench.mjs';
 
 const FACILITIES = Number(process.env.BENCH_FQ_FACILITIES ?? 1_000_000);
@@ -262,7 +264,9 @@ try {
     const load = loadavg()[0].toFixed(2);
     await http(base, row.path, WARMUP);
     pgbench(db.url, statement, WARMUP, false);
+    const cpuFrom = cpuSeconds(facility.pid);
     const h = await http(base, row.path, DURATION);
+    const cpuUs = usPerUnit(cpuSeconds(facility.pid) - cpuFrom, h.requests.total);
     const b = pgbench(db.url, statement, DURATION, true);
     const service = {
       requestsPerSecond: Math.round(h.requests.average),
@@ -270,6 +274,7 @@ try {
       latencyP99Ms: h.latency.p99,
       non2xx: h.non2xx,
       errors: h.errors,
+      cpuUsPerRequest: cpuUs,
     };
     const ratio = Number((service.requestsPerSecond / b.tps).toFixed(3));
     const p99Met = service.latencyP99Ms < TARGET.p99Ms && service.non2xx === 0 && service.errors === 0;
@@ -290,7 +295,8 @@ try {
     };
     results.push(r);
     console.log(
-      `${row.name}: ${row.pageRows} rows; service ${service.requestsPerSecond} req/s p50 ${service.latencyP50Ms} p99 ${service.latencyP99Ms} ms; ` +
+      `${row.name}: ${row.pageRows} rows; service ${service.requestsPerSecond} req/s p50 ${service.latencyP50Ms} p99 ${service.latencyP99Ms} ms ` +
+        `(${cpuUs} µs CPU/request); ` +
         `SQL ${b.tps} tps p50 ${b.latencyP50Ms} p99 ${b.latencyP99Ms} ms; ratio ${ratio}; ${p99Met && ratioMet ? 'pass' : 'FAIL'} (load ${load})`,
     );
   }
@@ -300,6 +306,7 @@ try {
     'req/s': r.service.requestsPerSecond,
     'p50 ms': r.service.latencyP50Ms,
     'p99 ms': r.service.latencyP99Ms,
+    'cpu µs': r.service.cpuUsPerRequest,
     'sql tps': r.sql.tps,
     'sql p50': r.sql.latencyP50Ms,
     'sql p99': r.sql.latencyP99Ms,
