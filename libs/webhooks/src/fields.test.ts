@@ -8,6 +8,7 @@ const row = {
   url: 'https://h.example/',
   events: ['case.new'],
   facility_ids: null,
+  filter: null,
   secret: 'abcd',
   secret_rotation_ends_at: null,
   is_active: true,
@@ -25,7 +26,7 @@ const row = {
 describe('a resource declared once', () => {
   it('selects its columns, maps a row to the record and the record to the view', () => {
     expect(columnsOf(SUBSCRIPTION_FIELDS)).toContain(
-      'facility_ids::text[] AS facility_ids, secret_last4 AS secret, secret_rotation_ends_at',
+      'facility_ids::text[] AS facility_ids, filter, secret_last4 AS secret, secret_rotation_ends_at',
     );
     const record = recordOf(SUBSCRIPTION_FIELDS, row);
     expect(record).toMatchObject({

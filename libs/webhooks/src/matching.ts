@@ -1,3 +1,5 @@
+import { eventFacets, filterPasses, type SubscriptionFilter } from './filter';
+
 /**
  * The event envelope (@fcd/events) as far as matching needs it: any type string, and of the
  * records inside `data` only the facility references.
@@ -19,6 +21,8 @@ export interface MatchableSubscription {
   events: readonly string[];
   /** null = every facility. */
   facility_ids: readonly string[] | null;
+  /** Its filter (./filter.ts); null or absent: none. */
+  filter?: SubscriptionFilter | null;
 }
 
 /**
@@ -39,11 +43,14 @@ export function eventFacilityIds(event: MatchableEvent): string[] {
  * True when the subscription wants the event: its type is one of the
  * subscription's events, and the subscription watches every facility
  * (`facility_ids` null) or at least one of the facilities the event concerns
- * (for a case: any of the case's facilities). Whether the subscription is
- * active is the caller's concern.
+ * (for a case: any of the case's facilities), and the event passes its
+ * filter (`filterPasses` over `eventFacets`). Whether the subscription is
+ * active is the caller's concern. The fan-out's SQL (deliveries/queue.ts)
+ * is this rule over the same facility ids and facets.
  */
 export function matches(subscription: MatchableSubscription, event: MatchableEvent): boolean {
   if (!subscription.events.includes(event.type)) return false;
+  if (!filterPasses(subscription.filter ?? null, eventFacets(event))) return false;
   if (subscription.facility_ids === null) return true;
   const watched = new Set(subscription.facility_ids.map((id) => id.toLowerCase()));
   return eventFacilityIds(event).some((id) => watched.has(id));

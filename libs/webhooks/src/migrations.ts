@@ -231,4 +231,15 @@ export const webhookMigrations: Migration[] = [
       );
     `,
   },
+  {
+    id: '0012_subscription_filter',
+    sql: `
+      -- Subscription filters (docs/webhooks.md "Filters", libs/webhooks/src/filter.ts): null, or an
+      -- object of non-empty lists of codes under states, programs, severities and epa_regions. The
+      -- fan-out tests each list with ?| against the event's facets, in the statement that already
+      -- joins the subscriptions: no index, no extra query.
+      ALTER TABLE subscriptions
+        ADD COLUMN filter jsonb CHECK (filter IS NULL OR jsonb_typeof(filter) = 'object');
+    `,
+  },
 ];

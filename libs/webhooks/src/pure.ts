@@ -14,6 +14,7 @@ export * from './deliveries/types';
 export * from './deliveries/view';
 export * from './event-record';
 export * from './fields';
+export * from './filter';
 export * from './limits';
 export * from './lists';
 export * from './matching';

@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type Pool, type PoolClient, withTransaction } from '@fcd/service-kit';
+import type { SubscriptionFilter } from './filter';
 import { type MatchableEvent, type MatchableSubscription, matches } from './matching';
 
 /**
@@ -49,6 +50,7 @@ export type RecoveryResult =
 interface SubscriptionRow {
   events: string[];
   facility_ids: string[] | null;
+  filter: SubscriptionFilter | null;
   is_active: boolean;
   created_ms: number;
   rate: number | null;
@@ -101,7 +103,7 @@ async function lockedSubscription(client: PoolClient, id: string): Promise<Subsc
   // FOR KEY SHARE: a concurrent delete waits for the deliveries written here (and takes them with
   // it) instead of failing their foreign key.
   const { rows } = await client.query<SubscriptionRow>(
-    `SELECT events, facility_ids::text[] AS facility_ids, is_active, extract(epoch FROM created_at) * 1000 AS created_ms,
+    `SELECT events, facility_ids::text[] AS facility_ids, filter, is_active, extract(epoch FROM created_at) * 1000 AS created_ms,
             rate_limit_per_second AS rate
        FROM webhook.subscriptions WHERE id = $1 FOR KEY SHARE`,
     [id],
@@ -134,7 +136,7 @@ async function missedPage(client: PoolClient, r: RecoveryRequest, sub: Subscript
   if (page.rows.length === 0) return { missed: [] as EventRow[], last: null, full: false };
   const received = await client.query<{ event_id: string }>(RECEIVED_SQL, [r.subscriptionId, page.rows.map((e) => e.id)]);
   const skip = new Set(received.rows.map((d) => d.event_id));
-  const matchable: MatchableSubscription = { events: sub.events, facility_ids: sub.facility_ids };
+  const matchable: MatchableSubscription = { events: sub.events, facility_ids: sub.facility_ids, filter: sub.filter };
   const missed = page.rows.filter((e) => !skip.has(e.id) && matches(matchable, JSON.parse(e.body) as MatchableEvent));
   return { missed, last: page.rows[page.rows.length - 1] ?? null, full: page.rows.length === RECOVERY_PAGE };
 }

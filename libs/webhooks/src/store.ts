@@ -54,8 +54,8 @@ export class SubscriptionStore {
       const now = new Date(input.now);
       const inserted = await client.query<Row>(
         `INSERT INTO webhook.subscriptions (id, account_id, url, events, facility_ids, secret_ciphertext, secret_last4, is_active, created_at, updated_at,
-                                            rate_limit_per_second, max_in_flight)
-         VALUES ($1, $2, $3, $4, $5::uuid[], $6, $7, true, $8, $8, $9, $10)
+                                            rate_limit_per_second, max_in_flight, filter)
+         VALUES ($1, $2, $3, $4, $5::uuid[], $6, $7, true, $8, $8, $9, $10, $11::jsonb)
          RETURNING ${COLUMNS}`,
         [
           input.id,
@@ -68,6 +68,7 @@ export class SubscriptionStore {
           now,
           input.rate_limit_per_second ?? null,
           input.max_in_flight ?? DEFAULT_MAX_IN_FLIGHT,
+          input.filter ? JSON.stringify(input.filter) : null,
         ],
       );
       return toSubscription(inserted.rows[0] as Row);
@@ -105,7 +106,7 @@ export class SubscriptionStore {
   }
 
   /**
-   * Applies any subset of url, events, facility_ids, is_active, rate_limit_per_second and max_in_flight.
+   * Applies any subset of url, events, facility_ids, filter, is_active, rate_limit_per_second and max_in_flight.
    * `is_active: true` reactivates and resets the failure bookkeeping;
    * `is_active: false` deactivates with reason "manual" (an already inactive
    * subscription keeps its original time and reason).
@@ -120,6 +121,7 @@ export class SubscriptionStore {
     if (patch.url !== undefined) sets.push(`url = ${param(patch.url)}`);
     if (patch.events !== undefined) sets.push(`events = ${param(patch.events)}`);
     if (patch.facility_ids !== undefined) sets.push(`facility_ids = ${param(patch.facility_ids)}::uuid[]`);
+    if (patch.filter !== undefined) sets.push(`filter = ${param(patch.filter === null ? null : JSON.stringify(patch.filter))}::jsonb`);
     if (patch.rate_limit_per_second !== undefined) sets.push(`rate_limit_per_second = ${param(patch.rate_limit_per_second)}::int`);
     if (patch.max_in_flight !== undefined) sets.push(`max_in_flight = ${param(patch.max_in_flight)}::int`);
     if (patch.is_active === true) {
@@ -186,7 +188,7 @@ export class SubscriptionStore {
 
   /**
    * Active subscriptions that list `eventType` and watch every facility or at
-   * least one of `facilityIds`. Same rule as `matches()`, evaluated in SQL.
+   * least one of `facilityIds`: `matches()`'s type and facility rule in SQL (not the filter, which needs the event).
    */
   async findActiveMatching(eventType: string, facilityIds: readonly string[]): Promise<Subscription[]> {
     const { rows } = await this.pool.query<Row>(

@@ -1,4 +1,5 @@
 import { type FieldSpecs, isoTime, isoTimeOrNull, redacted, type ViewOf, viewNames } from './fields';
+import type { SubscriptionFilter } from './filter';
 
 /**
  * A webhook subscription, declared once (./fields.ts): the store's columns, its row → record
@@ -13,6 +14,8 @@ export interface Subscription {
   events: string[];
   /** null = every facility. */
   facility_ids: string[] | null;
+  /** Narrows the events further (./filter.ts, docs/webhooks.md "Filters"); null = no filter. */
+  filter: SubscriptionFilter | null;
   /** Always the redacted form (`whsec_********abcd`); the clear secret is only returned by `create`. */
   secret: string;
   /** End of the overlap of the last rotation (both secrets sign until then); null when it had none. */
@@ -31,9 +34,9 @@ export interface Subscription {
   max_in_flight: number;
 }
 
-/** A subscription to create; rate_limit_per_second defaults to null (the dispatcher's default), max_in_flight to DEFAULT_MAX_IN_FLIGHT. */
+/** A subscription to create; filter defaults to null (none), rate_limit_per_second to null (the dispatcher's default), max_in_flight to DEFAULT_MAX_IN_FLIGHT. */
 export type NewSubscription = Pick<Subscription, 'id' | 'account_id' | 'url' | 'events' | 'facility_ids'> &
-  Partial<Pick<Subscription, 'rate_limit_per_second' | 'max_in_flight'>> & {
+  Partial<Pick<Subscription, 'filter' | 'rate_limit_per_second' | 'max_in_flight'>> & {
     /** The clear secret; stored encrypted. */
     secret: string;
     /** Epoch ms (from the injected clock). */
@@ -42,7 +45,7 @@ export type NewSubscription = Pick<Subscription, 'id' | 'account_id' | 'url' | '
 
 /** Any subset of the fields a caller may change. */
 export type SubscriptionPatch = Partial<
-  Pick<Subscription, 'url' | 'events' | 'facility_ids' | 'is_active' | 'rate_limit_per_second' | 'max_in_flight'>
+  Pick<Subscription, 'url' | 'events' | 'facility_ids' | 'filter' | 'is_active' | 'rate_limit_per_second' | 'max_in_flight'>
 >;
 
 export interface SubscriptionPage {
@@ -59,6 +62,7 @@ export const SUBSCRIPTION_FIELDS = {
   url: { view: true },
   events: { view: true },
   facility_ids: { sql: 'facility_ids::text[] AS facility_ids', view: true },
+  filter: { view: true },
   secret: { sql: 'secret_last4 AS secret', read: redacted, view: true },
   secret_rotation_ends_at: { read: isoTimeOrNull, view: true },
   is_active: { view: true },

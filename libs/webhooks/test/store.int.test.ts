@@ -68,6 +68,7 @@ describe('SubscriptionStore', () => {
       url: 'https://hooks.example.com/fcd',
       events: ['violation.new'],
       facility_ids: [F1, F2],
+      filter: null,
       secret: `whsec_********${input.secret.slice(-4)}`,
       secret_rotation_ends_at: null,
       is_active: true,

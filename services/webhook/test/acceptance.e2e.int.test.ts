@@ -314,7 +314,7 @@ describe('validation, nothing written', () => {
     [
       'an empty body',
       () => ({}),
-      () => [['body', 'must contain at least one of url, events, facility_ids, is_active, rate_limit_per_second, max_in_flight']],
+      () => [['body', 'must contain at least one of url, events, facility_ids, filter, is_active, rate_limit_per_second, max_in_flight']],
     ],
     [
       'a URL whose host resolves to loopback',

@@ -18,6 +18,7 @@ export const SUBSCRIPTION_KEYS = [
   'deactivation_reason',
   'events',
   'facility_ids',
+  'filter',
   'id',
   'is_active',
   'max_in_flight',

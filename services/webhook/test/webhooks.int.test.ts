@@ -352,7 +352,7 @@ describe('GET, PATCH and DELETE /v1/webhooks/{id}', () => {
   it('PATCH validates like create, merges every problem, and changes nothing on error', async () => {
     const account = newAccount();
     const { data } = (await create(account, { url: url(), events: ['case.new'] })).json();
-    expectValidationError(await patch(account, data.id, {}), [['body', /at least one of url, events, facility_ids, is_active/]]);
+    expectValidationError(await patch(account, data.id, {}), [['body', /at least one of url, events, facility_ids, filter, is_active/]]);
     expectValidationError(
       await patch(account, data.id, { url: 'https://10.0.0.5/', events: [], facility_ids: [], is_active: 'yes', x: 1 }),
       [

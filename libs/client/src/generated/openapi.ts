@@ -3241,6 +3241,70 @@ export interface operations {
               events: ('violation.new' | 'case.new' | 'case.updated' | 'facility.status_changed')[];
               /** @description null: every facility. */
               facility_ids: string[] | null;
+              /** @description null: no filter. */
+              filter: {
+                epa_regions?: ('01' | '02' | '03' | '04' | '05' | '06' | '07' | '08' | '09' | '10')[];
+                programs?: ('CAA' | 'CWA' | 'RCRA' | 'SDWA')[];
+                severities?: ('minor' | 'moderate' | 'significant')[];
+                states?: (
+                  | 'AL'
+                  | 'AK'
+                  | 'AZ'
+                  | 'AR'
+                  | 'CA'
+                  | 'CO'
+                  | 'CT'
+                  | 'DE'
+                  | 'DC'
+                  | 'FL'
+                  | 'GA'
+                  | 'HI'
+                  | 'ID'
+                  | 'IL'
+                  | 'IN'
+                  | 'IA'
+                  | 'KS'
+                  | 'KY'
+                  | 'LA'
+                  | 'ME'
+                  | 'MD'
+                  | 'MA'
+                  | 'MI'
+                  | 'MN'
+                  | 'MS'
+                  | 'MO'
+                  | 'MT'
+                  | 'NE'
+                  | 'NV'
+                  | 'NH'
+                  | 'NJ'
+                  | 'NM'
+                  | 'NY'
+                  | 'NC'
+                  | 'ND'
+                  | 'OH'
+                  | 'OK'
+                  | 'OR'
+                  | 'PA'
+                  | 'RI'
+                  | 'SC'
+                  | 'SD'
+                  | 'TN'
+                  | 'TX'
+                  | 'UT'
+                  | 'VT'
+                  | 'VA'
+                  | 'WA'
+                  | 'WV'
+                  | 'WI'
+                  | 'WY'
+                  | 'AS'
+                  | 'GU'
+                  | 'MP'
+                  | 'PR'
+                  | 'VI'
+                )[];
+              } | null;
               /** @description `wh_` + UUID. */
               id: string;
               is_active: boolean;
@@ -3307,6 +3371,69 @@ export interface operations {
           /** @description Event types, at least one, no duplicates. */
           events: ('violation.new' | 'case.new' | 'case.updated' | 'facility.status_changed')[];
           facility_ids?: string[] | null;
+          filter?: {
+            epa_regions?: ('01' | '02' | '03' | '04' | '05' | '06' | '07' | '08' | '09' | '10')[];
+            programs?: ('CAA' | 'CWA' | 'RCRA' | 'SDWA')[];
+            severities?: ('minor' | 'moderate' | 'significant')[];
+            states?: (
+              | 'AL'
+              | 'AK'
+              | 'AZ'
+              | 'AR'
+              | 'CA'
+              | 'CO'
+              | 'CT'
+              | 'DE'
+              | 'DC'
+              | 'FL'
+              | 'GA'
+              | 'HI'
+              | 'ID'
+              | 'IL'
+              | 'IN'
+              | 'IA'
+              | 'KS'
+              | 'KY'
+              | 'LA'
+              | 'ME'
+              | 'MD'
+              | 'MA'
+              | 'MI'
+              | 'MN'
+              | 'MS'
+              | 'MO'
+              | 'MT'
+              | 'NE'
+              | 'NV'
+              | 'NH'
+              | 'NJ'
+              | 'NM'
+              | 'NY'
+              | 'NC'
+              | 'ND'
+              | 'OH'
+              | 'OK'
+              | 'OR'
+              | 'PA'
+              | 'RI'
+              | 'SC'
+              | 'SD'
+              | 'TN'
+              | 'TX'
+              | 'UT'
+              | 'VT'
+              | 'VA'
+              | 'WA'
+              | 'WV'
+              | 'WI'
+              | 'WY'
+              | 'AS'
+              | 'GU'
+              | 'MP'
+              | 'PR'
+              | 'VI'
+            )[];
+          } | null;
           /** @description Most requests open at once to this subscription, over every dispatcher replica (1–64); 16 when omitted at creation. */
           max_in_flight?: number;
           rate_limit_per_second?: number | null;
@@ -3339,6 +3466,70 @@ export interface operations {
               events: ('violation.new' | 'case.new' | 'case.updated' | 'facility.status_changed')[];
               /** @description null: every facility. */
               facility_ids: string[] | null;
+              /** @description null: no filter. */
+              filter: {
+                epa_regions?: ('01' | '02' | '03' | '04' | '05' | '06' | '07' | '08' | '09' | '10')[];
+                programs?: ('CAA' | 'CWA' | 'RCRA' | 'SDWA')[];
+                severities?: ('minor' | 'moderate' | 'significant')[];
+                states?: (
+                  | 'AL'
+                  | 'AK'
+                  | 'AZ'
+                  | 'AR'
+                  | 'CA'
+                  | 'CO'
+                  | 'CT'
+                  | 'DE'
+                  | 'DC'
+                  | 'FL'
+                  | 'GA'
+                  | 'HI'
+                  | 'ID'
+                  | 'IL'
+                  | 'IN'
+                  | 'IA'
+                  | 'KS'
+                  | 'KY'
+                  | 'LA'
+                  | 'ME'
+                  | 'MD'
+                  | 'MA'
+                  | 'MI'
+                  | 'MN'
+                  | 'MS'
+                  | 'MO'
+                  | 'MT'
+                  | 'NE'
+                  | 'NV'
+                  | 'NH'
+                  | 'NJ'
+                  | 'NM'
+                  | 'NY'
+                  | 'NC'
+                  | 'ND'
+                  | 'OH'
+                  | 'OK'
+                  | 'OR'
+                  | 'PA'
+                  | 'RI'
+                  | 'SC'
+                  | 'SD'
+                  | 'TN'
+                  | 'TX'
+                  | 'UT'
+                  | 'VT'
+                  | 'VA'
+                  | 'WA'
+                  | 'WV'
+                  | 'WI'
+                  | 'WY'
+                  | 'AS'
+                  | 'GU'
+                  | 'MP'
+                  | 'PR'
+                  | 'VI'
+                )[];
+              } | null;
               /** @description `wh_` + UUID. */
               id: string;
               is_active: boolean;
@@ -3411,6 +3602,70 @@ export interface operations {
               events: ('violation.new' | 'case.new' | 'case.updated' | 'facility.status_changed')[];
               /** @description null: every facility. */
               facility_ids: string[] | null;
+              /** @description null: no filter. */
+              filter: {
+                epa_regions?: ('01' | '02' | '03' | '04' | '05' | '06' | '07' | '08' | '09' | '10')[];
+                programs?: ('CAA' | 'CWA' | 'RCRA' | 'SDWA')[];
+                severities?: ('minor' | 'moderate' | 'significant')[];
+                states?: (
+                  | 'AL'
+                  | 'AK'
+                  | 'AZ'
+                  | 'AR'
+                  | 'CA'
+                  | 'CO'
+                  | 'CT'
+                  | 'DE'
+                  | 'DC'
+                  | 'FL'
+                  | 'GA'
+                  | 'HI'
+                  | 'ID'
+                  | 'IL'
+                  | 'IN'
+                  | 'IA'
+                  | 'KS'
+                  | 'KY'
+                  | 'LA'
+                  | 'ME'
+                  | 'MD'
+                  | 'MA'
+                  | 'MI'
+                  | 'MN'
+                  | 'MS'
+                  | 'MO'
+                  | 'MT'
+                  | 'NE'
+                  | 'NV'
+                  | 'NH'
+                  | 'NJ'
+                  | 'NM'
+                  | 'NY'
+                  | 'NC'
+                  | 'ND'
+                  | 'OH'
+                  | 'OK'
+                  | 'OR'
+                  | 'PA'
+                  | 'RI'
+                  | 'SC'
+                  | 'SD'
+                  | 'TN'
+                  | 'TX'
+                  | 'UT'
+                  | 'VT'
+                  | 'VA'
+                  | 'WA'
+                  | 'WV'
+                  | 'WI'
+                  | 'WY'
+                  | 'AS'
+                  | 'GU'
+                  | 'MP'
+                  | 'PR'
+                  | 'VI'
+                )[];
+              } | null;
               /** @description `wh_` + UUID. */
               id: string;
               is_active: boolean;
@@ -3506,6 +3761,69 @@ export interface operations {
           /** @description Event types, at least one, no duplicates. */
           events?: ('violation.new' | 'case.new' | 'case.updated' | 'facility.status_changed')[];
           facility_ids?: string[] | null;
+          filter?: {
+            epa_regions?: ('01' | '02' | '03' | '04' | '05' | '06' | '07' | '08' | '09' | '10')[];
+            programs?: ('CAA' | 'CWA' | 'RCRA' | 'SDWA')[];
+            severities?: ('minor' | 'moderate' | 'significant')[];
+            states?: (
+              | 'AL'
+              | 'AK'
+              | 'AZ'
+              | 'AR'
+              | 'CA'
+              | 'CO'
+              | 'CT'
+              | 'DE'
+              | 'DC'
+              | 'FL'
+              | 'GA'
+              | 'HI'
+              | 'ID'
+              | 'IL'
+              | 'IN'
+              | 'IA'
+              | 'KS'
+              | 'KY'
+              | 'LA'
+              | 'ME'
+              | 'MD'
+              | 'MA'
+              | 'MI'
+              | 'MN'
+              | 'MS'
+              | 'MO'
+              | 'MT'
+              | 'NE'
+              | 'NV'
+              | 'NH'
+              | 'NJ'
+              | 'NM'
+              | 'NY'
+              | 'NC'
+              | 'ND'
+              | 'OH'
+              | 'OK'
+              | 'OR'
+              | 'PA'
+              | 'RI'
+              | 'SC'
+              | 'SD'
+              | 'TN'
+              | 'TX'
+              | 'UT'
+              | 'VT'
+              | 'VA'
+              | 'WA'
+              | 'WV'
+              | 'WI'
+              | 'WY'
+              | 'AS'
+              | 'GU'
+              | 'MP'
+              | 'PR'
+              | 'VI'
+            )[];
+          } | null;
           /** @description `true` reactivates and resets the failure count; `false` deactivates (reason `manual`). */
           is_active?: boolean;
           /** @description Most requests open at once to this subscription, over every dispatcher replica (1–64); 16 when omitted at creation. */
@@ -3540,6 +3858,70 @@ export interface operations {
               events: ('violation.new' | 'case.new' | 'case.updated' | 'facility.status_changed')[];
               /** @description null: every facility. */
               facility_ids: string[] | null;
+              /** @description null: no filter. */
+              filter: {
+                epa_regions?: ('01' | '02' | '03' | '04' | '05' | '06' | '07' | '08' | '09' | '10')[];
+                programs?: ('CAA' | 'CWA' | 'RCRA' | 'SDWA')[];
+                severities?: ('minor' | 'moderate' | 'significant')[];
+                states?: (
+                  | 'AL'
+                  | 'AK'
+                  | 'AZ'
+                  | 'AR'
+                  | 'CA'
+                  | 'CO'
+                  | 'CT'
+                  | 'DE'
+                  | 'DC'
+                  | 'FL'
+                  | 'GA'
+                  | 'HI'
+                  | 'ID'
+                  | 'IL'
+                  | 'IN'
+                  | 'IA'
+                  | 'KS'
+                  | 'KY'
+                  | 'LA'
+                  | 'ME'
+                  | 'MD'
+                  | 'MA'
+                  | 'MI'
+                  | 'MN'
+                  | 'MS'
+                  | 'MO'
+                  | 'MT'
+                  | 'NE'
+                  | 'NV'
+                  | 'NH'
+                  | 'NJ'
+                  | 'NM'
+                  | 'NY'
+                  | 'NC'
+                  | 'ND'
+                  | 'OH'
+                  | 'OK'
+                  | 'OR'
+                  | 'PA'
+                  | 'RI'
+                  | 'SC'
+                  | 'SD'
+                  | 'TN'
+                  | 'TX'
+                  | 'UT'
+                  | 'VT'
+                  | 'VA'
+                  | 'WA'
+                  | 'WV'
+                  | 'WI'
+                  | 'WY'
+                  | 'AS'
+                  | 'GU'
+                  | 'MP'
+                  | 'PR'
+                  | 'VI'
+                )[];
+              } | null;
               /** @description `wh_` + UUID. */
               id: string;
               is_active: boolean;
@@ -3935,6 +4317,70 @@ export interface operations {
               events: ('violation.new' | 'case.new' | 'case.updated' | 'facility.status_changed')[];
               /** @description null: every facility. */
               facility_ids: string[] | null;
+              /** @description null: no filter. */
+              filter: {
+                epa_regions?: ('01' | '02' | '03' | '04' | '05' | '06' | '07' | '08' | '09' | '10')[];
+                programs?: ('CAA' | 'CWA' | 'RCRA' | 'SDWA')[];
+                severities?: ('minor' | 'moderate' | 'significant')[];
+                states?: (
+                  | 'AL'
+                  | 'AK'
+                  | 'AZ'
+                  | 'AR'
+                  | 'CA'
+                  | 'CO'
+                  | 'CT'
+                  | 'DE'
+                  | 'DC'
+                  | 'FL'
+                  | 'GA'
+                  | 'HI'
+                  | 'ID'
+                  | 'IL'
+                  | 'IN'
+                  | 'IA'
+                  | 'KS'
+                  | 'KY'
+                  | 'LA'
+                  | 'ME'
+                  | 'MD'
+                  | 'MA'
+                  | 'MI'
+                  | 'MN'
+                  | 'MS'
+                  | 'MO'
+                  | 'MT'
+                  | 'NE'
+                  | 'NV'
+                  | 'NH'
+                  | 'NJ'
+                  | 'NM'
+                  | 'NY'
+                  | 'NC'
+                  | 'ND'
+                  | 'OH'
+                  | 'OK'
+                  | 'OR'
+                  | 'PA'
+                  | 'RI'
+                  | 'SC'
+                  | 'SD'
+                  | 'TN'
+                  | 'TX'
+                  | 'UT'
+                  | 'VT'
+                  | 'VA'
+                  | 'WA'
+                  | 'WV'
+                  | 'WI'
+                  | 'WY'
+                  | 'AS'
+                  | 'GU'
+                  | 'MP'
+                  | 'PR'
+                  | 'VI'
+                )[];
+              } | null;
               /** @description `wh_` + UUID. */
               id: string;
               is_active: boolean;

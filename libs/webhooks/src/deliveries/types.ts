@@ -1,3 +1,4 @@
+import type { EventFacets } from '../filter';
 import type { PauseReason } from '../limits';
 
 /**
@@ -18,6 +19,8 @@ export interface FanOutEvent {
   body: string;
   /** The facilities the event concerns (lower-case UUIDs). */
   facilityIds: readonly string[];
+  /** What subscription filters test (`eventFacets` of the envelope); computed from `body` when absent. */
+  facets?: EventFacets;
   /** Trace context to store with the deliveries (service-kit's traceContextColumn), if traced. */
   traceContext?: string | null;
 }

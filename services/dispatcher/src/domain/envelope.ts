@@ -1,5 +1,5 @@
 import { EventId } from '@fcd/service-kit/pure';
-import { eventFacilityIds, type FanOutEvent, type MatchableEvent } from '@fcd/webhooks/pure';
+import { eventFacets, eventFacilityIds, type FanOutEvent, type MatchableEvent } from '@fcd/webhooks/pure';
 
 export type ParsedEvent = { ok: true; event: FanOutEvent; createdAt: number } | { ok: false; reason: string };
 
@@ -23,7 +23,7 @@ export function parseEvent(body: string): ParsedEvent {
   const createdAt = typeof e.created_at === 'string' ? Date.parse(e.created_at) : Number.NaN;
   return {
     ok: true,
-    event: { id: e.id, type: e.type, body, facilityIds: eventFacilityIds(e as MatchableEvent) },
+    event: { id: e.id, type: e.type, body, facilityIds: eventFacilityIds(e as MatchableEvent), facets: eventFacets(e as MatchableEvent) },
     createdAt: Number.isNaN(createdAt) ? 0 : createdAt,
   };
 }

@@ -45,6 +45,7 @@ export class InMemorySubscriptions implements SubscriptionRepository {
       url: input.url,
       events: input.events,
       facility_ids: input.facility_ids,
+      filter: input.filter ?? null,
       secret: redactSecret(input.secret),
       secret_rotation_ends_at: null,
       is_active: true,

@@ -63,7 +63,10 @@ describe('facilityIdProblems', () => {
 describe('emptyPatchProblems', () => {
   it('refuses an empty object only', () => {
     expect(emptyPatchProblems({})).toEqual([
-      { field: 'body', message: 'must contain at least one of url, events, facility_ids, is_active, rate_limit_per_second, max_in_flight' },
+      {
+        field: 'body',
+        message: 'must contain at least one of url, events, facility_ids, filter, is_active, rate_limit_per_second, max_in_flight',
+      },
     ]);
     expect(emptyPatchProblems({ is_active: true })).toEqual([]);
     expect(emptyPatchProblems({ colour: 'red' })).toEqual([]);

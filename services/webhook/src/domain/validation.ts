@@ -11,7 +11,7 @@ import { EVENT_TYPES, isEventType } from '@fcd/webhooks/pure';
 const MAX_FACILITY_IDS = 1000;
 /** More problems than this are summarised in one extra entry, so the error stays small. */
 export const MAX_REPORTED_PROBLEMS = 100;
-const PATCHABLE_FIELDS = ['url', 'events', 'facility_ids', 'is_active', 'rate_limit_per_second', 'max_in_flight'] as const;
+const PATCHABLE_FIELDS = ['url', 'events', 'facility_ids', 'filter', 'is_active', 'rate_limit_per_second', 'max_in_flight'] as const;
 
 function isUuid(value: string): boolean {
   return FacilityId.parse(value) !== undefined;
@@ -103,7 +103,7 @@ const indexOf = (field: string): number => {
 
 /**
  * One list for one VALIDATION_ERROR: duplicates removed, ordered by field
- * (url, events, facility_ids, is_active, then the rest) and index, capped.
+ * (url, events, facility_ids, filter, is_active, then the rest) and index, capped.
  */
 export function mergeProblems(...lists: FieldProblem[][]): FieldProblem[] {
   const seen = new Set<string>();

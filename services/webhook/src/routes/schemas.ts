@@ -1,5 +1,16 @@
 import { DeliveryId, EventId, Nullable, PageQuery, Pagination, SubscriptionId, UUID_PATTERN } from '@fcd/service-kit';
-import { DEFAULT_MAX_IN_FLIGHT, EVENT_TYPES, MAX_IN_FLIGHT_RANGE, RATE_LIMIT_RANGE, TEST_EVENT_TYPE } from '@fcd/webhooks';
+import {
+  DEFAULT_MAX_IN_FLIGHT,
+  EVENT_TYPES,
+  FILTER_EPA_REGIONS,
+  FILTER_PROGRAMS,
+  FILTER_SEVERITIES,
+  FILTER_STATES,
+  MAX_FILTER_LIST,
+  MAX_IN_FLIGHT_RANGE,
+  RATE_LIMIT_RANGE,
+  TEST_EVENT_TYPE,
+} from '@fcd/webhooks';
 import { type TSchema, Type } from '@sinclair/typebox';
 
 /**
@@ -39,6 +50,36 @@ const FacilityIds = Type.Array(Uuid, {
   uniqueItems: true,
   description: 'Facilities to watch (UUIDs of existing facilities, 1–1000, no duplicates); null or omitted watches every facility.',
 });
+const codeList = (codes: readonly string[], description: string) =>
+  Type.Array(
+    Type.Union(
+      codes.map((c) => Type.Literal(c)),
+      { description },
+    ),
+    { minItems: 1, maxItems: MAX_FILTER_LIST, uniqueItems: true },
+  );
+/** docs/webhooks.md "Filters": what each list means for each event type. */
+const Filter = Type.Object(
+  {
+    states: Type.Optional(codeList(FILTER_STATES, 'USPS code (any case; stored upper-case): the state of a facility the event carries.')),
+    programs: Type.Optional(
+      codeList(FILTER_PROGRAMS, "ECHO program: a violation's program; for the other events a program of a facility the event carries."),
+    ),
+    severities: Type.Optional(
+      codeList(
+        FILTER_SEVERITIES,
+        "A violation's severity. Events without a severity (every type but violation.new) are not filtered by it.",
+      ),
+    ),
+    epa_regions: Type.Optional(codeList(FILTER_EPA_REGIONS, 'EPA region, "01"–"10": the region of a facility the event carries.')),
+  },
+  {
+    additionalProperties: false,
+    minProperties: 1,
+    description:
+      'Narrows the events: an event must match every list given (a list matches when the event has one of its values; for a case event, any of its facilities). Combines with facility_ids (AND). null or omitted: no filter; PATCH with null clears it.',
+  },
+);
 const ReceiverUrl = Url(
   'Where deliveries are POSTed: `https://`, at most 2048 characters, no user:password, and a public host (not loopback, private, link-local, multicast or a cloud metadata address), checked again against the resolved address at delivery time.',
 );
@@ -60,6 +101,7 @@ export const CreateBody = Type.Object(
     url: ReceiverUrl,
     events: EventList,
     facility_ids: Type.Optional(nullable(FacilityIds)),
+    filter: Type.Optional(nullable(Filter)),
     rate_limit_per_second: Type.Optional(nullable(RateLimit)),
     max_in_flight: Type.Optional(MaxInFlight),
   },
@@ -71,6 +113,7 @@ export const PatchBody = Type.Object(
     url: Type.Optional(ReceiverUrl),
     events: Type.Optional(EventList),
     facility_ids: Type.Optional(nullable(FacilityIds)),
+    filter: Type.Optional(nullable(Filter)),
     is_active: Type.Optional(
       Type.Boolean({ description: '`true` reactivates and resets the failure count; `false` deactivates (reason `manual`).' }),
     ),
@@ -140,6 +183,7 @@ const SubscriptionSchema = Type.Object({
   facility_ids: Type.Union([Type.Array(Uuid, { minItems: 1, maxItems: 1000, uniqueItems: true }), Type.Null()], {
     description: 'null: every facility.',
   }),
+  filter: Type.Union([Filter, Type.Null()], { description: 'null: no filter.' }),
   secret: Type.String({
     pattern: '^whsec_(\\*{8}[A-Za-z0-9+/=_-]{4}|[A-Za-z0-9+/]{43}=)$',
     description:

@@ -17,7 +17,9 @@ import { checkWebhookUrl } from '@fcd/webhooks';
 import {
   DEFAULT_EVENT_RETENTION_DAYS,
   type DeliveryView,
+  filterProblems,
   generateSecret,
+  normaliseFilter,
   type RecoverRateDecision,
   type Resolver,
   SUBSCRIPTION_VIEW,
@@ -114,6 +116,7 @@ export class WebhookService {
         url: raw.url as string,
         events: raw.events as string[],
         facility_ids: normaliseFacilityIds(raw.facility_ids),
+        filter: normaliseFilter(raw.filter),
         secret,
         now: this.clock.now(),
         rate_limit_per_second: typeof raw.rate_limit_per_second === 'number' ? raw.rate_limit_per_second : null,
@@ -145,6 +148,7 @@ export class WebhookService {
     if ('url' in raw) patch.url = raw.url as string;
     if ('events' in raw) patch.events = raw.events as string[];
     if ('facility_ids' in raw) patch.facility_ids = normaliseFacilityIds(raw.facility_ids);
+    if ('filter' in raw) patch.filter = normaliseFilter(raw.filter);
     if ('is_active' in raw) patch.is_active = raw.is_active as boolean;
     if ('rate_limit_per_second' in raw) patch.rate_limit_per_second = raw.rate_limit_per_second as number | null;
     if ('max_in_flight' in raw) patch.max_in_flight = raw.max_in_flight as number;
@@ -271,7 +275,7 @@ export class WebhookService {
   }
 
   /**
-   * Content checks of whichever of url, events and facility_ids are present
+   * Content checks of whichever of url, events, facility_ids and filter are present
    * (URL resolution and facility existence run in parallel), merged with the
    * schema's problems. A dependency that cannot answer (DNS, facility
    * service) makes the whole request a 503: the list would be incomplete.
@@ -286,7 +290,14 @@ export class WebhookService {
             .then((existing) => unknownFacilityProblems(facilities.candidates, existing))
         : Promise.resolve([]),
     ]);
-    const problems = mergeProblems(schemaProblems, urlProblems, eventProblems(raw.events), facilities.problems, unknownFacilities);
+    const problems = mergeProblems(
+      schemaProblems,
+      urlProblems,
+      eventProblems(raw.events),
+      facilities.problems,
+      unknownFacilities,
+      filterProblems(raw.filter),
+    );
     if (problems.length > 0) throw validationError(problems);
   }
 
