@@ -1,6 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import ts from 'typescript';
 import { describe, expect, it } from 'vitest';
 
 /**
@@ -39,18 +40,22 @@ function productionClosure(name: string, seen = new Set<string>()): Set<string> 
 }
 
 /**
- * Bare package names a bundle imports (esbuild keeps npm packages external). A module specifier
- * never spans lines, and a quoted "from" (a string such as `flag(args, "from")`) is not a keyword.
+ * Every bare module specifier a bundle imports or requires (esbuild keeps npm packages external),
+ * `node:` ones left out, as TypeScript's scanner reads them: from import and export declarations,
+ * `import()` and `require()`, never from a string that only looks like one.
  */
+function bareSpecifiers(file: string): Set<string> {
+  const { importedFiles } = ts.preProcessFile(readFileSync(file, 'utf8'), true, true);
+  return new Set(importedFiles.map((f) => f.fileName).filter((spec) => !/^(\.|\/|node:)/.test(spec)));
+}
+
+/** Bare package names a bundle imports: each specifier's package (`@scope/name` or `name`). */
 function bundleImports(file: string): Set<string> {
-  const text = readFileSync(file, 'utf8');
-  const names = new Set<string>();
-  for (const m of text.matchAll(/(?:(?<!["'])\bfrom\s*|\bimport\s*\(\s*|\brequire\s*\(\s*)"([^"./\n][^"\n]*)"/g)) {
-    const spec = m[1] as string;
-    if (spec.startsWith('node:')) continue;
-    names.add(spec.startsWith('@') ? spec.split('/').slice(0, 2).join('/') : (spec.split('/')[0] as string));
-  }
-  return names;
+  return new Set(
+    [...bareSpecifiers(file)].map((spec) =>
+      spec.startsWith('@') ? spec.split('/').slice(0, 2).join('/') : (spec.split('/')[0] as string),
+    ),
+  );
 }
 
 /** Where the install stage puts scripts/image/npm-install.sh: outside /app, so not in the runtime stage. */
@@ -119,16 +124,6 @@ describe('Dockerfile', () => {
     for (const entry of ['**/node_modules', '**/dist', '.git', '.env', '.env.*', '**/test']) expect(ignored).toContain(entry);
   });
 });
-
-/** Bare module specifiers a bundle imports, whole (`ajv-formats/dist/formats`), `node:` ones left out. */
-function bareSpecifiers(file: string): Set<string> {
-  const text = readFileSync(file, 'utf8');
-  const specs = new Set<string>();
-  for (const m of text.matchAll(/(?:(?<!["'])\bfrom\s*|\bimport\s*\(\s*)"([^"./\n][^"\n]*)"/g)) {
-    if (!(m[1] as string).startsWith('node:')) specs.add(m[1] as string);
-  }
-  return specs;
-}
 
 /**
  * Specifiers Node's ESM resolution cannot load from the bundle's folder: it maps each to a file
