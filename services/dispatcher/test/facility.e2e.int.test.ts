@@ -154,7 +154,9 @@ it('a violation.new ingested by the facility service reaches the receiver: the e
     data: { violation: { facility_id: facilityId, facility_name: 'Acme Smelting' } },
   });
   expect(envelope.id).toMatch(/^evt_/);
-  expect(Object.keys(envelope.data)).toEqual(['violation']);
+  // The violation, then its facility's snapshot (what subscription filters match on).
+  expect(Object.keys(envelope.data)).toEqual(['violation', 'facility']);
+  expect(envelope.data.facility).toMatchObject({ id: facilityId, name: 'Acme Smelting' });
   expect(Object.keys(envelope.data.violation)).toEqual(
     expect.arrayContaining(['id', 'facility_id', 'facility_name', 'program', 'violation_type', 'violation_date', 'severity']),
   );

@@ -150,6 +150,7 @@ describe('create, read, list, update; the secret once; facility_ids null', () =>
       url: HOOK_URL,
       events: ['violation.new', 'case.updated'],
       facility_ids: [F1, F2],
+      filter: null,
       secret: sub.secret,
       secret_rotation_ends_at: null,
       is_active: true,
