@@ -25,6 +25,23 @@ export type ServiceImpl<S extends DescService> = {
       : never;
 };
 
+/**
+ * Every method of the service failing with "unused": a fake server in a test spreads it first and
+ * then writes only the methods it serves, so a method added to the service needs no edit there.
+ */
+export function unusedMethods<S extends DescService>(service: S): ServiceImpl<S> {
+  const impl: Record<string, unknown> = {};
+  for (const method of service.methods) {
+    impl[method.localName] =
+      method.methodKind === 'unary'
+        ? async () => {
+            throw new Error(`unused: ${method.name}`);
+          }
+        : (call: grpc.ServerDuplexStream<unknown, unknown>) => call.end();
+  }
+  return impl as ServiceImpl<S>;
+}
+
 function methodPath(service: DescService, method: DescMethod): string {
   return `/${service.typeName}/${method.name}`;
 }

@@ -2,7 +2,7 @@ import { create } from '@bufbuild/protobuf';
 import { GetUsageRequestSchema, GetUsageResponseSchema, UsageService } from '@fcd/proto';
 import { AppError } from '@fcd/service-kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { addService, createClient, fromGrpcError, grpc, serviceDefinition } from '../src/index';
+import { addService, createClient, fromGrpcError, grpc, serviceDefinition, unusedMethods } from '../src/index';
 
 let server: grpc.Server;
 let port: number;
@@ -14,6 +14,7 @@ beforeAll(async () => {
     server,
     UsageService,
     {
+      ...unusedMethods(UsageService),
       authorizeStream(call) {
         call.end();
       },
@@ -23,24 +24,6 @@ beforeAll(async () => {
       async getUsage(req) {
         if (req.accountId === 'missing') throw new AppError('NOT_FOUND', 'No such account.');
         return create(GetUsageResponseSchema, { tier: 'pro', dailyLimit: 25_000, billingPeriod: { totalRequests: 7n } });
-      },
-      async getAccounts() {
-        throw new Error('unused');
-      },
-      async listKeys() {
-        throw new Error('unused');
-      },
-      async createKey() {
-        throw new Error('unused');
-      },
-      async renameKey() {
-        throw new Error('unused');
-      },
-      async revokeKey() {
-        throw new Error('unused');
-      },
-      async rollKey() {
-        throw new Error('unused');
       },
     },
     { onUnary: (method, code) => calls.push({ method, code }) },

@@ -1,5 +1,5 @@
 import { create } from '@bufbuild/protobuf';
-import { addService, createClient, grpc } from '@fcd/grpc';
+import { addService, createClient, grpc, unusedMethods } from '@fcd/grpc';
 import { AuthorizeResultSchema, type AuthorizeStreamRequest, AuthorizeStreamResponseSchema, Decision, UsageService } from '@fcd/proto';
 import { createLogger } from '@fcd/service-kit';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -18,6 +18,7 @@ async function fakeUsage(options: { delayMs?: number; port?: number; drainStream
   const server = new grpc.Server();
   let streams = 0;
   addService(server, UsageService, {
+    ...unusedMethods(UsageService),
     authorizeStream(call) {
       const drains = streams++ < (options.drainStreams ?? 0);
       call.on('data', (req: AuthorizeStreamRequest) => {
@@ -36,30 +37,6 @@ async function fakeUsage(options: { delayMs?: number; port?: number; drainStream
         }, options.delayMs ?? 0);
       });
       call.on('end', () => call.end());
-    },
-    async authorize() {
-      throw new Error('unused');
-    },
-    async getUsage() {
-      throw new Error('unused');
-    },
-    async getAccounts() {
-      throw new Error('unused');
-    },
-    async listKeys() {
-      throw new Error('unused');
-    },
-    async createKey() {
-      throw new Error('unused');
-    },
-    async renameKey() {
-      throw new Error('unused');
-    },
-    async revokeKey() {
-      throw new Error('unused');
-    },
-    async rollKey() {
-      throw new Error('unused');
     },
   });
   const port = await new Promise<number>((res, rej) =>

@@ -1,5 +1,5 @@
 import { create } from '@bufbuild/protobuf';
-import { addService, grpc } from '@fcd/grpc';
+import { addService, grpc, unusedMethods } from '@fcd/grpc';
 import {
   AuthorizeResultSchema,
   type AuthorizeStreamRequest,
@@ -31,6 +31,7 @@ const getUsageCalls: string[] = [];
 beforeAll(async () => {
   server = new grpc.Server();
   addService(server, UsageService, {
+    ...unusedMethods(UsageService),
     authorizeStream(call) {
       call.on('data', (req: AuthorizeStreamRequest) => {
         call.write(
@@ -54,30 +55,9 @@ beforeAll(async () => {
       });
       call.on('end', () => call.end());
     },
-    async authorize() {
-      throw new Error('unused');
-    },
     async getUsage(request) {
       getUsageCalls.push(request.accountId);
       return usageWithoutBilling();
-    },
-    async getAccounts() {
-      throw new Error('unused');
-    },
-    async listKeys() {
-      throw new Error('unused');
-    },
-    async createKey() {
-      throw new Error('unused');
-    },
-    async renameKey() {
-      throw new Error('unused');
-    },
-    async revokeKey() {
-      throw new Error('unused');
-    },
-    async rollKey() {
-      throw new Error('unused');
     },
   });
   const port = await new Promise<number>((res, rej) =>
