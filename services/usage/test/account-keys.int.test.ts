@@ -2,7 +2,7 @@ import { AppError, createLogger, createPool, KeyId, ManualClock, migrate, type P
 import { createTestDatabase, type TestDatabase, testUrls, uniqueName } from '@fcd/testing';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MAX_LIVE_KEYS } from '../src/domain/account-keys';
+import { isLive, MAX_LIVE_KEYS } from '../src/domain/account-keys';
 import { KeyCache } from '../src/domain/key-cache';
 import { UsageMeter } from '../src/meter/index';
 import { createUsageMetrics } from '../src/metrics';
@@ -157,5 +157,23 @@ describe('account keys', () => {
     expect(await codeOf(accounts.rollAccountKey(account.id, old.key.id, 0, T0 + 30_000))).toBe('NOT_FOUND');
     const again = await accounts.rollAccountKey(account.id, rolled.key.id, 0, T0 + 30_000);
     expect(again.old.revokedAt).toBe(new Date(T0 + 30_000).toISOString());
+  });
+
+  it('a roll at the limit of live keys may hold one more until the old key lapses, never two', async () => {
+    const account = await accounts.createAccount({ name: 'rolls', tier: 'pro' });
+    const keys = [];
+    for (let i = 0; i < 10; i++) keys.push(await accounts.createAccountKey(account.id, { name: `k${i}`, expiresAt: null }, T0));
+    const first = keys[0] as (typeof keys)[number];
+    const rolled = await accounts.rollAccountKey(account.id, first.key.id, 60, T0);
+    const live = (at: number) => accounts.accountKeys(account.id).then((ks) => ks.filter((k) => isLive(k, at)).length);
+    expect(await live(T0)).toBe(11);
+    // Neither the old key (rolled again) nor the new one may add a twelfth while the old one lives.
+    expect(await codeOf(accounts.rollAccountKey(account.id, first.key.id, 60, T0 + 1000))).toBe('LIMIT_REACHED');
+    expect(await codeOf(accounts.rollAccountKey(account.id, rolled.key.id, 60, T0 + 1000))).toBe('LIMIT_REACHED');
+    expect(await live(T0 + 1000)).toBe(11);
+    // Once it has lapsed, the new key rolls like any other.
+    const next = await accounts.rollAccountKey(account.id, rolled.key.id, 0, T0 + 60_000);
+    expect(next.old.revokedAt).toBe(new Date(T0 + 60_000).toISOString());
+    expect(await live(T0 + 60_000)).toBe(10);
   });
 });

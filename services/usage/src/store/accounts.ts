@@ -268,8 +268,9 @@ export class AccountStore {
 
   /**
    * Rolls a live key: a new key with the same name and expiry, and the old one keeps working for
-   * `seconds` more (never longer than it would have; 0 revokes it now). Not refused for the live-key
-   * limit: a leaked key must always be replaceable; the old key counts as live until it lapses.
+   * `seconds` more (never longer than it would have; 0 revokes it now). A leaked key is always
+   * replaceable: the limit counts the account's other live keys, so a roll may hold MAX_LIVE_KEYS + 1
+   * live keys until the old one lapses, and is refused (LIMIT_REACHED) only past that.
    */
   async rollAccountKey(
     accountId: string,
@@ -278,9 +279,12 @@ export class AccountStore {
     now: number,
   ): Promise<{ key: AccountKey; apiKey: string; old: AccountKey }> {
     return withTransaction(this.pool, async (client) => {
-      await lockAndCountLive(client, accountId, now);
+      const live = await lockAndCountLive(client, accountId, now);
       const old = await keyOf(client, accountId, keyId);
       if (!isLive(old, now)) throw keyNotFound(keyId);
+      // The others, the old key aside, must leave room: a roll may exceed the limit by the one
+      // key it replaces, never more (rolling again while the old key lives would add a key each time).
+      if (live - 1 >= MAX_LIVE_KEYS) throw tooManyKeys();
       const until = new Date(now + seconds * 1000);
       const { rows } = await client.query<AccountKeyRow>(
         seconds === 0
