@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { decodeCursor, encodeCursor } from './cursor';
+import { decodeCursor, encodeCursor, sortedList } from './cursor';
 
 describe('keyset cursors', () => {
   it('round-trip the sort key of their own list', () => {
@@ -25,6 +25,16 @@ describe('keyset cursors', () => {
       bad(['f1', 5]),
     ]) {
       expect(decodeCursor('violations', c) ?? decodeCursor('facilities', c)).toBeUndefined();
+    }
+  });
+
+  it("take back a decimal sort value with every digit numeric gave it, a float's included", () => {
+    const list = sortedList('fp1', 'decimal');
+    for (const value of ['1234.5600000000001', '0.00000012345678901234567', '-3', '187500']) {
+      expect(list.fromValues([value, '110000000042'])).toEqual({ value, registry_id: '110000000042' });
+    }
+    for (const value of ['1e21', '1.', '.5', `0.${'1'.repeat(41)}`, '12a']) {
+      expect(list.fromValues([value, '110000000042'])).toBeUndefined();
     }
   });
 });

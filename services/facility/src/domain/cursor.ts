@@ -81,7 +81,9 @@ export type SortedKey = { value: string | number; registry_id: string };
  */
 export type SortValueKind = 'text' | 'decimal' | 'integer' | 'date' | 'xid';
 
-const DECIMAL_TEXT = /^-?\d{1,20}(\.\d{1,10})?$/;
+// numeric's text of a JSON number holds every digit it was written with (a float's shortest form:
+// 17 significant digits, so up to about 40 decimals for a small one): all of them come back.
+const DECIMAL_TEXT = /^-?\d{1,20}(\.\d{1,40})?$/;
 const DATE_TEXT = /^(\d{4}-\d{2}-\d{2})$/;
 const XID_TEXT = /^\d{1,20}$/;
 const INT4_MAX = 2_147_483_647;
