@@ -92,7 +92,9 @@ export class DeliveryLog {
     const attempts = new Map<string, LoggedAttempt[]>();
     for (const row of rows) {
       const attempt = recordOf<LoggedAttempt>(ATTEMPT_FIELDS, row);
-      attempts.set(attempt.delivery_id, [...(attempts.get(attempt.delivery_id) ?? []), attempt]);
+      const list = attempts.get(attempt.delivery_id);
+      if (list) list.push(attempt);
+      else attempts.set(attempt.delivery_id, [attempt]);
     }
     return deliveries.map((d) => deliveryView(d, attempts.get(d.id) ?? []));
   }
