@@ -285,14 +285,10 @@ function writeBehind(
 }
 
 /**
- * Stops accepting and sends GOAWAY, then starts draining the authorization streams; resolves
- * once the server has shut down (forced after 5 s), with the drain (`drained`) still under way.
- */
-/**
  * Stop accepting and send GOAWAY (the gateways open their next streams on new connections, to
  * another replica), then end each authorization stream once its batches are answered; unary calls
- * finish. All within 5 s, then forced. Batches still being decided (a slow Postgres, fail-open)
- * finish before the final flush, so their counts are written; bounded.
+ * finish. The server is forced closed after 5 s; batches still being decided (a slow Postgres,
+ * fail-open) get up to 10 s more, so their counts are written before the final flush.
  */
 function grpcStopWorker(grpcServer: grpc.Server, drain: () => Promise<void>, logger: Logger): Worker {
   return onStopWorker('grpc server', async () => {
@@ -301,6 +297,10 @@ function grpcStopWorker(grpcServer: grpc.Server, drain: () => Promise<void>, log
   });
 }
 
+/**
+ * Stops accepting and sends GOAWAY, then starts draining the authorization streams; resolves
+ * once the server has shut down (forced after 5 s), with the drain (`drained`) still under way.
+ */
 async function shutDownGrpc(grpcServer: grpc.Server, drain: () => Promise<void>, logger: Logger): Promise<{ drained: Promise<void> }> {
   let drained: Promise<void> = Promise.resolve();
   await new Promise<void>((resolve) => {
