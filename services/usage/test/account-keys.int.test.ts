@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isLive, MAX_LIVE_KEYS } from '../src/domain/account-keys';
 import { KeyCache } from '../src/domain/key-cache';
 import { UsageMeter } from '../src/meter/index';
+import { LAST_USED_RESOLUTION_MS } from '../src/meter/write-behind';
 import { createUsageMetrics } from '../src/metrics';
 import { AccountStore } from '../src/store/accounts';
 import { CounterStore } from '../src/store/counters';
@@ -135,6 +136,27 @@ describe('account keys', () => {
     // An older use written later never moves it back.
     await accounts.touchKeys([{ keyId: a.key.id, usedAt: T0 }]);
     expect((await accounts.accountKeys(account.id))[0]?.lastUsedAt).toBe(new Date(T0 + 1500).toISOString());
+  });
+
+  it('writes a key in steady use once a minute, not at every flush', async () => {
+    const clock = new ManualClock(T0);
+    const meter = meterWith(clock);
+    const account = await accounts.createAccount({ name: 'steady', tier: 'pro' });
+    const a = await accounts.createAccountKey(account.id, { name: 'a', expiresAt: null }, T0);
+    const lastUsed = async () => (await accounts.accountKeys(account.id))[0]?.lastUsedAt;
+    await meter.authorize([a.apiKey]);
+    await meter.flush();
+    expect(await lastUsed()).toBe(new Date(T0).toISOString());
+    // Uses within the minute after the written one are not written again.
+    clock.advance(LAST_USED_RESOLUTION_MS - 1);
+    await meter.authorize([a.apiKey]);
+    await meter.flush();
+    expect(await lastUsed()).toBe(new Date(T0).toISOString());
+    // The first use a minute after it is.
+    clock.advance(1);
+    await meter.authorize([a.apiKey]);
+    await meter.flush();
+    expect(await lastUsed()).toBe(new Date(T0 + LAST_USED_RESOLUTION_MS).toISOString());
   });
 
   it('a rolled key keeps working until its expiry, then is refused; the new key has the same name', async () => {

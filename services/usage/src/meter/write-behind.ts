@@ -2,6 +2,9 @@ import type { UsageMetrics } from '../metrics';
 import type { AccountStore } from '../store/accounts';
 import type { CounterStore } from '../store/counters';
 
+/** How stale `last_used_at` may be (docs/api.md, "API keys": it may lag by up to a minute). */
+export const LAST_USED_RESOLUTION_MS = 60_000;
+
 export const pairKey = (accountId: string, day: string) => `${accountId}|${day}`;
 
 export interface DayCountOf {
@@ -21,6 +24,8 @@ export class WriteBehind {
   private pendingDays = new Map<string, number>();
   /** When each key was last used since the last flush (its `last_used_at`, written with the counts). */
   private lastUsed = new Map<string, number>();
+  /** The `last_used_at` this replica last wrote of each key: a use within a minute of it is not written again. */
+  private written = new Map<string, number>();
 
   constructor(private readonly deps: { accounts: AccountStore; counters: CounterStore; metrics: UsageMetrics }) {}
 
@@ -31,9 +36,13 @@ export class WriteBehind {
     if (!prev || prev.count < count) this.pending.set(k, { accountId, day, count });
   }
 
-  /** Notes a use of a key; written at the next flush (so `last_used_at` lags by the flush interval). */
+  /**
+   * Notes a use of a key, written at the next flush; a key in steady use is written once a minute,
+   * not at every flush (`last_used_at` lags by up to LAST_USED_RESOLUTION_MS, as documented).
+   */
   used(keyId: string, at: number): void {
     if (!keyId) return;
+    if (at - (this.written.get(keyId) ?? Number.NEGATIVE_INFINITY) < LAST_USED_RESOLUTION_MS) return;
     const prev = this.lastUsed.get(keyId);
     if (prev === undefined || prev < at) this.lastUsed.set(keyId, at);
   }
@@ -91,6 +100,7 @@ export class WriteBehind {
     this.lastUsed = new Map();
     try {
       await this.deps.accounts.touchKeys([...batch].map(([keyId, usedAt]) => ({ keyId, usedAt })));
+      for (const [keyId, at] of batch) this.written.set(keyId, at);
     } catch (err) {
       for (const [keyId, at] of batch) this.used(keyId, at);
       this.deps.metrics.storeErrors.inc({ store: 'postgres' });
