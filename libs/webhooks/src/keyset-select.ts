@@ -27,7 +27,11 @@ export async function selectKeysetPage<R>(pool: Pool, select: KeysetSelect<R>, l
   };
   // The order's columns qualified: a select alias of the same name (e.g. `position::text AS position`) is not the column.
   const order = { ...select.order, columns: select.order.columns.map((c) => `t.${c}`) };
-  const where = select.where.map(([condition, value]) => condition.replace('$?', param(value)));
+  const where = select.where.map(([condition, value]) => {
+    // One value, one placeholder: a condition using it twice must bind it twice (two entries).
+    if (condition.split('$?').length !== 2) throw new Error(`a keyset condition takes exactly one $?: ${condition}`);
+    return condition.replace('$?', param(value));
+  });
   if (select.after) where.push(keysetAfter(order, select.after.map(param)));
   const { rows } = await pool.query<Record<string, unknown>>(
     `SELECT ${columnsOf(select.fields)} FROM ${select.table} t WHERE ${where.length > 0 ? where.join(' AND ') : 'true'}

@@ -50,7 +50,9 @@ export function eventFacilityIds(event: MatchableEvent): string[] {
  */
 export function matches(subscription: MatchableSubscription, event: MatchableEvent): boolean {
   if (!subscription.events.includes(event.type)) return false;
-  if (!filterPasses(subscription.filter ?? null, eventFacets(event))) return false;
+  const filter = subscription.filter ?? null;
+  // Most subscriptions have no filter: the event's facets are read only for one that has.
+  if (filter !== null && !filterPasses(filter, eventFacets(event))) return false;
   if (subscription.facility_ids === null) return true;
   const watched = new Set(subscription.facility_ids.map((id) => id.toLowerCase()));
   return eventFacilityIds(event).some((id) => watched.has(id));
