@@ -5,7 +5,7 @@ import { CASE_STATUSES, CASE_TYPES, COMPLIANCE_STATUSES, PROGRAMS, SEVERITIES, S
 import { CSV_COLUMNS, csvLine, csvRow, type ExportFilter, type ExportKind, exportPage } from '../store/exports';
 import type { Queryable } from '../store/queries';
 import { requireProTier } from './auth';
-import { FACILITY_FILTER_PARAMS, facilityFilter } from './facility-query';
+import { FACILITY_FILTER_PARAMS, facilityFilter, Since } from './facility-query';
 import { rejectInvalid } from './validation';
 
 /**
@@ -19,7 +19,6 @@ import { rejectInvalid } from './validation';
  * the last row, the next page's `after`) and `x-export-more` (`true` when rows follow).
  */
 const Uuid = Type.String({ format: 'uuid' });
-const Since = Type.String({ format: 'date', formatMinimum: '0001-01-01' });
 const Paging = {
   after: Type.String({ format: 'uuid', description: 'Resume after this row id (the id of the last row received).' }),
   page_size: Type.Integer({ minimum: 1, maximum: 1000 }),

@@ -10,7 +10,8 @@ import { type BoundingBox, FACILITY_SORTS, type FacilityFilter } from '../store/
  * filter they make. Filters combine with AND; a bad value is a 400 VALIDATION_ERROR naming it.
  */
 
-const Since = Type.String({ format: 'date', formatMinimum: '0001-01-01', description: 'YYYY-MM-DD, 0001-01-01 to 9999-12-31' });
+/** A day, years 0001–9999: what a Postgres date holds and ISO 8601 writes with four digits (year 0000 is refused). */
+export const Since = Type.String({ format: 'date', formatMinimum: '0001-01-01', description: 'YYYY-MM-DD, 0001-01-01 to 9999-12-31' });
 
 /** Text Postgres takes: no NUL character. */
 const NO_NUL = '^[^\\u0000]*$';

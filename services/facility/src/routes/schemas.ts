@@ -5,7 +5,7 @@ import { CASE_STATUSES, CASE_TYPES, COMPLIANCE_STATUSES, PROGRAMS, SEVERITIES, S
 import { Uuid } from '../domain/fields';
 import { FacilitySchema } from '../domain/model';
 import { FIELDS } from '../domain/records';
-import { FACILITY_FILTER_PARAMS, SortParam } from './facility-query';
+import { FACILITY_FILTER_PARAMS, Since, SortParam } from './facility-query';
 
 /**
  * Request and response schemas. Responses are serialised by these schemas
@@ -29,8 +29,6 @@ export const listOf = <T extends TSchema>(t: T) => Type.Object({ data: Type.Arra
 
 const Limit = Type.Integer({ minimum: 1, maximum: 100, default: 25 });
 const Cursor = Type.String({ minLength: 1, maxLength: 400 });
-/** Years 0001–9999: what a Postgres date holds and ISO 8601 writes with four digits (year 0000 is refused). */
-const Since = Type.String({ format: 'date', formatMinimum: '0001-01-01', description: 'YYYY-MM-DD, 0001-01-01 to 9999-12-31' });
 
 const optionalObject = <P extends Record<string, TSchema>>(props: P) => Type.Partial(Type.Object(props), { additionalProperties: false });
 
