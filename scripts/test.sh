@@ -52,8 +52,9 @@ rm -f .run/vitest.json .run/vitest-load.json
 npx vitest run --exclude '**/*.load.int.test.ts' --reporter=default --reporter=json --outputFile.json=.run/vitest.json "$@"
 vitest_rc=$?
 reports=(.run/vitest.json)
-# Tests that assert a latency percentile under load (*.load.int.test.ts) run last, one file at a
-# time, so no other test file's processes share the two cores with the load they measure.
+# Tests that assert a latency percentile under load, or a timing bound within a margin of about
+# 100 ms (*.load.int.test.ts), run last, one file at a time, so no other test file's processes
+# share the two cores with the load they measure.
 if [ $# -eq 0 ]; then
   echo "== latency tests under load (vitest, one file at a time)"
   npx vitest run --maxWorkers=1 --reporter=default --reporter=json --outputFile.json=.run/vitest-load.json '.load.int.test.ts'
