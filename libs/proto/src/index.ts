@@ -1,1 +1,2 @@
+export * from './gen/usage/v1/portal_pb';
 export * from './gen/usage/v1/usage_pb';
