@@ -27,6 +27,17 @@ export const FacilityConfigSchema = Type.Object({
   /** Sent outbox rows older than this are deleted by the relay (0 = keep forever). */
   OUTBOX_RETENTION_HOURS: Env.int(168, 0, 100_000),
   RELAY_ENABLED: Env.bool(true),
+  /**
+   * The relay LISTENs for outbox commits of any process and relays at once; OUTBOX_POLL_MS stays
+   * the fallback. Off: poll only.
+   */
+  OUTBOX_LISTEN: Env.bool(true),
+  /**
+   * A direct (session) connection for the LISTEN, when DATABASE_URL goes through PgBouncer in
+   * transaction mode, which cannot hold one (same user, password and TLS settings). Without it,
+   * a transaction-pooled relay polls only.
+   */
+  OUTBOX_LISTEN_DATABASE_URL: Type.Optional(Env.url()),
   LOG_LEVEL: Env.logLevel(),
   ...HttpServerEnv,
   ...PostgresPoolEnv,

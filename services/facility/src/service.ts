@@ -20,6 +20,7 @@ import {
 import { buildFacilityApp } from './app';
 import type { FacilityConfig } from './config';
 import { createFacilityMetrics } from './metrics';
+import { listenConnection, OutboxListener } from './outbox/listener';
 import { OutboxRelay } from './outbox/relay';
 import { guardedDb, SCHEMA, schemaPoolTarget } from './store/db';
 import { EventBus } from './store/event-bus';
@@ -110,8 +111,11 @@ export async function startFacility(config: FacilityConfig, options: { clock?: C
   });
   await app.listen({ port: config.PORT, host: config.HOST });
   const metricsServer = await startMetricsServer(metrics.registry, config.METRICS_PORT, config.HOST, config);
-  // The background work: the relay (when this replica runs one, RELAY_ENABLED).
-  const workers = new Supervisor(config.RELAY_ENABLED ? [relay] : [], { logger });
+  // The background work: the relay (when this replica runs one, RELAY_ENABLED), woken by the
+  // listener when any process commits outbox rows.
+  const listen = listenConnection(config, postgresOptions(config));
+  const listener = listen && new OutboxListener({ connection: listen, logger, onCommit: () => relay.nudge() });
+  const workers = new Supervisor(config.RELAY_ENABLED ? [relay, ...(listener ? [listener] : [])] : [], { logger });
   workers.start();
 
   const steps: ShutdownStep[] = [

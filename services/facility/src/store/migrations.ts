@@ -291,4 +291,20 @@ CREATE INDEX facilities_change_idx ON facilities (change_xid, registry_id);
 CREATE INDEX facilities_updated_at_idx ON facilities (updated_at);
 `,
   },
+  {
+    // The relay's wake-up for commits of any process (docs/facility.md, "The outbox relay"): one
+    // notification per inserting statement, delivered at commit; Postgres folds a transaction's
+    // identical notifications into one. NOTIFY works through PgBouncer's transaction pooling.
+    id: '0011_outbox_notify',
+    sql: `
+CREATE FUNCTION outbox_notify() RETURNS trigger LANGUAGE plpgsql AS $fn$
+BEGIN
+  PERFORM pg_catalog.pg_notify('fcd_outbox', '');
+  RETURN NULL;
+END
+$fn$;
+CREATE TRIGGER outbox_notify AFTER INSERT ON outbox
+  FOR EACH STATEMENT EXECUTE FUNCTION outbox_notify();
+`,
+  },
 ];
