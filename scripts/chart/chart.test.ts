@@ -815,6 +815,24 @@ describe('backend credentials and TLS (ci/backend-tls-values.yaml)', () => {
     expect(poolMode(render(defaults)).every(([, value]) => value === undefined)).toBe(true);
     expect(() => helmTemplate(defaults, ['--set', 'externalDatabase.poolMode=statement'])).toThrow(/poolMode/);
   });
+
+  it("gives the facility relay's LISTEN a direct connection from a Secret, only when asked", () => {
+    const defaults = [join(CHART, 'ci/defaults-values.yaml')];
+    const listenEnv = (m: Manifest[]) =>
+      m
+        .filter((x) => x.kind === 'Deployment')
+        .map((x) => [
+          component(x),
+          x.spec.template.spec.containers[0].env.find((e: { name: string }) => e.name === 'OUTBOX_LISTEN_DATABASE_URL'),
+        ]);
+    const on = listenEnv(
+      render(defaults, ['--set', 'externalDatabase.poolMode=transaction', '--set', 'externalDatabase.listen.existingSecret=pg-direct']),
+    );
+    expect(on.filter(([, env]) => env !== undefined)).toEqual([
+      ['facility', { name: 'OUTBOX_LISTEN_DATABASE_URL', valueFrom: { secretKeyRef: { name: 'pg-direct', key: 'listen-database-url' } } }],
+    ]);
+    expect(listenEnv(render(defaults)).every(([, env]) => env === undefined)).toBe(true);
+  });
 });
 
 describe('scale-out values', () => {

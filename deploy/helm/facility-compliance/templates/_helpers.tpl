@@ -345,6 +345,11 @@ app.kubernetes.io/managed-by: {{ .ctx.Release.Service }}
 {{ include "fcd.env.natsAuth" (dict "ctx" $ctx "name" "facility") }}
 {{ include "fcd.env.internalAuth" $ctx }}
 {{ include "fcd.secretEnv" (dict "env" "INGEST_TOKEN" "ref" (include "fcd.secretRef" (dict "ctx" $ctx "cfg" $ctx.Values.secrets.ingestToken "key" "ingest-token" "what" "secrets.ingestToken"))) }}
+{{- with $ctx.Values.externalDatabase.listen }}
+{{- if .existingSecret }}
+{{ include "fcd.secretEnv" (dict "env" "OUTBOX_LISTEN_DATABASE_URL" "ref" (printf "%s/%s" .existingSecret .existingSecretKey)) }}
+{{- end }}
+{{- end }}
 {{- else if eq .name "webhook" }}
 - name: FACILITY_URL
   value: {{ printf "http://%s:%v" (include "fcd.componentName" (dict "ctx" $ctx "name" "facility")) $ctx.Values.facility.containerPorts.http | quote }}
