@@ -82,11 +82,22 @@ const STATUS_BY_CODE: Partial<Record<ErrorCode, grpc.status>> = {
   SERVICE_UNAVAILABLE: grpc.status.UNAVAILABLE,
 };
 
-/** AppError (or anything thrown) → a gRPC status error; the error code travels in metadata. */
+/** The error's `details` (JSON in binary metadata: any text survives), at most this many bytes (within gRPC's 8 KiB of metadata); larger are dropped. */
+const ERROR_DETAILS_KEY = 'fcd-error-details-bin';
+const MAX_ERROR_DETAILS_BYTES = 2048;
+
+/**
+ * AppError (or anything thrown) → a gRPC status error; the error code and, for an error the caller
+ * answers with (not INTERNAL_ERROR nor SERVICE_UNAVAILABLE), its details travel in metadata.
+ */
 export function toGrpcError(err: unknown): grpc.ServiceError {
   const appError = err instanceof AppError ? err : new AppError('INTERNAL_ERROR', 'internal error');
   const metadata = new grpc.Metadata();
   metadata.set('fcd-error-code', appError.code);
+  if (appError.details && appError.code !== 'INTERNAL_ERROR' && appError.code !== 'SERVICE_UNAVAILABLE') {
+    const bytes = Buffer.from(JSON.stringify(appError.details), 'utf8');
+    if (bytes.length <= MAX_ERROR_DETAILS_BYTES) metadata.set(ERROR_DETAILS_KEY, bytes);
+  }
   return Object.assign(new Error(appError.message), {
     code: STATUS_BY_CODE[appError.code] ?? grpc.status.INTERNAL,
     details: appError.message,
@@ -94,12 +105,24 @@ export function toGrpcError(err: unknown): grpc.ServiceError {
   }) as grpc.ServiceError;
 }
 
+/** The details an error carried (a JSON object), or undefined. */
+function detailsOf(value: unknown): Record<string, unknown> | undefined {
+  if (!Buffer.isBuffer(value) || value.length > MAX_ERROR_DETAILS_BYTES) return undefined;
+  try {
+    const parsed: unknown = JSON.parse(value.toString('utf8'));
+    return parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** A gRPC error seen by a client → AppError. Transport failures become SERVICE_UNAVAILABLE. */
 export function fromGrpcError(err: unknown, dependency: string): AppError {
   const se = err as Partial<grpc.ServiceError>;
   const code = se.metadata?.get('fcd-error-code')[0];
   if (typeof code === 'string' && code !== 'INTERNAL_ERROR' && code !== 'SERVICE_UNAVAILABLE') {
-    return new AppError(code as ErrorCode, se.details ?? 'error');
+    const details = detailsOf(se.metadata?.get(ERROR_DETAILS_KEY)[0]);
+    return new AppError(code as ErrorCode, se.details ?? 'error', details ? { details } : {});
   }
   return new AppError('SERVICE_UNAVAILABLE', `The service is temporarily unavailable (${dependency}). Retry after 1 s.`, {
     retryAfterSeconds: 1,

@@ -23,6 +23,9 @@ beforeAll(async () => {
       },
       async getUsage(req) {
         if (req.accountId === 'missing') throw new AppError('NOT_FOUND', 'No such account.');
+        if (req.accountId === 'bad')
+          throw new AppError('VALIDATION_ERROR', 'Invalid from: é.', { details: { fields: [{ field: 'from', message: 'é' }] } });
+        if (req.accountId === 'down') throw new AppError('SERVICE_UNAVAILABLE', 'down', { details: { host: 'db.internal' } });
         return create(GetUsageResponseSchema, { tier: 'pro', dailyLimit: 25_000, billingPeriod: { totalRequests: 7n } });
       },
     },
@@ -69,6 +72,23 @@ describe('protobuf-es ↔ grpc-js adapter', () => {
     expect(bug.details).toBe('internal error');
     expect(calls).toContainEqual({ method: 'GetUsage', code: grpc.status.NOT_FOUND });
     expect(calls).toContainEqual({ method: 'Authorize', code: grpc.status.INTERNAL });
+    client.close();
+  });
+
+  it("carries an error's details across the wire (any text), but never those of a 503 or a bug", async () => {
+    const client = createClient(UsageService, `127.0.0.1:${port}`);
+    const bad = await client.unary.getUsage(create(GetUsageRequestSchema, { accountId: 'bad' })).catch((e: unknown) => e);
+    const mapped = fromGrpcError(bad, 'usage');
+    expect([mapped.code, mapped.message, mapped.details]).toEqual([
+      'VALIDATION_ERROR',
+      'Invalid from: é.',
+      { fields: [{ field: 'from', message: 'é' }] },
+    ]);
+    const down = (await client.unary
+      .getUsage(create(GetUsageRequestSchema, { accountId: 'down' }))
+      .catch((e: unknown) => e)) as grpc.ServiceError;
+    expect(down.metadata.get('fcd-error-details-bin')).toEqual([]);
+    expect(fromGrpcError(down, 'usage').details).toEqual({ dependency: 'usage' });
     client.close();
   });
 
