@@ -28,7 +28,8 @@ COPY package.json package-lock.json ./
 COPY --from=manifests /manifests/ ./
 COPY scripts/image/npm-install.sh /usr/local/lib/fcd/npm-install.sh
 
-# 2. build: all dependencies (esbuild, TypeScript sources of libs/), bundle each service to dist/.
+# 2. build: all dependencies (esbuild, TypeScript sources of libs/), bundle each service to dist/
+#    with its own build script (the gateway's also builds the customer portal into dist/portal/).
 FROM install AS build
 RUN --mount=type=secret,id=npmrc,required=false --mount=type=secret,id=npm_ca,required=false \
     --mount=type=cache,id=fcd-npm-cache,target=/root/.npm \
@@ -38,7 +39,7 @@ COPY services/ services/
 COPY proto/ proto/
 COPY scripts/build-service.mjs scripts/build-service.mjs
 COPY tsconfig.base.json tsconfig.json turbo.json ./
-RUN for s in services/*/; do (cd "$s" && node ../../scripts/build-service.mjs); done \
+RUN for s in services/*/; do (cd "$s" && npm run build --silent); done \
  && for s in services/*/; do \
       mkdir -p "/out/$s" && cp -r "$s/dist" "/out/$s/dist" && cp "$s/package.json" "/out/$s/package.json"; \
     done

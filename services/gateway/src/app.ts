@@ -18,6 +18,7 @@ import { installMetering } from './auth/metering';
 import type { Upstream } from './clients/proxy';
 import type { IdempotencyStore } from './http/idempotency';
 import { registerApiReference } from './openapi';
+import { registerPortalStatic } from './portal/static';
 import { type ExportLimits, registerExports } from './routes/exports';
 import { registerMethodNotAllowed, registerProxyRoutes } from './routes/proxy';
 import type { Target } from './routes/table';
@@ -56,6 +57,7 @@ export function buildGatewayApp(deps: GatewayDeps): FastifyInstance {
 
   // API reference (OpenAPI document and its HTML page): outside /v1, so unauthenticated and never counted.
   registerApiReference(app);
+  registerPortalStatic(app);
 
   installMetering(app, deps.batcher);
   registerProxyRoutes(app, deps);

@@ -1,0 +1,111 @@
+import { render } from 'preact';
+import { useEffect, useState } from 'preact/hooks';
+import { currentSession, type Session, SIGNED_OUT, signOut } from './api';
+import { EventsPage } from './pages/events';
+import { KeysPage } from './pages/keys';
+import { SignIn } from './pages/sign-in';
+import { UsagePage } from './pages/usage';
+import { WebhookPage } from './pages/webhook';
+import { WebhooksPage } from './pages/webhooks';
+import { navigate, useLocation } from './router';
+import { ErrorNote, Link, Loading, useAction } from './ui';
+
+/** The customer portal (docs/portal.md): the session, the frame and the page of the current path. */
+
+const NAV = [
+  { href: '/portal/usage', label: 'Usage' },
+  { href: '/portal/keys', label: 'API keys' },
+  { href: '/portal/webhooks', label: 'Webhooks' },
+  { href: '/portal/events', label: 'Events' },
+];
+
+function Page({ path, session }: { path: string; session: Session }) {
+  const route = path.split('?')[0] as string;
+  const webhook = /^\/portal\/webhooks\/([^/]+)$/.exec(route);
+  if (webhook) return <WebhookPage id={decodeURIComponent(webhook[1] as string)} />;
+  if (route === '/portal/keys') return <KeysPage />;
+  if (route === '/portal/webhooks') return <WebhooksPage tier={session.tier} />;
+  if (route === '/portal/events') return <EventsPage />;
+  return <UsagePage />;
+}
+
+function Frame({ session, path, onSignedOut }: { session: Session; path: string; onSignedOut: () => void }) {
+  const action = useAction();
+  const leave = async () => {
+    await action.run(signOut);
+    onSignedOut();
+  };
+  return (
+    <>
+      <a class="skip" href="#main">
+        Skip to the page
+      </a>
+      <header class="top">
+        <p class="brand">Facility Compliance Data — customer portal</p>
+        <p class="account">
+          Account <code>{session.account_id}</code> · <span class="tier">{session.tier}</span>
+        </p>
+        <button type="button" class="secondary" onClick={leave} disabled={action.busy}>
+          Sign out
+        </button>
+      </header>
+      <nav aria-label="Portal">
+        <ul>
+          {NAV.map((item) => (
+            <li key={item.href}>
+              <Link href={item.href} current={path === item.href || path.startsWith(`${item.href}/`)}>
+                {item.label}
+              </Link>
+            </li>
+          ))}
+        </ul>
+      </nav>
+      <main id="main">
+        <ErrorNote error={action.error} />
+        <Page key={path.split('?')[0]} path={path} session={session} />
+      </main>
+    </>
+  );
+}
+
+function App() {
+  const path = useLocation();
+  const [session, setSession] = useState<Session | null | undefined>(undefined);
+  const [failed, setFailed] = useState<string | undefined>(undefined);
+  useEffect(() => {
+    currentSession().then(setSession, (e: Error) => setFailed(e.message));
+    const ended = () => setSession(null);
+    window.addEventListener(SIGNED_OUT, ended);
+    return () => window.removeEventListener(SIGNED_OUT, ended);
+  }, []);
+  useEffect(() => {
+    if (session && (path === '/portal' || path === '/portal/')) history.replaceState(null, '', '/portal/usage');
+  }, [session, path]);
+  if (failed)
+    return (
+      <main id="main">
+        <p role="alert">The portal could not start: {failed}</p>
+      </main>
+    );
+  if (session === undefined)
+    return (
+      <main id="main">
+        <Loading what="your session" />
+      </main>
+    );
+  if (session === null) {
+    return (
+      <SignIn
+        linkFailed={new URLSearchParams(location.search).get('error') === 'link'}
+        onSignedIn={(s) => {
+          setSession(s);
+          navigate('/portal/usage');
+        }}
+      />
+    );
+  }
+  return <Frame session={session} path={path} onSignedOut={() => setSession(null)} />;
+}
+
+const root = document.getElementById('app');
+if (root) render(<App />, root);

@@ -1,0 +1,35 @@
+import { useEffect, useState } from 'preact/hooks';
+
+/**
+ * The portal's routes are real paths under /portal/ (the gateway serves the page for each:
+ * src/portal/static.ts PAGE_PATHS); links change them with the History API.
+ */
+const NAVIGATED = 'portal:navigated';
+
+export function navigate(path: string): void {
+  if (path === location.pathname + location.search) return;
+  history.pushState(null, '', path);
+  window.dispatchEvent(new Event(NAVIGATED));
+}
+
+/** The current path (and query), following links and the back button. */
+export function useLocation(): string {
+  const [path, setPath] = useState(location.pathname + location.search);
+  useEffect(() => {
+    const update = () => setPath(location.pathname + location.search);
+    window.addEventListener('popstate', update);
+    window.addEventListener(NAVIGATED, update);
+    return () => {
+      window.removeEventListener('popstate', update);
+      window.removeEventListener(NAVIGATED, update);
+    };
+  }, []);
+  return path;
+}
+
+/** A click on a link that the page handles itself (not a new tab, not a modified click). */
+export function followLink(event: MouseEvent, href: string): void {
+  if (event.button !== 0 || event.metaKey || event.ctrlKey || event.shiftKey || event.altKey) return;
+  event.preventDefault();
+  navigate(href);
+}
