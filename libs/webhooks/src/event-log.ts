@@ -2,8 +2,10 @@ import { isEventType } from '@fcd/events';
 import { type KeysetPage, keysetPage, type PageRequest, type Pool, type PoolClient, UUID_LOWER_CASE } from '@fcd/service-kit';
 import { EVENT_FIELDS, type EventFilter, type LoggedEvent, type StoredEvent } from './event-record';
 import { columnsOf, recordOf } from './fields';
+import { facetsOfBody } from './filter';
 import { selectKeysetPage } from './keyset-select';
 import { BY_POSITION, EVENT_LIST } from './lists';
+import { facetParameters, subscriptionMatchesSql } from './match-sql';
 import { type RecoveryRequest, type RecoveryResult, recoverEvents } from './recovery';
 
 /**
@@ -32,11 +34,13 @@ export class EventLog {
     const rows = events.filter((e) => isEventType(e.type) && !seen.has(e.id) && seen.add(e.id));
     if (rows.length === 0) return 0;
     await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [APPEND_LOCK]);
+    const facets = facetParameters(rows.map((e) => e.facets ?? facetsOfBody(e.body)));
     const { rowCount } = await client.query(
-      `INSERT INTO webhook.events (id, type, created_at, facility_ids, body, recorded_at)
-       SELECT e.id, e.type, e.created_at, e.facility_ids::uuid[], e.body, $6
-         FROM unnest($1::text[], $2::text[], $3::timestamptz[], $4::text[], $5::text[]) WITH ORDINALITY
-              AS e(id, type, created_at, facility_ids, body, n)
+      `INSERT INTO webhook.events (id, type, created_at, facility_ids, body, recorded_at, states, programs, severities, epa_regions)
+       SELECT e.id, e.type, e.created_at, e.facility_ids::uuid[], e.body, $6, e.states::text[], e.programs::text[], e.severities::text[],
+              e.epa_regions::text[]
+         FROM unnest($1::text[], $2::text[], $3::timestamptz[], $4::text[], $5::text[], $7::text[], $8::text[], $9::text[], $10::text[])
+              WITH ORDINALITY AS e(id, type, created_at, facility_ids, body, states, programs, severities, epa_regions, n)
         ORDER BY e.n
        ON CONFLICT (id) DO NOTHING`,
       [
@@ -53,6 +57,10 @@ export class EventLog {
         ),
         rows.map((e) => e.body),
         new Date(now),
+        facets.states,
+        facets.programs,
+        facets.severities,
+        facets.epaRegions,
       ],
     );
     return rowCount ?? 0;
@@ -64,6 +72,13 @@ export class EventLog {
     if (filter.type !== undefined) where.push(['type = $?', filter.type]);
     if (filter.facilityId !== undefined) where.push(['facility_ids @> ARRAY[$?::uuid]', filter.facilityId.toLowerCase()]);
     if (filter.since !== undefined) where.push(['created_at >= $?', new Date(filter.since)]);
+    if (filter.subscriptionId !== undefined) {
+      // The fan-out's rule over the logged row `t` and its facets (match-sql.ts); the subscription is read by its key.
+      where.push([
+        `EXISTS (SELECT 1 FROM webhook.subscriptions s WHERE s.id = $? AND ${subscriptionMatchesSql('s', 't')})`,
+        filter.subscriptionId,
+      ]);
+    }
     return selectKeysetPage<StoredEvent>(
       this.pool,
       { table: 'webhook.events', fields: EVENT_FIELDS, order: BY_POSITION, where, after: [after ?? '0'] },

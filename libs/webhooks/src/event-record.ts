@@ -1,4 +1,5 @@
 import type { FieldSpecs } from './fields';
+import type { EventFacets } from './filter';
 
 /**
  * The event log's records (table `webhook.events`; the SQL is in ./event-log.ts), declared once:
@@ -22,6 +23,8 @@ export interface LoggedEvent {
   facilityIds: readonly string[];
   /** The envelope's created_at, epoch ms. */
   createdAt: number;
+  /** Its facets (`eventFacets`), kept for subscription filters; computed from `body` when absent. */
+  facets?: EventFacets;
 }
 
 /** One row of the log as the events API returns it. */
@@ -38,6 +41,8 @@ export interface EventFilter {
   facilityId?: string;
   /** Only events created at or after this time (epoch ms). */
   since?: number;
+  /** Only the events this subscription matches (`subscriptionMatchesSql`: its types, facilities and filter). */
+  subscriptionId?: string;
 }
 
 /** A logged event's fields; its public view is its body, the envelope as published. */

@@ -4,8 +4,9 @@ import type { FieldProblem } from '@fcd/service-kit/pure';
  * Subscription filters (docs/webhooks.md "Filters"): `{ states?, programs?, severities?, epa_regions? }`.
  * An event passes when it passes every list given. Each list is read against the event's facets
  * (`eventFacets`): what the event's own payload says about its facilities and its record, so the
- * fan-out adds no query. The fan-out's SQL (deliveries/queue.ts) evaluates `filterPasses` over the
- * same facets; recovery calls `matches()` (matching.ts), which calls it.
+ * fan-out adds no query. The dispatcher computes them once per event, for the fan-out and for the
+ * event log (webhook.events keeps them); what is matched is `subscriptionMatchesSql` (match-sql.ts),
+ * this rule in SQL, for the fan-out, recovery and the events API alike.
  */
 
 /**
@@ -170,6 +171,15 @@ export function eventFacets(event: { type: string; data?: unknown }): EventFacet
         ),
     severities: isViolation ? tokens([violation?.severity], CANONICAL.severities) : null,
   };
+}
+
+/** The facets of an envelope given only as its body (the fan-out's and the log's fallback); a body that is not JSON has none. */
+export function facetsOfBody(body: string): EventFacets {
+  try {
+    return eventFacets(JSON.parse(body) as { type: string; data?: unknown });
+  } catch {
+    return eventFacets({ type: '', data: {} });
+  }
 }
 
 /**

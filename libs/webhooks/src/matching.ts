@@ -45,8 +45,10 @@ export function eventFacilityIds(event: MatchableEvent): string[] {
  * (`facility_ids` null) or at least one of the facilities the event concerns
  * (for a case: any of the case's facilities), and the event passes its
  * filter (`filterPasses` over `eventFacets`). Whether the subscription is
- * active is the caller's concern. The fan-out's SQL (deliveries/queue.ts)
- * is this rule over the same facility ids and facets.
+ * active is the caller's concern. This is the rule's TypeScript model, for
+ * the unit tests; what the fan-out, recovery and the events API evaluate is
+ * `subscriptionMatchesSql` (match-sql.ts), the same rule over the same
+ * facility ids and facets, and test/match-sql.int.test.ts checks they agree.
  */
 export function matches(subscription: MatchableSubscription, event: MatchableEvent): boolean {
   if (!subscription.events.includes(event.type)) return false;

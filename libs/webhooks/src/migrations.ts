@@ -242,4 +242,49 @@ export const webhookMigrations: Migration[] = [
         ADD COLUMN filter jsonb CHECK (filter IS NULL OR jsonb_typeof(filter) = 'object');
     `,
   },
+  {
+    id: '0013_event_facets',
+    sql: `
+      -- Each logged event's facets (filter.ts eventFacets), as the dispatcher computes them for the
+      -- fan-out, so recovery and GET /v1/events?subscription_id= test a subscription with the same
+      -- SQL as the fan-out (match-sql.ts). severities is NULL for an event without severity.
+      ALTER TABLE events
+        ADD COLUMN states      text[] NOT NULL DEFAULT '{}',
+        ADD COLUMN programs    text[] NOT NULL DEFAULT '{}',
+        ADD COLUMN severities  text[],
+        ADD COLUMN epa_regions text[] NOT NULL DEFAULT '{}';
+      -- The events logged before: eventFacets over their bodies, written out in SQL once. Codes are
+      -- the string values matching [A-Za-z0-9_]{1,16}; states and programs upper-cased, severities lower.
+      UPDATE events ev
+         SET states = f.states, programs = f.programs, severities = f.severities, epa_regions = f.epa_regions
+        FROM (
+          SELECT e.position,
+                 ARRAY(SELECT DISTINCT upper(x->>'state') COLLATE "C" FROM unnest(s.snaps) x
+                        WHERE jsonb_typeof(x->'state') = 'string' AND x->>'state' ~ '^[A-Za-z0-9_]{1,16}$' ORDER BY 1) AS states,
+                 ARRAY(SELECT DISTINCT x->>'epa_region' COLLATE "C" FROM unnest(s.snaps) x
+                        WHERE jsonb_typeof(x->'epa_region') = 'string' AND x->>'epa_region' ~ '^[A-Za-z0-9_]{1,16}$' ORDER BY 1) AS epa_regions,
+                 CASE WHEN e.type = 'violation.new' THEN
+                   ARRAY(SELECT upper(d.d->'violation'->>'program') WHERE jsonb_typeof(d.d->'violation'->'program') = 'string'
+                            AND d.d->'violation'->>'program' ~ '^[A-Za-z0-9_]{1,16}$')
+                 ELSE
+                   ARRAY(SELECT DISTINCT upper(p #>> '{}') COLLATE "C" FROM unnest(s.snaps) x
+                          CROSS JOIN LATERAL jsonb_array_elements(CASE WHEN jsonb_typeof(x->'programs') = 'array' THEN x->'programs' ELSE '[]' END) p
+                          WHERE jsonb_typeof(p) = 'string' AND p #>> '{}' ~ '^[A-Za-z0-9_]{1,16}$' ORDER BY 1)
+                 END AS programs,
+                 CASE WHEN e.type = 'violation.new' THEN
+                   ARRAY(SELECT lower(d.d->'violation'->>'severity') WHERE jsonb_typeof(d.d->'violation'->'severity') = 'string'
+                            AND d.d->'violation'->>'severity' ~ '^[A-Za-z0-9_]{1,16}$')
+                 END AS severities
+            FROM events e
+           CROSS JOIN LATERAL (SELECT CASE WHEN jsonb_typeof(e.body::jsonb->'data') = 'object' THEN e.body::jsonb->'data' ELSE '{}' END AS d) d
+           CROSS JOIN LATERAL (
+             SELECT ARRAY(
+               SELECT d.d->'facility' WHERE jsonb_typeof(d.d->'facility') = 'object'
+               UNION ALL
+               SELECT v FROM jsonb_array_elements(CASE WHEN jsonb_typeof(d.d->'facilities') = 'array' THEN d.d->'facilities' ELSE '[]' END) v
+                WHERE jsonb_typeof(v) = 'object') AS snaps) s
+        ) f
+       WHERE f.position = ev.position;
+    `,
+  },
 ];

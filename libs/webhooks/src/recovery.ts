@@ -1,7 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type Pool, type PoolClient, withTransaction } from '@fcd/service-kit';
-import type { SubscriptionFilter } from './filter';
-import { type MatchableEvent, type MatchableSubscription, matches } from './matching';
+import { subscriptionMatchesSql } from './match-sql';
 
 /**
  * The SQL of a recovery (POST /v1/webhooks/{id}/recover, docs/webhooks.md "Recovery"): bounded
@@ -10,7 +9,7 @@ import { type MatchableEvent, type MatchableSubscription, matches } from './matc
  * subscription's rate), so a recovery cannot be turned into a flood of its receiver.
  *
  * Every statement is a plain index range: the events of the window by `events_type_created`
- * in (created_at, position) order, then, for one page of them, the subscription's deliveries of
+ * in (created_at, position) order (and the subscription's row by its key), then, for one page of them, the subscription's deliveries of
  * those events by the two partial indexes on (subscription_id, event_id) (`deliveries_fan_out_once`
  * and `deliveries_recovered`). No join whose plan depends on the tables' statistics.
  */
@@ -50,7 +49,6 @@ export type RecoveryResult =
 interface SubscriptionRow {
   events: string[];
   facility_ids: string[] | null;
-  filter: SubscriptionFilter | null;
   is_active: boolean;
   created_ms: number;
   rate: number | null;
@@ -64,25 +62,34 @@ interface EventRow {
   created_ms: number;
   /** created_at as Postgres prints it: the keyset, exact to the microsecond. */
   created_key: string;
+  /** Whether the subscription matches it (`subscriptionMatchesSql`). */
+  matched: boolean;
 }
 
 /**
  * One page of the window after the keyset (created_at, position), in that order: per event type of
  * the subscription, a range of `events_type_created` (equality on type, then created_at from the
- * keyset's, in index order, so the LIMIT stops the scan; the row comparison form of the keyset
- * let the planner prefer a bitmap and a sort of the whole window on unanalysed tables), merged.
+ * keyset's, in index order, so the LIMIT stops the scan; the row comparison form of the keyset let
+ * the planner prefer a bitmap and a sort of the whole window on unanalysed tables), narrowed to the
+ * subscription's facilities when it has some (so the GIN index may serve), merged. Each row says
+ * whether the subscription matches it by the fan-out's own rule (`subscriptionMatchesSql`, over the
+ * subscription's row and the facets the log keeps): evaluated on the page, after the scan, so the
+ * rule's conditions do not change how the window is read.
  */
 const PAGE_SQL = `SELECT x.position::text AS position, x.id, x.type, x.body, extract(epoch FROM x.created_at) * 1000 AS created_ms,
-         x.created_at::text AS created_key
-    FROM unnest($4::text[]) AS t(type) CROSS JOIN LATERAL (
-      SELECT e.position, e.id, e.type, e.body, e.created_at FROM webhook.events e
-       WHERE e.type = t.type AND e.created_at >= $1::timestamptz AND e.created_at < $3
-         AND (e.created_at > $1::timestamptz OR e.position > $2::bigint)
-         AND ($5::uuid[] IS NULL OR e.facility_ids && $5::uuid[])
-       ORDER BY e.created_at, e.position
-       LIMIT $6) x
-   ORDER BY x.created_at, x.position
-   LIMIT $6`;
+         x.created_at::text AS created_key, ${subscriptionMatchesSql('s', 'x')} AS matched
+    FROM (SELECT y.* FROM unnest($4::text[]) AS t(type) CROSS JOIN LATERAL (
+            SELECT e.position, e.id, e.type, e.body, e.created_at, e.facility_ids, e.states, e.programs, e.severities, e.epa_regions
+              FROM webhook.events e
+             WHERE e.type = t.type AND e.created_at >= $1::timestamptz AND e.created_at < $3
+               AND (e.created_at > $1::timestamptz OR e.position > $2::bigint)
+               AND ($5::uuid[] IS NULL OR e.facility_ids && $5::uuid[])
+             ORDER BY e.created_at, e.position
+             LIMIT $7) y
+           ORDER BY y.created_at, y.position
+           LIMIT $7) x
+    JOIN webhook.subscriptions s ON s.id = $6
+   ORDER BY x.created_at, x.position`;
 
 /** Of these events, those the subscription received or has on their way (succeeded or pending). */
 const RECEIVED_SQL = `SELECT d.event_id FROM webhook.deliveries d
@@ -103,7 +110,7 @@ async function lockedSubscription(client: PoolClient, id: string): Promise<Subsc
   // FOR KEY SHARE: a concurrent delete waits for the deliveries written here (and takes them with
   // it) instead of failing their foreign key.
   const { rows } = await client.query<SubscriptionRow>(
-    `SELECT events, facility_ids::text[] AS facility_ids, filter, is_active, extract(epoch FROM created_at) * 1000 AS created_ms,
+    `SELECT events, facility_ids::text[] AS facility_ids, is_active, extract(epoch FROM created_at) * 1000 AS created_ms,
             rate_limit_per_second AS rate
        FROM webhook.subscriptions WHERE id = $1 FOR KEY SHARE`,
     [id],
@@ -131,13 +138,13 @@ async function missedPage(client: PoolClient, r: RecoveryRequest, sub: Subscript
     new Date(r.until),
     sub.events,
     sub.facility_ids,
+    r.subscriptionId,
     RECOVERY_PAGE,
   ]);
   if (page.rows.length === 0) return { missed: [] as EventRow[], last: null, full: false };
   const received = await client.query<{ event_id: string }>(RECEIVED_SQL, [r.subscriptionId, page.rows.map((e) => e.id)]);
   const skip = new Set(received.rows.map((d) => d.event_id));
-  const matchable: MatchableSubscription = { events: sub.events, facility_ids: sub.facility_ids, filter: sub.filter };
-  const missed = page.rows.filter((e) => !skip.has(e.id) && matches(matchable, JSON.parse(e.body) as MatchableEvent));
+  const missed = page.rows.filter((e) => e.matched && !skip.has(e.id));
   return { missed, last: page.rows[page.rows.length - 1] ?? null, full: page.rows.length === RECOVERY_PAGE };
 }
 
@@ -155,7 +162,7 @@ async function enqueue(client: PoolClient, subscriptionId: string, events: Event
 
 /**
  * Enqueues, as new deliveries, the logged events of [max(since, created_at), until) that the
- * subscription matches (`matches`, after the same rule in SQL narrowed the candidates) and has not
+ * subscription matches (`subscriptionMatchesSql`, the fan-out's rule) and has not
  * received (no delivery of it succeeded, none is pending), oldest first, at most `maxEvents`.
  * They are ordinary deliveries (automatic retries, deactivation), due one every
  * `recoveryIntervalMs` from now, so they take their turn behind live events instead of all at

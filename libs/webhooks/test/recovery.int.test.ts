@@ -8,6 +8,7 @@ import {
   RECOVERY_STATEMENTS,
   recoverEvents,
   SecretBox,
+  type SubscriptionFilter,
   SubscriptionStore,
   takeRecoverCall,
   WEBHOOK_SCHEMA,
@@ -41,14 +42,18 @@ async function insertEvents(n: number, from: number, stepMs: number, type = 'vio
   );
 }
 
-async function subscription(createdAt: number, options: { rate?: number; events?: string[] } = {}) {
+async function subscription(
+  createdAt: number,
+  options: { rate?: number; events?: string[]; facilityIds?: string[] | null; filter?: SubscriptionFilter | null } = {},
+) {
   const sub = await subs.create(
     {
       id: `wh_${randomUUID()}`,
       account_id: `acct_${randomUUID()}`,
       url: 'https://hooks.example.com/fcd',
       events: options.events ?? ['violation.new'],
-      facility_ids: null,
+      facility_ids: options.facilityIds ?? null,
+      filter: options.filter ?? null,
       secret: generateSecret(),
       now: createdAt,
       ...(options.rate ? { rate_limit_per_second: options.rate } : {}),
@@ -190,8 +195,11 @@ describe('recovery bounds', () => {
     const plan = async (sql: string, params: unknown[]) =>
       (await pool.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${sql}`, params)).rows.map((r) => r['QUERY PLAN']).join('\n');
     const ids = Array.from({ length: 1000 }, () => `evt_${randomUUID()}`);
-    const page = (types: string[], facilities: string[] | null) =>
-      plan(RECOVERY_STATEMENTS.page, [new Date(T0), '0', new Date(T0 + 30_000_000), types, facilities, 500]);
+    // The page takes the subscription's types and facilities, and reads its filter from its row.
+    const page = async (types: string[], facilities: string[] | null, filter: SubscriptionFilter | null = null) => {
+      const s = await subscription(T0 - 1000, { events: types, facilityIds: facilities, filter });
+      return plan(RECOVERY_STATEMENTS.page, [new Date(T0), '0', new Date(T0 + 30_000_000), types, facilities, s.id, 500]);
+    };
     const received = async () => {
       const text = await plan(RECOVERY_STATEMENTS.received, [sub.id, ids]);
       expect(text, text).toMatch(/deliveries_fan_out_once/);
@@ -202,8 +210,13 @@ describe('recovery bounds', () => {
     // Never analysed: per type, an ordered range of events_type_created that the LIMIT stops; the
     // one full Sort is the merge of the types' pages (at most 4 × 500 rows).
     for (const types of [['violation.new'], ALL_TYPES]) {
-      for (const facilities of [null, [randomUUID()]]) {
-        const text = await page(types, facilities);
+      const cases: Array<[string[] | null, SubscriptionFilter | null]> = [
+        [null, null],
+        [[randomUUID()], null],
+        [null, { states: ['OH'], severities: ['significant'] }],
+      ];
+      for (const [facilities, filter] of cases) {
+        const text = await page(types, facilities, filter);
         expect(text, text).toMatch(/Index (Only )?Scan using events_type_created on events/);
         expect(text, text).not.toMatch(/Seq Scan|Bitmap/);
         expect(text.match(/-> {2}Sort {2}/g), text).toHaveLength(1);

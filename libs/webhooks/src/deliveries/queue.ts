@@ -1,6 +1,7 @@
 import { type Pool, UUID_LOWER_CASE, withTransaction } from '@fcd/service-kit';
-import { type EventFacets, eventFacets } from '../filter';
+import { facetsOfBody } from '../filter';
 import { DEFAULT_BREAKER_COOLDOWN_MS, DEFAULT_BREAKER_THRESHOLD, type PauseOptions } from '../limits';
+import { facetParameters, subscriptionMatchesSql } from '../match-sql';
 import { bookkeep, successOutcomes } from './bookkeeping';
 import { claimRows, PENDING_SUBSCRIPTIONS_CTE, withSecrets } from './claim';
 import { lockForRecord, recordSuccesses, writeBookkeeping } from './record';
@@ -22,31 +23,6 @@ import type {
  * outcomes (what they mean is `bookkeep`'s, pure). Times are epoch ms from
  * the caller's injected clock.
  */
-
-/**
- * `filterPasses` (../filter.ts) in SQL, over a subscription `s` and an event row `e` with its facets
- * as text[] literals (`e.severities` NULL when the event has no severity): for each list the
- * filter has, the event has one of its values (`?|`: any of the strings is an element).
- */
-const FILTER_PASSES_SQL = `(s.filter IS NULL OR (
-            (NOT s.filter ? 'states' OR s.filter->'states' ?| e.states::text[])
-        AND (NOT s.filter ? 'programs' OR s.filter->'programs' ?| e.programs::text[])
-        AND (NOT s.filter ? 'severities' OR e.severities IS NULL OR s.filter->'severities' ?| e.severities::text[])
-        AND (NOT s.filter ? 'epa_regions' OR s.filter->'epa_regions' ?| e.epa_regions::text[])))`;
-
-/** Facet values are codes (`eventFacets` keeps only [A-Za-z0-9_]), so the literal needs no quoting. */
-function arrayLiteral(values: readonly string[]): string {
-  return `{${values.join(',')}}`;
-}
-
-/** The facets of an envelope given only as its body; a body that is not JSON has none. */
-function facetsOfBody(body: string): EventFacets {
-  try {
-    return eventFacets(JSON.parse(body) as { type: string; data?: unknown });
-  } catch {
-    return eventFacets({ type: '', data: {} });
-  }
-}
 
 /** A delivery whose signing secret cannot be decrypted is put back this long, without using up an attempt. */
 export const SECRET_UNREADABLE_DEFER_MS = 5 * 60_000;
@@ -121,16 +97,16 @@ export class DispatchQueue {
           .filter((f) => UUID_LOWER_CASE.test(f))
           .join(',')}}`,
     );
-    const facets = unique.map((e) => e.facets ?? facetsOfBody(e.body));
+    const facets = facetParameters(unique.map((e) => e.facets ?? facetsOfBody(e.body)));
+    // The events as rows typed like webhook.events', matched by the one rule (`subscriptionMatchesSql`).
     const { rows } = await db.query<{ id: string; event_id: string }>(
       `INSERT INTO webhook.deliveries (id, subscription_id, event_id, event_type, body, status, attempt_count, next_attempt_at, created_at, updated_at, trace_context)
        SELECT 'dlv_' || gen_random_uuid(), s.id, e.id, e.type, e.body, 'pending', 0, $6, $6, $6, e.trace_context
-         FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $7::text[], $8::text[], $9::text[], $10::text[])
-              AS e(id, type, body, facility_ids, trace_context, states, programs, severities, epa_regions)
-         JOIN webhook.subscriptions s
-           ON s.is_active AND s.events @> ARRAY[e.type]
-          AND (s.facility_ids IS NULL OR s.facility_ids && e.facility_ids::uuid[])
-          AND ${FILTER_PASSES_SQL}
+         FROM (SELECT u.id, u.type, u.body, u.facility_ids::uuid[] AS facility_ids, u.trace_context, u.states::text[] AS states,
+                      u.programs::text[] AS programs, u.severities::text[] AS severities, u.epa_regions::text[] AS epa_regions
+                 FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $7::text[], $8::text[], $9::text[], $10::text[])
+                      AS u(id, type, body, facility_ids, trace_context, states, programs, severities, epa_regions)) e
+         JOIN webhook.subscriptions s ON s.is_active AND ${subscriptionMatchesSql('s', 'e')}
        ON CONFLICT (subscription_id, event_id) WHERE NOT recovery DO NOTHING
        RETURNING id, event_id`,
       [
@@ -140,10 +116,10 @@ export class DispatchQueue {
         facilities,
         unique.map((e) => e.traceContext ?? null),
         new Date(now),
-        facets.map((f) => arrayLiteral(f.states)),
-        facets.map((f) => arrayLiteral(f.programs)),
-        facets.map((f) => (f.severities === null ? null : arrayLiteral(f.severities))),
-        facets.map((f) => arrayLiteral(f.epa_regions)),
+        facets.states,
+        facets.programs,
+        facets.severities,
+        facets.epaRegions,
       ],
     );
     const created = new Map<string, string[]>();
