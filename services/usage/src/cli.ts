@@ -10,6 +10,7 @@
  *   usage-cli keys list --account ID [--json]          (last 4 characters only)
  *   usage-cli keys revoke --key KEY_ID [--json]
  *   usage-cli demo [--json]                            (a demo Free and a demo Pro account, one key each)
+ *   usage-cli billing close|statements|verify --period YYYY-MM   (billing/cli.ts)
  */
 import {
   AppError,
@@ -30,6 +31,7 @@ import {
   runCliIfMain,
 } from '@fcd/service-kit';
 import { Type } from '@sinclair/typebox';
+import { billingCommand } from './billing/cli';
 import { AccountStore } from './store/accounts';
 import { migrations, USAGE_SCHEMA } from './store/migrations';
 
@@ -39,6 +41,8 @@ const OPTIONS = {
   account: { type: 'string' },
   key: { type: 'string' },
   'daily-limit': { type: 'string' },
+  period: { type: 'string' },
+  format: { type: 'string' },
   json: { type: 'boolean', default: false },
 } as const;
 
@@ -52,6 +56,7 @@ interface Command {
   values: Values;
   pool: Pool;
   accounts: AccountStore;
+  io: CliIo;
   out(json: unknown, text: string): void;
 }
 
@@ -141,6 +146,7 @@ async function dispatch(positionals: string[], command: Command): Promise<void> 
   if (group === 'demo' && action === undefined) return demo(command);
   if (group === 'accounts' && (await accountsCommand(action, command))) return;
   if (group === 'keys' && (await keysCommand(action, command))) return;
+  if (group === 'billing' && (await billingCommand(action, command))) return;
   throw new AppError('VALIDATION_ERROR', `unknown command: ${positionals.join(' ') || '(none)'}`);
 }
 
@@ -180,7 +186,7 @@ export async function run(argv: string[], io: CliIo): Promise<number> {
   }
   const out = (doc: unknown, text: string): void => void io.stdout.write(json ? `${JSON.stringify(doc)}\n` : `${text}\n`);
   try {
-    await dispatch(positionals, { values, pool, accounts: new AccountStore(pool), out });
+    await dispatch(positionals, { values, pool, accounts: new AccountStore(pool), io, out });
     return EXIT_OK;
   } catch (err) {
     return fail(err instanceof AppError ? err.message : `failed: ${errMessage(err)}`);

@@ -9,6 +9,7 @@ import {
   type Logger,
   migrate,
   onStopWorker,
+  type Pool,
   periodicWorker,
   postgresOptions,
   redisOptions,
@@ -18,6 +19,7 @@ import {
   type Worker,
 } from '@fcd/service-kit';
 import type { HealthImplementation } from 'grpc-health-check';
+import { addBillingGrpc, billingHttpDeps } from './billing/wiring';
 import type { UsageConfig } from './config';
 import { KeyCache } from './domain/key-cache';
 import { createGrpcServer, HEALTH_SERVICE_NAME } from './grpc/server';
@@ -78,7 +80,7 @@ export async function startUsage(config: UsageConfig, options: { clock?: Clock; 
   };
   let shuttingDown = false;
 
-  const { grpcServer, health, drain, grpcPort } = await startGrpc(config, meter, accounts, logger, metrics);
+  const { grpcServer, health, drain, grpcPort } = await startGrpc(config, meter, accounts, logger, metrics, pool);
   const refreshHealth = () => reportHealth(health, checks, config.USAGE_FAIL_OPEN, shuttingDown);
   // The first health report (and so `ready`) waits for Redis's first connection, bounded by its
   // connect timeout: an unreachable Redis must not block start-up (it is reported NOT_SERVING).
@@ -96,6 +98,7 @@ export async function startUsage(config: UsageConfig, options: { clock?: Clock; 
     // down under fail-open (counted in Postgres).
     optionalChecks: config.USAGE_FAIL_OPEN ? ['redis'] : ['postgres'],
     adminToken: config.ADMIN_TOKEN,
+    billing: billingHttpDeps({ pool, accounts, counters, flush: () => meter.flush(), clock, metrics, logger }),
     isShuttingDown: () => shuttingDown,
     http: config,
   });
@@ -192,7 +195,14 @@ async function openStores(config: UsageConfig, clock: Clock, logger: Logger) {
 }
 
 /** The gRPC server, bound to GRPC_PORT. */
-async function startGrpc(config: UsageConfig, meter: UsageMeter, accounts: AccountStore, logger: Logger, metrics: UsageMetrics) {
+async function startGrpc(
+  config: UsageConfig,
+  meter: UsageMeter,
+  accounts: AccountStore,
+  logger: Logger,
+  metrics: UsageMetrics,
+  pool: Pool,
+) {
   const {
     server: grpcServer,
     health,
@@ -205,6 +215,7 @@ async function startGrpc(config: UsageConfig, meter: UsageMeter, accounts: Accou
     maxConnectionAgeMs: config.GRPC_MAX_CONNECTION_AGE_MS,
     maxConnectionAgeGraceMs: config.GRPC_MAX_CONNECTION_AGE_GRACE_MS,
   });
+  addBillingGrpc(grpcServer, pool, metrics);
   const grpcPort = await new Promise<number>((resolve, reject) =>
     grpcServer.bindAsync(`${config.HOST}:${config.GRPC_PORT}`, grpc.ServerCredentials.createInsecure(), (err, port) =>
       err ? reject(err) : resolve(port),

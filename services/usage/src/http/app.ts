@@ -11,6 +11,7 @@ import {
 import { Type } from '@sinclair/typebox';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
+import { type BillingHttpDeps, registerBillingRoutes } from '../billing/admin-routes';
 import type { KeyCache } from '../domain/key-cache';
 import type { AccountStore } from '../store/accounts';
 
@@ -28,6 +29,8 @@ export interface UsageHttpDeps {
   /** Checks that do not make the service unready (redis, when fail-open is enabled). */
   optionalChecks?: string[];
   adminToken: string | undefined;
+  /** Billing close and statements (billing/admin-routes.ts). */
+  billing?: BillingHttpDeps;
   isShuttingDown: () => boolean;
   /** Timeouts and connection cap of the HTTP server. */
   http?: HttpServerSettings;
@@ -163,6 +166,7 @@ export function buildUsageHttpApp(deps: UsageHttpDeps): FastifyInstance {
     );
     registerAccountRoutes(admin, deps);
     registerKeyRoutes(admin, deps);
+    if (deps.billing) registerBillingRoutes(admin, deps.billing);
   });
 
   app.setNotFoundHandler(async (request) => {

@@ -1,4 +1,5 @@
 import type { Migration } from '@fcd/service-kit';
+import { BILLING_MIGRATION_SQL } from './billing-schema';
 
 export const USAGE_SCHEMA = 'usage';
 
@@ -63,5 +64,13 @@ export const migrations: Migration[] = [
         ADD COLUMN expires_at timestamptz;
       CREATE INDEX api_keys_account_live_idx ON api_keys (account_id) WHERE revoked_at IS NULL;
     `,
+  },
+  {
+    // Billing close (docs/metering.md, "Billing close"): the tier history (one row at the account's
+    // creation, then one per change of tier or daily limit, written by a trigger in the same
+    // transaction as the change, whoever makes it), the immutable monthly statements, their
+    // adjustment rows and the record of each completed close.
+    id: '0005_billing',
+    sql: BILLING_MIGRATION_SQL,
   },
 ];
