@@ -64,6 +64,13 @@ export const OPERATIONS: Record<string, OperationInfo> = {
     description:
       'Creates a new key with the same name and expiry and returns it in clear (`key`, shown once), with the old key as `previous`. The old key keeps working for `expires_in_seconds` (0 to 604800, 7 days) and then gets 401; 0 revokes it at once. Never refused for the 10-key limit (the old key counts as live until it lapses). A revoked or expired key is 404.',
   },
+  'GET /v1/account/statements': {
+    tag: 'Account',
+    operationId: 'listAccountStatements',
+    summary: "The calling account's closed monthly statements, newest first",
+    description:
+      'One statement per closed UTC month: the tiers in force and their days, total, included and overage requests, the rate and the amount in USD (exact decimal strings), and any late corrections as `adjustments` (a statement never changes). The current month is not there until it is closed (on the 1st). Counted like any request.',
+  },
   'GET /v1/facilities': {
     tag: 'Facilities',
     operationId: 'listFacilities',

@@ -21,6 +21,7 @@ import {
   RolledKeyResponse,
   RollKeyBody,
 } from '../../services/gateway/src/routes/account-keys-schema';
+import { StatementsResponse } from '../../services/gateway/src/routes/account-statements';
 import { PUBLIC_ROUTES } from '../../services/gateway/src/routes/table';
 import { NoQuery, UsageResponseSchema } from '../../services/gateway/src/routes/usage-schema';
 import { eventRoutes } from '../../services/webhook/src/routes/events';
@@ -66,6 +67,7 @@ export async function collectRoutes(): Promise<{ routes: CollectedRoute[]; undoc
   found.set('POST /v1/account/keys', { body: CreateKeyBody, response: { 201: CreatedKeyResponse } });
   found.set('PATCH /v1/account/keys/:', { params: KeyParams, body: RenameKeyBody, response: { 200: KeyResponse } });
   found.set('DELETE /v1/account/keys/:', { params: KeyParams });
+  found.set('GET /v1/account/statements', { querystring: NoQuery, response: { 200: StatementsResponse } });
   found.set('POST /v1/account/keys/:/roll', { params: KeyParams, body: RollKeyBody, response: { 201: RolledKeyResponse } });
   // Exports: the gateway walks the facility service's pages; rows are the list representations.
   const rowSchema = { facilities: FacilitySchema, violations: ViolationSchema, cases: CaseSchema };

@@ -1,5 +1,5 @@
 import type { TypedClient } from '@fcd/grpc';
-import type { UsageService } from '@fcd/proto';
+import type { BillingService, UsageService } from '@fcd/proto';
 import {
   AppError,
   baseFastifyOptions,
@@ -18,6 +18,7 @@ import { installMetering } from './auth/metering';
 import type { Upstream } from './clients/proxy';
 import type { IdempotencyStore } from './http/idempotency';
 import { registerApiReference } from './openapi';
+import { registerAccountStatementsRoute } from './routes/account-statements';
 import { registerPortalStatic } from './portal/static';
 import { type ExportLimits, registerExports } from './routes/exports';
 import { registerMethodNotAllowed, registerProxyRoutes } from './routes/proxy';
@@ -29,6 +30,8 @@ export interface GatewayDeps {
   metrics: ServiceMetrics & { onDecision?: (tier: string, outcome: string) => void };
   batcher: AuthorizationBatcher;
   usage: TypedClient<typeof UsageService>;
+  /** The usage service's BillingService (GET /v1/account/statements). */
+  billing: TypedClient<typeof BillingService>;
   upstreams: Record<Exclude<Target, 'local'>, Upstream>;
   internalAuth: InternalAuth;
   /** Idempotency-Key records (Redis). */
@@ -62,6 +65,7 @@ export function buildGatewayApp(deps: GatewayDeps): FastifyInstance {
   installMetering(app, deps.batcher);
   registerProxyRoutes(app, deps);
   registerUsageRoute(app, deps);
+  registerAccountStatementsRoute(app, deps);
   registerExports(app, {
     facility: deps.upstreams.facility,
     internalAuth: deps.internalAuth,

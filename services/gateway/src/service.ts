@@ -1,6 +1,6 @@
 import type { Server } from 'node:http';
 import { createClient, type TypedClient } from '@fcd/grpc';
-import { UsageService } from '@fcd/proto';
+import { BillingService, UsageService } from '@fcd/proto';
 import {
   Counter,
   clusterFromSettings,
@@ -98,6 +98,7 @@ export async function startGateway(config: GatewayConfig, options: { logger?: Lo
       'grpc.dns_min_time_between_resolutions_ms': config.USAGE_GRPC_DNS_MIN_INTERVAL_MS,
     },
   });
+  const billing = createClient(BillingService, config.USAGE_GRPC_ADDRESS, { callSecret: config.USAGE_GRPC_SECRET });
   const batcher = createBatcher(config, usage, logger, metrics.registry);
   const health = new UsageHealth(config.USAGE_GRPC_ADDRESS);
   const upstreams = {
@@ -116,6 +117,7 @@ export async function startGateway(config: GatewayConfig, options: { logger?: Lo
     metrics,
     batcher,
     usage,
+    billing,
     upstreams,
     internalAuth: new InternalAuth(config.INTERNAL_AUTH_SECRET),
     idempotency,
@@ -145,6 +147,7 @@ export async function startGateway(config: GatewayConfig, options: { logger?: Lo
       await batcher.close();
       await Promise.all([upstreams.facility.close(), upstreams.webhook.close()]);
       usage.close();
+      billing.close();
       redis.disconnect();
       health.close();
       await new Promise((r) => metricsServer.close(r));

@@ -26,6 +26,8 @@ export const PUBLIC_ROUTES: PublicRoute[] = [
   { path: '/v1/account/keys', methods: ['GET', 'POST'], target: 'local', maxAgeSeconds: 0 },
   { path: '/v1/account/keys/:key_id', methods: ['PATCH', 'DELETE'], target: 'local' },
   { path: '/v1/account/keys/:key_id/roll', methods: ['POST'], target: 'local' },
+  // The account's closed monthly statements (answered with the usage service's BillingService).
+  { path: '/v1/account/statements', methods: ['GET'], target: 'local', maxAgeSeconds: 0 },
   { path: '/v1/facilities', methods: ['GET'], target: 'facility', maxAgeSeconds: DATA_MAX_AGE },
   { path: '/v1/facilities/:facility_id', methods: ['GET'], target: 'facility', maxAgeSeconds: DATA_MAX_AGE },
   { path: '/v1/facilities/:facility_id/violations', methods: ['GET'], target: 'facility', maxAgeSeconds: DATA_MAX_AGE },
