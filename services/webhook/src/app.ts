@@ -70,8 +70,9 @@ export async function buildWebhookApp(deps: AppDeps): Promise<FastifyInstance> {
   const counters = domainMetrics(deps.metrics);
 
   const eventLog = new EventLog(deps.pool);
+  const store = new SubscriptionStore(deps.pool, deps.secretBox);
   const service = new WebhookService({
-    store: new SubscriptionStore(deps.pool, deps.secretBox),
+    store,
     deliveries: new DeliveryLog(deps.pool),
     events: eventLog,
     retentionDays: deps.config.EVENT_RETENTION_DAYS,
@@ -111,6 +112,6 @@ export async function buildWebhookApp(deps: AppDeps): Promise<FastifyInstance> {
     isShuttingDown: deps.isShuttingDown ?? (() => false),
   });
   await app.register(webhookRoutes, { service, internalAuth: deps.internalAuth });
-  await app.register(eventRoutes, { events: new EventsService(eventLog), internalAuth: deps.internalAuth });
+  await app.register(eventRoutes, { events: new EventsService(eventLog, store), internalAuth: deps.internalAuth });
   return app;
 }

@@ -1,4 +1,6 @@
-import { ManualClock } from '@fcd/service-kit';
+import { randomUUID } from 'node:crypto';
+import { ManualClock, withTransaction } from '@fcd/service-kit';
+import { EventLog, eventFacilityIds } from '@fcd/webhooks';
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -13,7 +15,10 @@ import {
   testApp,
 } from './helpers';
 
-/** `filter` on POST and PATCH /v1/webhooks (docs/webhooks.md "Filters"): stored, shown, cleared, validated. */
+/**
+ * `filter` on POST and PATCH /v1/webhooks (docs/webhooks.md "Filters"): stored, shown, cleared,
+ * validated; and GET /v1/events?subscription_id=, the events a subscription matches.
+ */
 let ctx: TestContext;
 let stub: FacilityStub;
 let app: FastifyInstance;
@@ -93,5 +98,47 @@ describe('subscription filter', () => {
     ]);
     const list = await call(account, { method: 'GET', url: '/v1/webhooks' });
     expect(list.json().data).toEqual([]);
+  });
+});
+
+describe('GET /v1/events?subscription_id=', () => {
+  const state = (code: string) => ({ id: randomUUID(), state: code, epa_region: '05', programs: ['CAA'] });
+  function statusChanged(facility: ReturnType<typeof state>) {
+    const e = {
+      id: `evt_${randomUUID()}`,
+      type: 'facility.status_changed',
+      created_at: new Date(clock.now()).toISOString(),
+      data: { facility, previous_status: 'no_violation' },
+    };
+    return { id: e.id, type: e.type, body: JSON.stringify(e), facilityIds: eventFacilityIds(e), createdAt: clock.now() };
+  }
+  const list = (account: string, query: string) => call(account, { method: 'GET', url: `/v1/events?${query}` });
+
+  it("lists only the events the caller's subscription matches, by its filter; 404 for another's or an unknown one; 400 for a malformed id", async () => {
+    const account = newAccount();
+    const ohio = await create(account, { ...base, events: ['facility.status_changed'], filter: { states: ['OH'] } });
+    const all = await create(account, { ...base, events: ['facility.status_changed'] });
+    const events = [statusChanged(state('OH')), statusChanged(state('TX')), statusChanged(state('OH'))];
+    await withTransaction(ctx.pool, (client) => EventLog.append(client, events, clock.now()));
+    const ids = (res: LightMyRequestResponse) => {
+      expect(res.statusCode, res.body).toBe(200);
+      return (res.json().data as Array<{ id: string }>).map((e) => e.id).filter((id) => events.some((e) => e.id === id));
+    };
+    expect(ids(await list(account, `subscription_id=${ohio.json().data.id}&limit=100`))).toEqual([events[0]?.id, events[2]?.id]);
+    expect(ids(await list(account, `subscription_id=${all.json().data.id}&limit=100`))).toEqual(events.map((e) => e.id));
+
+    const notFound = { error: { code: 'NOT_FOUND', message: 'No such webhook subscription.' } };
+    const foreign = await list(newAccount(), `subscription_id=${ohio.json().data.id}`);
+    expect(foreign.statusCode).toBe(404);
+    expect(foreign.json()).toEqual(notFound);
+    const unknown = await list(account, `subscription_id=wh_${randomUUID()}`);
+    expect(unknown.statusCode).toBe(404);
+    expect(unknown.json()).toEqual(notFound);
+    for (const bad of ['wh_nope', `dlv_${randomUUID()}`, `wh_${randomUUID().toUpperCase()}`]) {
+      const res = await list(account, `subscription_id=${bad}`);
+      expect(res.statusCode, res.body).toBe(400);
+      expect(res.json().error.code).toBe('VALIDATION_ERROR');
+      expect(res.json().error.details.fields.map((f: { field: string }) => f.field)).toEqual(['subscription_id']);
+    }
   });
 });

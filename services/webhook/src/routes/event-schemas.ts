@@ -1,5 +1,5 @@
 import { EVENT_TYPES, EventEnvelopeSchema } from '@fcd/events';
-import { PageQuery, Pagination, StringEnum } from '@fcd/service-kit';
+import { PageQuery, Pagination, StringEnum, SubscriptionId } from '@fcd/service-kit';
 import { Type } from '@sinclair/typebox';
 
 /** Request and response schemas of /v1/events (the event log, every tier): the contract's envelope and the shared list shapes. */
@@ -24,6 +24,13 @@ export const EventsQuery = Type.Object(
     type: Type.Optional(StringEnum(EVENT_TYPES)),
     facility_id: Type.Optional(Type.String({ format: 'uuid' })),
     since: Type.Optional(Type.String({ format: 'date-time' })),
+    subscription_id: Type.Optional(
+      Type.String({
+        pattern: SubscriptionId.pattern,
+        description:
+          "Only the events this subscription of the caller's matches (its `events`, `facility_ids` and `filter`, as they are now): what the fan-out would send it. 404 for another account's or an unknown subscription.",
+      }),
+    ),
     ...PageQuery,
   },
   { additionalProperties: false },

@@ -1,6 +1,13 @@
-import { INTERNAL_AUTH_HEADER, type InternalAuth, methodNotAllowed, requestTarget, unauthorized } from '@fcd/service-kit';
+import {
+  type AccountClaims,
+  INTERNAL_AUTH_HEADER,
+  type InternalAuth,
+  methodNotAllowed,
+  requestTarget,
+  unauthorized,
+} from '@fcd/service-kit';
 import type { Static } from '@sinclair/typebox';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { EventsService } from '../domain/events';
 import { EventEnvelopeResponse, EventList, EventsQuery } from './event-schemas';
 import { type IdParams, NoQuery } from './schemas';
@@ -17,15 +24,24 @@ export interface EventRoutesOptions {
  */
 export async function eventRoutes(app: FastifyInstance, options: EventRoutesOptions): Promise<void> {
   const { events, internalAuth } = options;
+  /** The verified caller of each request (`subscription_id` must be one of its subscriptions). */
+  const accounts = new WeakMap<FastifyRequest, AccountClaims>();
 
   app.addHook('onRequest', async (request) => {
-    if (!internalAuth.verify(request.headers[INTERNAL_AUTH_HEADER], requestTarget(request, 'webhook'))) throw unauthorized();
+    const claims = internalAuth.verify(request.headers[INTERNAL_AUTH_HEADER], requestTarget(request, 'webhook'));
+    if (!claims) throw unauthorized();
+    accounts.set(request, claims);
   });
+  const account = (request: FastifyRequest): AccountClaims => {
+    const claims = accounts.get(request);
+    if (!claims) throw unauthorized();
+    return claims;
+  };
 
   app.get<{ Querystring: Static<typeof EventsQuery> }>(
     '/v1/events',
     { schema: { querystring: EventsQuery, response: { 200: EventList } } },
-    async (request, reply) => reply.type('application/json; charset=utf-8').send(await events.list(request.query)),
+    async (request, reply) => reply.type('application/json; charset=utf-8').send(await events.list(account(request), request.query)),
   );
 
   app.get<{ Params: Static<typeof IdParams> }>(
