@@ -184,6 +184,8 @@ export const OPERATIONS: Record<string, OperationInfo> = {
     tag: 'Events',
     operationId: 'listEvents',
     summary: 'The event log, oldest first (polling alternative to webhooks)',
+    // subscription_id: another account's or an unknown subscription.
+    errors: [404],
     description:
       'The envelopes webhooks carry, byte for byte, in the order the log recorded them. Every tier; counted like any request. To poll, keep calling with the last `pagination.next_cursor`: it is set whenever the page has events, also on the last page, so each event is seen exactly once; an empty page returns the cursor it was given. Events are kept for the retention period (30 days by default).',
     query: {
