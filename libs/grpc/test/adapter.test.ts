@@ -51,6 +51,8 @@ describe('protobuf-es ↔ grpc-js adapter', () => {
       renameKey: ['/usage.v1.UsageService/RenameKey', false, false],
       revokeKey: ['/usage.v1.UsageService/RevokeKey', false, false],
       rollKey: ['/usage.v1.UsageService/RollKey', false, false],
+      listAuditLog: ['/usage.v1.UsageService/ListAuditLog', false, false],
+      getDailyUsage: ['/usage.v1.UsageService/GetDailyUsage', false, false],
     });
   });
 

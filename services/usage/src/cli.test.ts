@@ -35,6 +35,22 @@ describe('usage-cli run(): argument errors are exit 1 and one line on stderr (JS
     [['keys', 'create'], '--account is required'],
     [['keys', 'list'], '--account is required'],
     [['keys', 'revoke'], '--key is required'],
+    [['keys', 'rename', '--name', 'ci'], '--key is required'],
+    [['keys', 'rename', '--key', 'key_00000000-0000-4000-8000-000000000000'], '--name is required'],
+    [['keys', 'rename', '--key', 'key_00000000-0000-4000-8000-000000000000', '--name', ' '], 'Invalid name: must not be empty.'],
+    [['keys', 'roll', '--expires-in-seconds', '60'], '--key is required'],
+    [['keys', 'roll', '--key', 'key_00000000-0000-4000-8000-000000000000'], '--expires-in-seconds is required'],
+    [
+      ['keys', 'roll', '--key', 'key_00000000-0000-4000-8000-000000000000', '--expires-in-seconds', '604801'],
+      'Invalid expires_in_seconds: must be an integer from 0 to 604800.',
+    ],
+    [
+      ['keys', 'roll', '--key', 'key_00000000-0000-4000-8000-000000000000', '--expires-in-seconds', '1e3'],
+      'Invalid expires_in_seconds: must be an integer from 0 to 604800.',
+    ],
+    [['keys', 'create', '--account', 'acct_1', '--name', ''], 'Invalid name: must not be empty.'],
+    [['keys', 'create', '--account', 'acct_1', '--expires-at', 'tomorrow'], 'Invalid expires_at: must be an RFC 3339 date-time.'],
+    [['keys', 'rotate'], 'unknown command: keys rotate'],
   ];
   it.each(cases)('%j: %s', async (args, message) => {
     expect(await cli(args)).toEqual({ code: 1, stdout: '', stderr: `usage-cli: ${message}\n` });

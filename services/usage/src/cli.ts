@@ -6,9 +6,11 @@
  *   usage-cli accounts create --name NAME --tier free|pro|enterprise [--daily-limit N] [--json]
  *   usage-cli accounts list [--json]
  *   usage-cli accounts set-tier --account ID --tier TIER [--daily-limit N] [--json]
- *   usage-cli keys create --account ID [--json]        (the key is printed once)
+ *   usage-cli keys create --account ID [--name N] [--expires-at T] [--json]   (the key is printed once)
  *   usage-cli keys list --account ID [--json]          (last 4 characters only)
+ *   usage-cli keys rename --key KEY_ID --name N [--json]
  *   usage-cli keys revoke --key KEY_ID [--json]
+ *   usage-cli keys roll --key KEY_ID --expires-in-seconds N [--json]   (cli/keys.ts; audited, actor operator)
  *   usage-cli demo [--json]                            (a demo Free and a demo Pro account, one key each)
  *   usage-cli billing close|statements|verify --period YYYY-MM   (billing/cli.ts)
  */
@@ -32,6 +34,9 @@ import {
 } from '@fcd/service-kit';
 import { Type } from '@sinclair/typebox';
 import { billingCommand } from './billing/cli';
+import { type KeyCommand, keysCommand } from './cli/keys';
+import { DEFAULT_KEY_NAME } from './domain/account-keys';
+import { OPERATOR } from './domain/audit';
 import { AccountStore } from './store/accounts';
 import { migrations, USAGE_SCHEMA } from './store/migrations';
 
@@ -41,6 +46,8 @@ const OPTIONS = {
   account: { type: 'string' },
   key: { type: 'string' },
   'daily-limit': { type: 'string' },
+  'expires-at': { type: 'string' },
+  'expires-in-seconds': { type: 'string' },
   period: { type: 'string' },
   format: { type: 'string' },
   json: { type: 'boolean', default: false },
@@ -96,37 +103,12 @@ async function accountsCommand(action: string | undefined, { values, accounts, o
   }
 }
 
-async function keysCommand(action: string | undefined, { values, accounts, out }: Command): Promise<boolean> {
-  switch (action) {
-    case 'create': {
-      const { key, apiKey } = await accounts.createKey(need(values, 'account'));
-      out({ ...key, apiKey }, `${apiKey}\n(key id ${key.id}; shown once, store it now)`);
-      return true;
-    }
-    case 'list': {
-      const accountId = need(values, 'account');
-      // An unknown account is an error, not an empty list (a mistyped id must not look like "no keys").
-      if (!(await accounts.accountWithTier(accountId))) throw new AppError('NOT_FOUND', `No such account: ${accountId}`);
-      const keys = await accounts.listKeys(accountId);
-      out(keys, keys.map((k) => `${k.id}\t…${k.last4}\t${k.revokedAt ? `revoked ${k.revokedAt}` : 'active'}`).join('\n'));
-      return true;
-    }
-    case 'revoke': {
-      const k = await accounts.revokeKey(need(values, 'key'));
-      out(k, `${k.id} revoked at ${k.revokedAt}`);
-      return true;
-    }
-    default:
-      return false;
-  }
-}
-
 async function demo({ pool, accounts, out }: Command): Promise<void> {
   await migrate(pool, USAGE_SCHEMA, migrations);
   const result: Record<string, { accountId: string; apiKey: string }> = {};
   for (const tier of ['free', 'pro']) {
     const a = await accounts.createAccount({ name: `Demo ${tier}`, tier });
-    const { apiKey } = await accounts.createKey(a.id);
+    const { apiKey } = await accounts.keys.create(a.id, { name: DEFAULT_KEY_NAME, expiresAt: null }, OPERATOR, Date.now());
     result[tier] = { accountId: a.id, apiKey };
   }
   out(
@@ -137,6 +119,10 @@ async function demo({ pool, accounts, out }: Command): Promise<void> {
   );
 }
 
+function keyCommand({ values, accounts, io, out }: Command): KeyCommand {
+  return { option: (name) => values[name], accounts, env: io.env, out, warn: (text) => void io.stderr.write(`usage-cli: ${text}\n`) };
+}
+
 async function dispatch(positionals: string[], command: Command): Promise<void> {
   const [group, action] = positionals;
   if (group === 'migrate' && action === undefined) {
@@ -145,7 +131,7 @@ async function dispatch(positionals: string[], command: Command): Promise<void> 
   }
   if (group === 'demo' && action === undefined) return demo(command);
   if (group === 'accounts' && (await accountsCommand(action, command))) return;
-  if (group === 'keys' && (await keysCommand(action, command))) return;
+  if (group === 'keys' && (await keysCommand(action, keyCommand(command)))) return;
   if (group === 'billing' && (await billingCommand(action, command))) return;
   throw new AppError('VALIDATION_ERROR', `unknown command: ${positionals.join(' ') || '(none)'}`);
 }

@@ -19,6 +19,7 @@ import { Redis } from 'ioredis';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { run } from '../src/cli';
+import { migrations } from '../src/store/migrations';
 
 /**
  * The operator CLI as operators run it: the built services/usage/dist/cli.js in
@@ -50,7 +51,11 @@ interface Key {
   id: string;
   accountId: string;
   last4: string;
+  name: string;
+  prefix: string | null;
   createdAt: string;
+  lastUsedAt: string | null;
+  expiresAt: string | null;
   revokedAt: string | null;
 }
 
@@ -112,7 +117,7 @@ function occurrences(haystack: string, needle: string): number {
 
 /** Everything the CLI can write, to show that a failed command wrote nothing. */
 async function snapshot(): Promise<unknown> {
-  const tables = ['accounts', 'api_keys', 'daily_usage', 'tiers'];
+  const tables = ['accounts', 'api_keys', 'audit_log', 'daily_usage', 'tiers'];
   const out: Record<string, unknown> = {};
   for (const t of tables) out[t] = (await client.query(`SELECT * FROM usage.${t} ORDER BY 1, 2`)).rows;
   return out;
@@ -138,7 +143,7 @@ afterAll(async () => {
 // Each command is a Node process of its own (about half a second on a busy machine): generous time per test.
 describe('usage admin CLI (built dist/cli.js, own database)', { timeout: 120_000 }, () => {
   it('migrates the schema once, then reports it up to date in both modes', async () => {
-    expect(await okJson(['migrate'], cli)).toEqual({ applied: ['0001_accounts_keys_usage', '0002_account_keys'] });
+    expect(await okJson(['migrate'], cli)).toEqual({ applied: migrations.map((m) => m.id) });
     expect(await okJson(['migrate'])).toEqual({ applied: [] });
     expect(await ok(['migrate'])).toBe('up to date\n');
   });
@@ -185,7 +190,11 @@ describe('usage admin CLI (built dist/cli.js, own database)', { timeout: 120_000
       id: expect.stringMatching(KEY_ID),
       accountId: account.id,
       last4: key.apiKey.slice(-4),
+      name: 'default',
+      prefix: key.apiKey.slice(0, 8),
       createdAt: expect.stringMatching(ISO),
+      lastUsedAt: null,
+      expiresAt: null,
       revokedAt: null,
       apiKey: expect.stringMatching(KEY),
     });
@@ -225,11 +234,13 @@ describe('usage admin CLI (built dist/cli.js, own database)', { timeout: 120_000
     const listJson = await ok(['keys', 'list', '--account', account.id, '--json']);
     expect(JSON.parse(listJson)).toEqual([strip(first), strip(second)]);
     const listHuman = await ok(['keys', 'list', '--account', account.id]);
-    expect(listHuman).toBe(`${first.id}\t…${first.apiKey.slice(-4)}\tactive\n${second.id}\t…${second.apiKey.slice(-4)}\tactive\n`);
+    expect(listHuman).toBe(
+      `${first.id}\t…${first.apiKey.slice(-4)}\tactive\tdefault\n${second.id}\t…${second.apiKey.slice(-4)}\tactive\tdefault\n`,
+    );
     for (const out of [listJson, listHuman]) {
       for (const k of [first.apiKey, second.apiKey]) {
         expect(out).not.toContain(k);
-        expect(out).not.toContain(k.slice(4, -4)); // no more of the key than its last 4 characters
+        expect(out).not.toContain(k.slice(8, -4)); // no more of the key than its prefix and last 4 characters
       }
     }
 
@@ -241,7 +252,7 @@ describe('usage admin CLI (built dist/cli.js, own database)', { timeout: 120_000
     expect(await ok(['keys', 'revoke', '--key', first.id])).toBe(`${first.id} revoked at ${revoked.revokedAt}\n`);
     expect(await okJson(['keys', 'list', '--account', account.id])).toEqual([revoked, strip(second)]);
     expect(await ok(['keys', 'list', '--account', account.id])).toBe(
-      `${first.id}\t…${first.apiKey.slice(-4)}\trevoked ${revoked.revokedAt}\n${second.id}\t…${second.apiKey.slice(-4)}\tactive\n`,
+      `${first.id}\t…${first.apiKey.slice(-4)}\trevoked ${revoked.revokedAt}\tdefault\n${second.id}\t…${second.apiKey.slice(-4)}\tactive\tdefault\n`,
     );
   });
 

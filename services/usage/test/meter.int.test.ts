@@ -1,7 +1,8 @@
-import { createLogger, createPool, ManualClock, migrate, type Pool } from '@fcd/service-kit';
+import { createLogger, createPool, type KeyId, ManualClock, migrate, type Pool } from '@fcd/service-kit';
 import { createTestDatabase, freePort, type TestDatabase, testUrls, uniqueName } from '@fcd/testing';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { OPERATOR } from '../src/domain/audit';
 import { KeyCache } from '../src/domain/key-cache';
 import { UsageMeter } from '../src/meter/index';
 import { createUsageMetrics } from '../src/metrics';
@@ -31,7 +32,7 @@ function meterWith(clock: ManualClock, options: { redis?: Redis; failOpen?: bool
 
 async function newKey(tier: string): Promise<{ accountId: string; apiKey: string; keyId: string }> {
   const account = await accounts.createAccount({ name: `t ${tier}`, tier });
-  const { key, apiKey } = await accounts.createKey(account.id);
+  const { key, apiKey } = await accounts.keys.create(account.id, { name: 'default', expiresAt: null }, OPERATOR, Date.now());
   return { accountId: account.id, apiKey, keyId: key.id };
 }
 
@@ -168,7 +169,7 @@ describe('UsageMeter against real Postgres and Redis', () => {
     const meter = meterWith(clock, { cacheTtlMs: 1000 });
     const { apiKey, keyId, accountId } = await newKey('free');
     expect((await meter.authorize([apiKey]))[0]?.decision).toBe('allowed');
-    await accounts.revokeKey(keyId);
+    await accounts.keys.revoke(accountId, keyId as KeyId, OPERATOR, Date.now());
     clock.advance(1000); // the cached principal expires: revocation takes effect within the TTL
     const results = await meter.authorize(['', 'fcd_short', `fcd_${'Z'.repeat(32)}`, apiKey]);
     expect(results.map((r) => r.decision)).toEqual(['unauthenticated', 'unauthenticated', 'unauthenticated', 'unauthenticated']);

@@ -11,6 +11,8 @@ export interface AuthenticatedAccount {
   accountId: string;
   tier: string;
   tierRank: number;
+  /** The key that authenticated (`key_<uuid>`): the actor of the account's key changes (audit log). */
+  keyId?: string;
 }
 
 declare module 'fastify' {

@@ -101,7 +101,7 @@ function admit(
       // Before the body is read: a Free caller gets 403 whatever it sends.
       const refused = tierGate(target.route, result);
       if (refused) return refused;
-      request.account = { accountId: result.accountId, tier: result.tier, tierRank: result.tierRank };
+      request.account = { accountId: result.accountId, tier: result.tier, tierRank: result.tierRank, keyId: result.keyId };
       request.usageReport = result.usage;
       return undefined;
     }

@@ -1,6 +1,7 @@
 import { create } from '@bufbuild/protobuf';
 import { fromGrpcError, type TypedClient } from '@fcd/grpc';
 import {
+  ActorType,
   type ApiKey,
   CreateKeyRequestSchema,
   ListKeysRequestSchema,
@@ -21,7 +22,6 @@ import {
   KeyListResponse,
   KeyParams,
   KeyResponse,
-  MAX_LIVE_KEYS,
   RenameKeyBody,
   RolledKeyResponse,
   RollKeyBody,
@@ -57,6 +57,14 @@ function checkName(name: string): void {
   if (/[\u0000-\u001f\u007f]/.test(name)) throw validationError([{ field: 'name', message: 'must not contain control characters' }]);
 }
 
+/** Any RFC 3339 spelling the schema accepts (an offset, a lower-case `t`) is sent on as ISO UTC; in the future. */
+function expiresAtOf(value: string | null | undefined): string | undefined {
+  const expiresMs = value == null ? undefined : Date.parse(value);
+  if (expiresMs !== undefined && !(expiresMs > Date.now()))
+    throw validationError([{ field: 'expires_at', message: 'must be a date-time in the future' }]);
+  return expiresMs === undefined ? undefined : new Date(expiresMs).toISOString();
+}
+
 /** The key id of the path; a malformed one is 404 like an unknown one (never a 400 revealing the shape). */
 function keyIdOf(params: Static<typeof KeyParams>): KeyId {
   const id = KeyId.parse(params.key_id);
@@ -64,15 +72,21 @@ function keyIdOf(params: Static<typeof KeyParams>): KeyId {
   return id;
 }
 
-async function call<T>(op: () => Promise<T>, details?: Partial<Record<string, Record<string, unknown>>>): Promise<T> {
+async function call<T>(op: () => Promise<T>): Promise<T> {
   try {
     return await op();
   } catch (err) {
-    const e = fromGrpcError(err, 'usage');
-    // The error code travels over gRPC, its details do not: the documented ones are added back here.
-    const extra = details?.[e.code];
-    throw extra ? new AppError(e.code, e.message, { details: extra }) : e;
+    // The error's code and details (`limit`, `live_keys`, `fields`) travel over gRPC (libs/grpc).
+    throw fromGrpcError(err, 'usage');
   }
+}
+
+/** Who makes a change, for the audit log: the key that authenticated the call. */
+function actorOf(account: AuthenticatedAccount) {
+  // A usage service older than the audit log names no key; it cannot record the change either.
+  if (!account.keyId)
+    throw new AppError('SERVICE_UNAVAILABLE', 'The service is temporarily unavailable (usage). Retry after 1 s.', { retryAfterSeconds: 1 });
+  return { type: ActorType.KEY, keyId: account.keyId };
 }
 
 /**
@@ -128,22 +142,17 @@ export function registerAccountKeyRoutes(app: FastifyInstance, deps: AccountKeyD
       const account = requireAccount(request);
       const { name } = request.body;
       checkName(name);
-      // Any RFC 3339 spelling the schema accepts (an offset, a lower-case `t`) is sent on as ISO UTC.
-      const expiresMs = request.body.expires_at == null ? undefined : Date.parse(request.body.expires_at);
-      if (expiresMs !== undefined && !(expiresMs > Date.now()))
-        throw validationError([{ field: 'expires_at', message: 'must be a date-time in the future' }]);
-      const expires_at = expiresMs === undefined ? undefined : new Date(expiresMs).toISOString();
+      const expires_at = expiresAtOf(request.body.expires_at);
       return answerPost(deps, request, reply, account, async () => {
-        const created = await call(
-          () =>
-            usage.unary.createKey(
-              create(CreateKeyRequestSchema, {
-                accountId: account.accountId,
-                name,
-                ...(expires_at === undefined ? {} : { expiresAt: expires_at }),
-              }),
-            ),
-          { LIMIT_REACHED: { limit: MAX_LIVE_KEYS } },
+        const created = await call(() =>
+          usage.unary.createKey(
+            create(CreateKeyRequestSchema, {
+              accountId: account.accountId,
+              name,
+              ...(expires_at === undefined ? {} : { expiresAt: expires_at }),
+              actor: actorOf(account),
+            }),
+          ),
         );
         return { data: { ...view(created.key), key: created.apiKey } };
       });
@@ -154,11 +163,12 @@ export function registerAccountKeyRoutes(app: FastifyInstance, deps: AccountKeyD
     `${ACCOUNT_KEYS_PATH}/:key_id`,
     { schema: { params: KeyParams, body: RenameKeyBody, response: { 200: KeyResponse } } },
     async (request) => {
-      const { accountId } = requireAccount(request);
+      const account = requireAccount(request);
       const keyId = keyIdOf(request.params);
       checkName(request.body.name);
+      const { accountId } = account;
       const { key } = await call(() =>
-        usage.unary.renameKey(create(RenameKeyRequestSchema, { accountId, keyId, name: request.body.name })),
+        usage.unary.renameKey(create(RenameKeyRequestSchema, { accountId, keyId, name: request.body.name, actor: actorOf(account) })),
       );
       return { data: view(key) };
     },
@@ -168,11 +178,11 @@ export function registerAccountKeyRoutes(app: FastifyInstance, deps: AccountKeyD
     `${ACCOUNT_KEYS_PATH}/:key_id`,
     { schema: { params: KeyParams } },
     async (request, reply) => {
-      const { accountId } = requireAccount(request);
+      const account = requireAccount(request);
       const keyId = keyIdOf(request.params);
-      await call(() => usage.unary.revokeKey(create(RevokeKeyRequestSchema, { accountId, keyId })), {
-        LIMIT_REACHED: { live_keys: 1 },
-      });
+      await call(() =>
+        usage.unary.revokeKey(create(RevokeKeyRequestSchema, { accountId: account.accountId, keyId, actor: actorOf(account) })),
+      );
       return reply.code(204).send();
     },
   );
@@ -186,7 +196,9 @@ export function registerAccountKeyRoutes(app: FastifyInstance, deps: AccountKeyD
       const expiresInSeconds = request.body.expires_in_seconds;
       return answerPost(deps, request, reply, account, async () => {
         const rolled = await call(() =>
-          usage.unary.rollKey(create(RollKeyRequestSchema, { accountId: account.accountId, keyId, expiresInSeconds })),
+          usage.unary.rollKey(
+            create(RollKeyRequestSchema, { accountId: account.accountId, keyId, expiresInSeconds, actor: actorOf(account) }),
+          ),
         );
         return { data: { ...view(rolled.key), key: rolled.apiKey, previous: view(rolled.previous) } };
       });

@@ -21,6 +21,9 @@ export const DEFAULT_KEY_NAME = 'default';
 /** A key as its account sees it: never the key itself. */
 export interface AccountKey {
   id: KeyId;
+  accountId: string;
+  /** The last 4 characters of the key (operators' views only; the account sees `prefix`). */
+  last4: string;
   name: string;
   /** The first 8 characters of the key; null for keys created before prefixes were kept. */
   prefix: string | null;

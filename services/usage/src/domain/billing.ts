@@ -51,6 +51,11 @@ export function multiplyUsd(count: number, rate: string): string {
   return `${s.slice(0, -scale)}.${s.slice(-scale)}`;
 }
 
+/** A day's overage: the requests over the daily limit, for tiers that allow overage (a hard limit's are refused, so 0). */
+export function dayOverage(count: number, dailyLimit: number, overageAllowed: boolean): number {
+  return overageAllowed ? Math.max(0, count - dailyLimit) : 0;
+}
+
 export function computeBilling(input: {
   nowMs: number;
   dailyLimit: number;
@@ -64,7 +69,7 @@ export function computeBilling(input: {
   for (const { day, count } of input.days) {
     if (day < start || day > end) continue;
     total += count;
-    if (input.overageAllowed) overage += Math.max(0, count - input.dailyLimit);
+    overage += dayOverage(count, input.dailyLimit, input.overageAllowed);
   }
   return {
     start,

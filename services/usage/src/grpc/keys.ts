@@ -1,5 +1,7 @@
 import { create } from '@bufbuild/protobuf';
 import {
+  type Actor,
+  ActorType,
   type ApiKey,
   ApiKeySchema,
   type CreateKeyRequest,
@@ -20,15 +22,17 @@ import {
 } from '@fcd/proto';
 import { AppError, KeyId } from '@fcd/service-kit';
 import { type AccountKey, keyNotFound, parseExpiresAt, parseKeyName, parseRollSeconds } from '../domain/account-keys';
+import type { AuditActor } from '../domain/audit';
 import type { UsageMeter } from '../meter/index';
 import type { AccountStore } from '../store/accounts';
 
 /**
  * The account's own key management over gRPC (the gateway's /v1/account/keys routes). The gateway
  * validates first; the same rules run here so no caller can store what the API would refuse.
- * After a change the account's cached keys are dropped (`meter.keysChanged`).
+ * After a change the account's cached keys are dropped (`meter.keysChanged`). Every change names
+ * its actor, the key that authenticated the call, and is audited (store/account-keys.ts).
  */
-export function keyHandlers(accounts: AccountStore, meter: UsageMeter) {
+export function keyHandlers({ keys }: AccountStore, meter: UsageMeter) {
   const account = (id: string) => {
     if (!id) throw new AppError('VALIDATION_ERROR', 'account_id is required.');
     return id;
@@ -40,32 +44,43 @@ export function keyHandlers(accounts: AccountStore, meter: UsageMeter) {
   };
   return {
     async listKeys(request: ListKeysRequest): Promise<ListKeysResponse> {
-      return create(ListKeysResponseSchema, { keys: (await accounts.accountKeys(account(request.accountId))).map(toApiKey) });
+      return create(ListKeysResponseSchema, { keys: (await keys.list(account(request.accountId))).map(toApiKey) });
     },
     async createKey(request: CreateKeyRequest): Promise<CreateKeyResponse> {
       const now = meter.now();
       const input = { name: parseKeyName(request.name), expiresAt: parseExpiresAt(request.expiresAt, now) };
-      const { key, apiKey } = await accounts.createAccountKey(account(request.accountId), input, now);
+      const { key, apiKey } = await keys.create(account(request.accountId), input, actorOf(request.actor), now);
       return create(CreateKeyResponseSchema, { key: toApiKey(key), apiKey });
     },
     async renameKey(request: RenameKeyRequest): Promise<RenameKeyResponse> {
-      const key = await accounts.renameAccountKey(account(request.accountId), keyId(request.keyId), parseKeyName(request.name));
+      const name = parseKeyName(request.name);
+      const key = await keys.rename(account(request.accountId), keyId(request.keyId), name, actorOf(request.actor), meter.now());
       return create(RenameKeyResponseSchema, { key: toApiKey(key) });
     },
     async revokeKey(request: RevokeKeyRequest): Promise<RevokeKeyResponse> {
       const accountId = account(request.accountId);
-      const key = await accounts.revokeAccountKey(accountId, keyId(request.keyId), meter.now());
+      const key = await keys.revoke(accountId, keyId(request.keyId), actorOf(request.actor), meter.now());
       await meter.keysChanged(accountId);
       return create(RevokeKeyResponseSchema, { key: toApiKey(key) });
     },
     async rollKey(request: RollKeyRequest): Promise<RollKeyResponse> {
       const accountId = account(request.accountId);
       const seconds = parseRollSeconds(request.expiresInSeconds);
-      const rolled = await accounts.rollAccountKey(accountId, keyId(request.keyId), seconds, meter.now());
+      const rolled = await keys.roll(accountId, keyId(request.keyId), seconds, actorOf(request.actor), meter.now());
       await meter.keysChanged(accountId);
       return create(RollKeyResponseSchema, { key: toApiKey(rolled.key), apiKey: rolled.apiKey, previous: toApiKey(rolled.old) });
     },
   };
+}
+
+/**
+ * The actor of a change over gRPC: the key that authenticated the call. An operator acts through
+ * the admin API or the CLI, never here; anything else is INVALID_ARGUMENT, nothing written.
+ */
+function actorOf(actor: Actor | undefined): AuditActor {
+  const keyId = actor?.type === ActorType.KEY ? KeyId.parse(actor.keyId) : undefined;
+  if (!keyId) throw new AppError('VALIDATION_ERROR', 'actor must be the key that authenticated the call (ACTOR_TYPE_KEY, key_id).');
+  return { type: 'key', keyId };
 }
 
 function toApiKey(k: AccountKey): ApiKey {

@@ -36,6 +36,7 @@ function toResult(r: MeterResult): AuthorizeResult {
     accountId: r.principal?.accountId ?? '',
     tier: r.principal?.tier ?? '',
     tierRank: r.principal?.tierRank ?? 0,
+    keyId: r.decision === 'allowed' ? (r.principal?.keyId ?? '') : '',
     dailyLimit: r.principal?.dailyLimit ?? 0,
     count: r.count,
     remaining: r.remaining,

@@ -8,6 +8,7 @@ import type { UsageMeter } from '../meter/index';
 import type { UsageMetrics } from '../metrics';
 import type { AccountStore } from '../store/accounts';
 import { AuthorizeStreams, refusedBatch } from './authorize-stream';
+import { historyHandlers } from './history';
 import { keyHandlers } from './keys';
 import { decide, toUsage } from './results';
 
@@ -83,6 +84,7 @@ export function createGrpcServer(
         return toUsage(report);
       },
       ...keyHandlers(accounts, meter),
+      ...historyHandlers(accounts, meter),
       async getAccounts(request) {
         if (request.accountIds.length > MAX_ACCOUNTS_PER_CALL) {
           throw new AppError('VALIDATION_ERROR', `At most ${MAX_ACCOUNTS_PER_CALL} account ids per call.`);

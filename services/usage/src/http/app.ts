@@ -2,11 +2,13 @@ import {
   AppError,
   baseFastifyOptions,
   type Check,
+  type Clock,
   type HttpServerSettings,
   installHttpConventions,
   registerHealthRoutes,
   requireBearerToken,
   type ServiceMetrics,
+  systemClock,
 } from '@fcd/service-kit';
 import { Type } from '@sinclair/typebox';
 import Fastify, { type FastifyInstance } from 'fastify';
@@ -14,6 +16,7 @@ import type { Logger } from 'pino';
 import { type BillingHttpDeps, registerBillingRoutes } from '../billing/admin-routes';
 import type { KeyCache } from '../domain/key-cache';
 import type { AccountStore } from '../store/accounts';
+import { registerAdminKeyRoutes } from './admin-keys';
 
 export interface UsageHttpDeps {
   logger: Logger;
@@ -29,11 +32,13 @@ export interface UsageHttpDeps {
   /** Checks that do not make the service unready (redis, when fail-open is enabled). */
   optionalChecks?: string[];
   adminToken: string | undefined;
-  /** Billing close and statements (billing/admin-routes.ts). */
-  billing?: BillingHttpDeps;
+  /** The time of the operator's key changes (their expiries and audit entries); the system clock by default. */
+  clock?: Clock;
   isShuttingDown: () => boolean;
   /** Timeouts and connection cap of the HTTP server. */
   http?: HttpServerSettings;
+  /** Billing close and statements (billing/admin-routes.ts). */
+  billing?: BillingHttpDeps;
 }
 
 const AccountOut = Type.Object({
@@ -43,14 +48,6 @@ const AccountOut = Type.Object({
   daily_limit: Type.Integer(),
   created_at: Type.String(),
 });
-const KeyOut = Type.Object({
-  id: Type.String(),
-  account_id: Type.String(),
-  last4: Type.String(),
-  created_at: Type.String(),
-  revoked_at: Type.Union([Type.String(), Type.Null()]),
-});
-
 const accountOut = (a: { id: string; name: string; tier: string; dailyLimit: number; createdAt: string }) => ({
   id: a.id,
   name: a.name,
@@ -58,14 +55,6 @@ const accountOut = (a: { id: string; name: string; tier: string; dailyLimit: num
   daily_limit: a.dailyLimit,
   created_at: a.createdAt,
 });
-const keyOut = (k: { id: string; accountId: string; last4: string; createdAt: string; revokedAt: string | null }) => ({
-  id: k.id,
-  account_id: k.accountId,
-  last4: k.last4,
-  created_at: k.createdAt,
-  revoked_at: k.revokedAt,
-});
-
 /** Create, list and change accounts (admin API). */
 function registerAccountRoutes(admin: FastifyInstance, deps: UsageHttpDeps): void {
   admin.post(
@@ -120,38 +109,6 @@ async function keysChanged(deps: UsageHttpDeps, accountId: string): Promise<void
   else deps.cache.evictAccount(accountId);
 }
 
-/** Create, list and revoke API keys (admin API). */
-function registerKeyRoutes(admin: FastifyInstance, deps: UsageHttpDeps): void {
-  admin.post(
-    '/admin/v1/accounts/:id/keys',
-    {
-      schema: {
-        params: Type.Object({ id: Type.String() }),
-        response: { 201: Type.Object({ data: Type.Object({ ...KeyOut.properties, api_key: Type.String() }) }) },
-      },
-    },
-    async (request, reply) => {
-      const { id } = request.params as { id: string };
-      const { key, apiKey } = await deps.accounts.createKey(id);
-      return reply.code(201).send({ data: { ...keyOut(key), api_key: apiKey } });
-    },
-  );
-  admin.get(
-    '/admin/v1/accounts/:id/keys',
-    { schema: { params: Type.Object({ id: Type.String() }), response: { 200: Type.Object({ data: Type.Array(KeyOut) }) } } },
-    async (request) => ({ data: (await deps.accounts.listKeys((request.params as { id: string }).id)).map(keyOut) }),
-  );
-  admin.post(
-    '/admin/v1/keys/:id/revoke',
-    { schema: { params: Type.Object({ id: Type.String() }), response: { 200: Type.Object({ data: KeyOut }) } } },
-    async (request) => {
-      const key = await deps.accounts.revokeKey((request.params as { id: string }).id);
-      await keysChanged(deps, key.accountId);
-      return { data: keyOut(key) };
-    },
-  );
-}
-
 /** Health endpoints and the token-protected internal admin API (same operations as the CLI). */
 export function buildUsageHttpApp(deps: UsageHttpDeps): FastifyInstance {
   const app = Fastify(baseFastifyOptions(deps.logger, deps.http));
@@ -165,8 +122,12 @@ export function buildUsageHttpApp(deps: UsageHttpDeps): FastifyInstance {
       requireBearerToken(deps.adminToken, { message: 'A valid admin token is required in the Authorization header.' }),
     );
     registerAccountRoutes(admin, deps);
-    registerKeyRoutes(admin, deps);
     if (deps.billing) registerBillingRoutes(admin, deps.billing);
+    registerAdminKeyRoutes(admin, {
+      accounts: deps.accounts,
+      now: () => (deps.clock ?? systemClock).now(),
+      keysChanged: (id) => keysChanged(deps, id),
+    });
   });
 
   app.setNotFoundHandler(async (request) => {

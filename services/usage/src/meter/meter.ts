@@ -192,4 +192,9 @@ export class UsageMeter {
   usage(accountId: string): Promise<UsageReport | undefined> {
     return this.reports.usage(accountId);
   }
+
+  /** Each day's count and overage over a range (unary GetDailyUsage). */
+  dailyUsage(accountId: string, query: { from?: string; to?: string }) {
+    return this.reports.daily(accountId, query);
+  }
 }

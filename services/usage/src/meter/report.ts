@@ -1,5 +1,6 @@
 import { type Clock, isoTimestamp, nextUtcMidnight, utcDay } from '@fcd/service-kit';
 import { computeBilling, type DayCount, monthBounds } from '../domain/billing';
+import { type DailyUsage, type DayRange, dailyHistory, parseDayRange } from '../domain/daily-usage';
 import type { UsageReport } from '../domain/meter-decision';
 import type { KeyPrincipal } from '../domain/tiers';
 import type { AccountStore } from '../store/accounts';
@@ -109,5 +110,33 @@ export class UsageReports {
       revoked: false,
     };
     return this.report(principal, Math.max(live ?? 0, stored, pending), now);
+  }
+
+  /**
+   * Usage history (GET /v1/account/usage/daily): the persisted count of each day of the range,
+   * merged with this replica's unflushed counts, and today's (when in the range) read live as
+   * `usage` reads it, so today's figure is the report's. 400 for a bad range, undefined for an
+   * unknown account.
+   */
+  async daily(accountId: string, query: { from?: string; to?: string }): Promise<{ range: DayRange; days: DailyUsage[] } | undefined> {
+    const { accounts, counters, clock, writeBehind } = this.deps;
+    const now = clock.now();
+    const range = parseDayRange(query, now);
+    const found = await accounts.accountWithTier(accountId);
+    if (!found) return undefined;
+    const days = new Map((await accounts.countsBetween(accountId, range.from, range.to)).map((d) => [d.day, d.count]));
+    const after = utcDay(Date.parse(`${range.to}T00:00:00.000Z`) + DAY_MS);
+    for (const q of writeBehind.daysOf(accountId, range.from, after)) days.set(q.day, Math.max(days.get(q.day) ?? 0, q.count));
+    const today = utcDay(now);
+    if (range.to === today) days.set(today, Math.max(days.get(today) ?? 0, (await counters.get(accountId, today)) ?? 0));
+    const tier = { dailyLimit: found.account.dailyLimit, overageAllowed: !found.tier.hardLimit };
+    return {
+      range,
+      days: dailyHistory(
+        range,
+        [...days].map(([day, count]) => ({ day, count })),
+        tier,
+      ),
+    };
   }
 }

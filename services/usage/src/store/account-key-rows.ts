@@ -6,6 +6,8 @@ import { digestApiKey, generateApiKey, lastFour } from '../domain/api-key';
 /** The rows of an account's own keys (`/v1/account/keys`) and the steps AccountStore's key changes share. */
 export interface AccountKeyRow {
   id: string;
+  account_id: string;
+  last4: string;
   name: string;
   prefix: string | null;
   created_at: Date;
@@ -14,11 +16,13 @@ export interface AccountKeyRow {
   revoked_at: Date | null;
 }
 
-export const ACCOUNT_KEY_COLUMNS = 'id, name, prefix, created_at, last_used_at, expires_at, revoked_at';
+export const ACCOUNT_KEY_COLUMNS = 'id, account_id, last4, name, prefix, created_at, last_used_at, expires_at, revoked_at';
 
 export function toAccountKey(r: AccountKeyRow): AccountKey {
   return {
     id: r.id as KeyId,
+    accountId: r.account_id,
+    last4: r.last4,
     name: r.name,
     prefix: r.prefix,
     createdAt: r.created_at.toISOString(),
@@ -31,7 +35,7 @@ export function toAccountKey(r: AccountKeyRow): AccountKey {
 /** Locks the account's row (so key changes of one account are serialised) and counts its live keys; NOT_FOUND without it. */
 export async function lockAndCountLive(client: PoolClient, accountId: string, now: number): Promise<number> {
   const locked = await client.query('SELECT 1 FROM usage.accounts WHERE id = $1 FOR UPDATE', [accountId]);
-  if (locked.rowCount === 0) throw new AppError('NOT_FOUND', 'No such account.');
+  if (locked.rowCount === 0) throw new AppError('NOT_FOUND', `No such account: ${accountId.slice(0, 60)}`);
   const { rows } = await client.query<{ live: number }>(
     `SELECT count(*)::int AS live FROM usage.api_keys
       WHERE account_id = $1 AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > $2)`,

@@ -1,18 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { AppError, type KeyId, type Pool, withTransaction } from '@fcd/service-kit';
-import {
-  type AccountKey,
-  DEFAULT_KEY_NAME,
-  isLive,
-  keyNotFound,
-  keyPrefix,
-  lastLiveKey,
-  MAX_LIVE_KEYS,
-  tooManyKeys,
-} from '../domain/account-keys';
-import { digestApiKey, generateApiKey, lastFour } from '../domain/api-key';
+import { AppError, type Pool } from '@fcd/service-kit';
 import type { KeyPrincipal, Tier } from '../domain/tiers';
-import { ACCOUNT_KEY_COLUMNS, type AccountKeyRow, insertKey, keyOf, lockAndCountLive, toAccountKey } from './account-key-rows';
+import { AccountKeys } from './account-keys';
 
 export interface AccountRow {
   id: string;
@@ -22,17 +11,14 @@ export interface AccountRow {
   createdAt: string;
 }
 
-export interface KeyRow {
-  id: string;
-  accountId: string;
-  last4: string;
-  createdAt: string;
-  revokedAt: string | null;
-}
-
-/** All SQL of accounts, tiers, keys and daily usage. */
+/** All SQL of accounts, tiers, key lookups and daily usage (key changes: `keys`). */
 export class AccountStore {
-  constructor(private readonly pool: Pool) {}
+  /** The accounts' API keys: their changes and audit entries (store/account-keys.ts). */
+  readonly keys: AccountKeys;
+
+  constructor(private readonly pool: Pool) {
+    this.keys = new AccountKeys(pool);
+  }
 
   async principalsByDigest(digests: string[]): Promise<Map<string, KeyPrincipal>> {
     const { rows } = await this.pool.query<{
@@ -165,137 +151,6 @@ export class AccountStore {
     const found = await this.accountWithTier(accountId);
     if (!found) throw new AppError('NOT_FOUND', `No such account: ${accountId}`);
     return found.account;
-  }
-
-  /** Creates a key; the clear key is returned once and never stored. */
-  async createKey(accountId: string): Promise<{ key: KeyRow; apiKey: string }> {
-    const apiKey = generateApiKey();
-    const id = `key_${randomUUID()}`;
-    const { rows } = await this.pool.query<{ created_at: Date }>(
-      `INSERT INTO usage.api_keys (id, account_id, digest, last4, prefix, name)
-       SELECT $1, id, $3, $4, $5, $6 FROM usage.accounts WHERE id = $2 RETURNING created_at`,
-      [id, accountId, digestApiKey(apiKey), lastFour(apiKey), keyPrefix(apiKey), DEFAULT_KEY_NAME],
-    );
-    const row = rows[0];
-    if (!row) throw new AppError('NOT_FOUND', `No such account: ${accountId}`);
-    return { key: { id, accountId, last4: lastFour(apiKey), createdAt: row.created_at.toISOString(), revokedAt: null }, apiKey };
-  }
-
-  async listKeys(accountId: string): Promise<KeyRow[]> {
-    const { rows } = await this.pool.query<{ id: string; account_id: string; last4: string; created_at: Date; revoked_at: Date | null }>(
-      'SELECT id, account_id, last4, created_at, revoked_at FROM usage.api_keys WHERE account_id = $1 ORDER BY created_at, id',
-      [accountId],
-    );
-    return rows.map((r) => ({
-      id: r.id,
-      accountId: r.account_id,
-      last4: r.last4,
-      createdAt: r.created_at.toISOString(),
-      revokedAt: r.revoked_at?.toISOString() ?? null,
-    }));
-  }
-
-  async revokeKey(keyId: string): Promise<KeyRow> {
-    const { rows } = await this.pool.query<{ id: string; account_id: string; last4: string; created_at: Date; revoked_at: Date }>(
-      `UPDATE usage.api_keys SET revoked_at = COALESCE(revoked_at, now()) WHERE id = $1
-       RETURNING id, account_id, last4, created_at, revoked_at`,
-      [keyId],
-    );
-    const r = rows[0];
-    if (!r) throw new AppError('NOT_FOUND', `No such key: ${keyId}`);
-    return {
-      id: r.id,
-      accountId: r.account_id,
-      last4: r.last4,
-      createdAt: r.created_at.toISOString(),
-      revokedAt: r.revoked_at.toISOString(),
-    };
-  }
-
-  /** An account's keys, oldest first, revoked and expired ones included (never the key itself). */
-  async accountKeys(accountId: string): Promise<AccountKey[]> {
-    const { rows } = await this.pool.query<AccountKeyRow>(
-      `SELECT ${ACCOUNT_KEY_COLUMNS} FROM usage.api_keys WHERE account_id = $1 ORDER BY created_at, id`,
-      [accountId],
-    );
-    return rows.map(toAccountKey);
-  }
-
-  /**
-   * A new key of the account: the clear key is returned once and never stored. Refused with
-   * LIMIT_REACHED when the account already has MAX_LIVE_KEYS live keys (checked under a lock of
-   * the account's row, so concurrent creations cannot pass it together).
-   */
-  async createAccountKey(
-    accountId: string,
-    input: { name: string; expiresAt: string | null },
-    now: number,
-  ): Promise<{ key: AccountKey; apiKey: string }> {
-    return withTransaction(this.pool, async (client) => {
-      const live = await lockAndCountLive(client, accountId, now);
-      if (live >= MAX_LIVE_KEYS) throw tooManyKeys();
-      return insertKey(client, accountId, input.name, input.expiresAt);
-    });
-  }
-
-  async renameAccountKey(accountId: string, keyId: KeyId, name: string): Promise<AccountKey> {
-    const { rows } = await this.pool.query<AccountKeyRow>(
-      `UPDATE usage.api_keys SET name = $3 WHERE id = $2 AND account_id = $1 RETURNING ${ACCOUNT_KEY_COLUMNS}`,
-      [accountId, keyId, name],
-    );
-    const row = rows[0];
-    if (!row) throw keyNotFound(keyId);
-    return toAccountKey(row);
-  }
-
-  /**
-   * Revokes one of the account's keys (idempotent: an already revoked key stays as it was).
-   * Refused with LIMIT_REACHED when it is the account's last live key.
-   */
-  async revokeAccountKey(accountId: string, keyId: KeyId, now: number): Promise<AccountKey> {
-    return withTransaction(this.pool, async (client) => {
-      const live = await lockAndCountLive(client, accountId, now);
-      const key = await keyOf(client, accountId, keyId);
-      if (!isLive(key, now)) return key;
-      if (live <= 1) throw lastLiveKey();
-      const { rows } = await client.query<AccountKeyRow>(
-        `UPDATE usage.api_keys SET revoked_at = $3 WHERE id = $2 AND account_id = $1 RETURNING ${ACCOUNT_KEY_COLUMNS}`,
-        [accountId, keyId, new Date(now)],
-      );
-      return toAccountKey(rows[0] as AccountKeyRow);
-    });
-  }
-
-  /**
-   * Rolls a live key: a new key with the same name and expiry, and the old one keeps working for
-   * `seconds` more (never longer than it would have; 0 revokes it now). A leaked key is always
-   * replaceable: the limit counts the account's other live keys, so a roll may hold MAX_LIVE_KEYS + 1
-   * live keys until the old one lapses, and is refused (LIMIT_REACHED) only past that.
-   */
-  async rollAccountKey(
-    accountId: string,
-    keyId: KeyId,
-    seconds: number,
-    now: number,
-  ): Promise<{ key: AccountKey; apiKey: string; old: AccountKey }> {
-    return withTransaction(this.pool, async (client) => {
-      const live = await lockAndCountLive(client, accountId, now);
-      const old = await keyOf(client, accountId, keyId);
-      if (!isLive(old, now)) throw keyNotFound(keyId);
-      // The others, the old key aside, must leave room: a roll may exceed the limit by the one
-      // key it replaces, never more (rolling again while the old key lives would add a key each time).
-      if (live - 1 >= MAX_LIVE_KEYS) throw tooManyKeys();
-      const until = new Date(now + seconds * 1000);
-      const { rows } = await client.query<AccountKeyRow>(
-        seconds === 0
-          ? `UPDATE usage.api_keys SET revoked_at = $3 WHERE id = $2 AND account_id = $1 RETURNING ${ACCOUNT_KEY_COLUMNS}`
-          : `UPDATE usage.api_keys SET expires_at = LEAST(COALESCE(expires_at, 'infinity'), $3)
-              WHERE id = $2 AND account_id = $1 RETURNING ${ACCOUNT_KEY_COLUMNS}`,
-        [accountId, keyId, until],
-      );
-      const created = await insertKey(client, accountId, old.name, old.expiresAt);
-      return { ...created, old: toAccountKey(rows[0] as AccountKeyRow) };
-    });
   }
 
   /**

@@ -66,6 +66,27 @@ export const migrations: Migration[] = [
     `,
   },
   {
+    // The audit log of key management (docs/api.md, "Audit log"): one row per change, written in
+    // the change's transaction. seq orders the log (newest first) and pages it. The actor types
+    // and actions are named CHECKs, widened by dropping and adding them again (domain/audit.ts).
+    id: '0003_audit_log',
+    sql: `
+      CREATE TABLE audit_log (
+        seq bigint GENERATED ALWAYS AS IDENTITY UNIQUE,
+        id text PRIMARY KEY,
+        account_id text NOT NULL REFERENCES accounts (id) ON DELETE CASCADE,
+        actor_type text NOT NULL CONSTRAINT audit_log_actor_type_check CHECK (actor_type IN ('key', 'operator')),
+        actor_key_id text CONSTRAINT audit_log_actor_key_check CHECK ((actor_type = 'key') = (actor_key_id IS NOT NULL)),
+        action text NOT NULL
+          CONSTRAINT audit_log_action_check CHECK (action IN ('key.created', 'key.renamed', 'key.revoked', 'key.rolled')),
+        target_key_id text NOT NULL,
+        details jsonb NOT NULL DEFAULT '{}',
+        occurred_at timestamptz NOT NULL
+      );
+      CREATE INDEX audit_log_account_idx ON audit_log (account_id, seq DESC);
+    `,
+  },
+  {
     // Billing close (docs/metering.md, "Billing close"): the tier history (one row at the account's
     // creation, then one per change of tier or daily limit, written by a trigger in the same
     // transaction as the change, whoever makes it), the immutable monthly statements, their

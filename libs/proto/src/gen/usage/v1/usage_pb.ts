@@ -10,7 +10,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file usage/v1/usage.proto.
  */
 export const file_usage_v1_usage: GenFile = /*@__PURE__*/
-  fileDesc("ChR1c2FnZS92MS91c2FnZS5wcm90bxIIdXNhZ2UudjEijAEKDUF1dGhvcml6ZUl0ZW0SDwoHYXBpX2tleRgBIAEoCRIOCgZtZXRob2QYAiABKAkSDAoEcGF0aBgDIAEoCRIVCg1pbmNsdWRlX3VzYWdlGAQgASgIEhMKC3RyYWNlcGFyZW50GAUgASgJEhIKCnRyYWNlc3RhdGUYBiABKAkSDAoEcGVlaxgHIAEoCCL+AQoPQXV0aG9yaXplUmVzdWx0EiQKCGRlY2lzaW9uGAEgASgOMhIudXNhZ2UudjEuRGVjaXNpb24SEgoKYWNjb3VudF9pZBgCIAEoCRIMCgR0aWVyGAMgASgJEhMKC2RhaWx5X2xpbWl0GAQgASgNEg0KBWNvdW50GAUgASgNEhEKCXJlbWFpbmluZxgGIAEoDRIRCglyZXNldHNfYXQYByABKAkSGwoTcmV0cnlfYWZ0ZXJfc2Vjb25kcxgIIAEoBRIpCgV1c2FnZRgJIAEoCzIaLnVzYWdlLnYxLkdldFVzYWdlUmVzcG9uc2USEQoJdGllcl9yYW5rGAogASgNIlQKEEF1dGhvcml6ZVJlcXVlc3QSJgoFaXRlbXMYASADKAsyFy51c2FnZS52MS5BdXRob3JpemVJdGVtEhgKEGNvdW50X2J5X3VuaXhfbXMYAiABKAMiPwoRQXV0aG9yaXplUmVzcG9uc2USKgoHcmVzdWx0cxgBIAMoCzIZLnVzYWdlLnYxLkF1dGhvcml6ZVJlc3VsdCJsChZBdXRob3JpemVTdHJlYW1SZXF1ZXN0EhAKCGJhdGNoX2lkGAEgASgNEiYKBWl0ZW1zGAIgAygLMhcudXNhZ2UudjEuQXV0aG9yaXplSXRlbRIYChBjb3VudF9ieV91bml4X21zGAMgASgDIlcKF0F1dGhvcml6ZVN0cmVhbVJlc3BvbnNlEhAKCGJhdGNoX2lkGAEgASgNEioKB3Jlc3VsdHMYAiADKAsyGS51c2FnZS52MS5BdXRob3JpemVSZXN1bHQiJQoPR2V0VXNhZ2VSZXF1ZXN0EhIKCmFjY291bnRfaWQYASABKAkiSQoKVG9kYXlVc2FnZRIVCg1yZXF1ZXN0X2NvdW50GAEgASgNEhEKCXJlbWFpbmluZxgCIAEoDRIRCglyZXNldHNfYXQYAyABKAkisQEKDUJpbGxpbmdQZXJpb2QSDQoFc3RhcnQYASABKAkSCwoDZW5kGAIgASgJEhYKDnRvdGFsX3JlcXVlc3RzGAMgASgDEhkKEWluY2x1ZGVkX3JlcXVlc3RzGAQgASgDEhgKEG92ZXJhZ2VfcmVxdWVzdHMYBSABKAMSGAoQb3ZlcmFnZV9yYXRlX3VzZBgGIAEoCRIdChVlc3RpbWF0ZWRfb3ZlcmFnZV91c2QYByABKAkimgEKEEdldFVzYWdlUmVzcG9uc2USDAoEdGllchgBIAEoCRITCgtkYWlseV9saW1pdBgCIAEoDRIjCgV0b2RheRgDIAEoCzIULnVzYWdlLnYxLlRvZGF5VXNhZ2USLwoOYmlsbGluZ19wZXJpb2QYBCABKAsyFy51c2FnZS52MS5CaWxsaW5nUGVyaW9kEg0KBXN0YWxlGAUgASgIIikKEkdldEFjY291bnRzUmVxdWVzdBITCgthY2NvdW50X2lkcxgBIAMoCSI+CgdBY2NvdW50EhIKCmFjY291bnRfaWQYASABKAkSDAoEdGllchgCIAEoCRIRCgl0aWVyX3JhbmsYAyABKA0iOgoTR2V0QWNjb3VudHNSZXNwb25zZRIjCghhY2NvdW50cxgBIAMoCzIRLnVzYWdlLnYxLkFjY291bnQi0gEKBkFwaUtleRIKCgJpZBgBIAEoCRIMCgRuYW1lGAIgASgJEhMKBnByZWZpeBgDIAEoCUgAiAEBEhIKCmNyZWF0ZWRfYXQYBCABKAkSGQoMbGFzdF91c2VkX2F0GAUgASgJSAGIAQESFwoKZXhwaXJlc19hdBgGIAEoCUgCiAEBEhcKCnJldm9rZWRfYXQYByABKAlIA4gBAUIJCgdfcHJlZml4Qg8KDV9sYXN0X3VzZWRfYXRCDQoLX2V4cGlyZXNfYXRCDQoLX3Jldm9rZWRfYXQiJQoPTGlzdEtleXNSZXF1ZXN0EhIKCmFjY291bnRfaWQYASABKAkiMgoQTGlzdEtleXNSZXNwb25zZRIeCgRrZXlzGAEgAygLMhAudXNhZ2UudjEuQXBpS2V5IlwKEENyZWF0ZUtleVJlcXVlc3QSEgoKYWNjb3VudF9pZBgBIAEoCRIMCgRuYW1lGAIgASgJEhcKCmV4cGlyZXNfYXQYAyABKAlIAIgBAUINCgtfZXhwaXJlc19hdCJDChFDcmVhdGVLZXlSZXNwb25zZRIdCgNrZXkYASABKAsyEC51c2FnZS52MS5BcGlLZXkSDwoHYXBpX2tleRgCIAEoCSJEChBSZW5hbWVLZXlSZXF1ZXN0EhIKCmFjY291bnRfaWQYASABKAkSDgoGa2V5X2lkGAIgASgJEgwKBG5hbWUYAyABKAkiNgoQUmV2b2tlS2V5UmVxdWVzdBISCgphY2NvdW50X2lkGAEgASgJEg4KBmtleV9pZBgCIAEoCSJQCg5Sb2xsS2V5UmVxdWVzdBISCgphY2NvdW50X2lkGAEgASgJEg4KBmtleV9pZBgCIAEoCRIaChJleHBpcmVzX2luX3NlY29uZHMYAyABKA0iMgoRUmVuYW1lS2V5UmVzcG9uc2USHQoDa2V5GAEgASgLMhAudXNhZ2UudjEuQXBpS2V5IjIKEVJldm9rZUtleVJlc3BvbnNlEh0KA2tleRgBIAEoCzIQLnVzYWdlLnYxLkFwaUtleSJlCg9Sb2xsS2V5UmVzcG9uc2USHQoDa2V5GAEgASgLMhAudXNhZ2UudjEuQXBpS2V5Eg8KB2FwaV9rZXkYAiABKAkSIgoIcHJldmlvdXMYAyABKAsyEC51c2FnZS52MS5BcGlLZXkqjQEKCERlY2lzaW9uEhgKFERFQ0lTSU9OX1VOU1BFQ0lGSUVEEAASFAoQREVDSVNJT05fQUxMT1dFRBABEhwKGERFQ0lTSU9OX1VOQVVUSEVOVElDQVRFRBACEhkKFURFQ0lTSU9OX1JBVEVfTElNSVRFRBADEhgKFERFQ0lTSU9OX1VOQVZBSUxBQkxFEAQylAUKDFVzYWdlU2VydmljZRJaCg9BdXRob3JpemVTdHJlYW0SIC51c2FnZS52MS5BdXRob3JpemVTdHJlYW1SZXF1ZXN0GiEudXNhZ2UudjEuQXV0aG9yaXplU3RyZWFtUmVzcG9uc2UoATABEkQKCUF1dGhvcml6ZRIaLnVzYWdlLnYxLkF1dGhvcml6ZVJlcXVlc3QaGy51c2FnZS52MS5BdXRob3JpemVSZXNwb25zZRJBCghHZXRVc2FnZRIZLnVzYWdlLnYxLkdldFVzYWdlUmVxdWVzdBoaLnVzYWdlLnYxLkdldFVzYWdlUmVzcG9uc2USSgoLR2V0QWNjb3VudHMSHC51c2FnZS52MS5HZXRBY2NvdW50c1JlcXVlc3QaHS51c2FnZS52MS5HZXRBY2NvdW50c1Jlc3BvbnNlEkEKCExpc3RLZXlzEhkudXNhZ2UudjEuTGlzdEtleXNSZXF1ZXN0GhoudXNhZ2UudjEuTGlzdEtleXNSZXNwb25zZRJECglDcmVhdGVLZXkSGi51c2FnZS52MS5DcmVhdGVLZXlSZXF1ZXN0GhsudXNhZ2UudjEuQ3JlYXRlS2V5UmVzcG9uc2USRAoJUmVuYW1lS2V5EhoudXNhZ2UudjEuUmVuYW1lS2V5UmVxdWVzdBobLnVzYWdlLnYxLlJlbmFtZUtleVJlc3BvbnNlEkQKCVJldm9rZUtleRIaLnVzYWdlLnYxLlJldm9rZUtleVJlcXVlc3QaGy51c2FnZS52MS5SZXZva2VLZXlSZXNwb25zZRI+CgdSb2xsS2V5EhgudXNhZ2UudjEuUm9sbEtleVJlcXVlc3QaGS51c2FnZS52MS5Sb2xsS2V5UmVzcG9uc2ViBnByb3RvMw");
+  fileDesc("ChR1c2FnZS92MS91c2FnZS5wcm90bxIIdXNhZ2UudjEijAEKDUF1dGhvcml6ZUl0ZW0SDwoHYXBpX2tleRgBIAEoCRIOCgZtZXRob2QYAiABKAkSDAoEcGF0aBgDIAEoCRIVCg1pbmNsdWRlX3VzYWdlGAQgASgIEhMKC3RyYWNlcGFyZW50GAUgASgJEhIKCnRyYWNlc3RhdGUYBiABKAkSDAoEcGVlaxgHIAEoCCKOAgoPQXV0aG9yaXplUmVzdWx0EiQKCGRlY2lzaW9uGAEgASgOMhIudXNhZ2UudjEuRGVjaXNpb24SEgoKYWNjb3VudF9pZBgCIAEoCRIMCgR0aWVyGAMgASgJEhMKC2RhaWx5X2xpbWl0GAQgASgNEg0KBWNvdW50GAUgASgNEhEKCXJlbWFpbmluZxgGIAEoDRIRCglyZXNldHNfYXQYByABKAkSGwoTcmV0cnlfYWZ0ZXJfc2Vjb25kcxgIIAEoBRIpCgV1c2FnZRgJIAEoCzIaLnVzYWdlLnYxLkdldFVzYWdlUmVzcG9uc2USEQoJdGllcl9yYW5rGAogASgNEg4KBmtleV9pZBgLIAEoCSJUChBBdXRob3JpemVSZXF1ZXN0EiYKBWl0ZW1zGAEgAygLMhcudXNhZ2UudjEuQXV0aG9yaXplSXRlbRIYChBjb3VudF9ieV91bml4X21zGAIgASgDIj8KEUF1dGhvcml6ZVJlc3BvbnNlEioKB3Jlc3VsdHMYASADKAsyGS51c2FnZS52MS5BdXRob3JpemVSZXN1bHQibAoWQXV0aG9yaXplU3RyZWFtUmVxdWVzdBIQCghiYXRjaF9pZBgBIAEoDRImCgVpdGVtcxgCIAMoCzIXLnVzYWdlLnYxLkF1dGhvcml6ZUl0ZW0SGAoQY291bnRfYnlfdW5peF9tcxgDIAEoAyJXChdBdXRob3JpemVTdHJlYW1SZXNwb25zZRIQCghiYXRjaF9pZBgBIAEoDRIqCgdyZXN1bHRzGAIgAygLMhkudXNhZ2UudjEuQXV0aG9yaXplUmVzdWx0IiUKD0dldFVzYWdlUmVxdWVzdBISCgphY2NvdW50X2lkGAEgASgJIkkKClRvZGF5VXNhZ2USFQoNcmVxdWVzdF9jb3VudBgBIAEoDRIRCglyZW1haW5pbmcYAiABKA0SEQoJcmVzZXRzX2F0GAMgASgJIrEBCg1CaWxsaW5nUGVyaW9kEg0KBXN0YXJ0GAEgASgJEgsKA2VuZBgCIAEoCRIWCg50b3RhbF9yZXF1ZXN0cxgDIAEoAxIZChFpbmNsdWRlZF9yZXF1ZXN0cxgEIAEoAxIYChBvdmVyYWdlX3JlcXVlc3RzGAUgASgDEhgKEG92ZXJhZ2VfcmF0ZV91c2QYBiABKAkSHQoVZXN0aW1hdGVkX292ZXJhZ2VfdXNkGAcgASgJIpoBChBHZXRVc2FnZVJlc3BvbnNlEgwKBHRpZXIYASABKAkSEwoLZGFpbHlfbGltaXQYAiABKA0SIwoFdG9kYXkYAyABKAsyFC51c2FnZS52MS5Ub2RheVVzYWdlEi8KDmJpbGxpbmdfcGVyaW9kGAQgASgLMhcudXNhZ2UudjEuQmlsbGluZ1BlcmlvZBINCgVzdGFsZRgFIAEoCCIpChJHZXRBY2NvdW50c1JlcXVlc3QSEwoLYWNjb3VudF9pZHMYASADKAkiPgoHQWNjb3VudBISCgphY2NvdW50X2lkGAEgASgJEgwKBHRpZXIYAiABKAkSEQoJdGllcl9yYW5rGAMgASgNIjoKE0dldEFjY291bnRzUmVzcG9uc2USIwoIYWNjb3VudHMYASADKAsyES51c2FnZS52MS5BY2NvdW50ItIBCgZBcGlLZXkSCgoCaWQYASABKAkSDAoEbmFtZRgCIAEoCRITCgZwcmVmaXgYAyABKAlIAIgBARISCgpjcmVhdGVkX2F0GAQgASgJEhkKDGxhc3RfdXNlZF9hdBgFIAEoCUgBiAEBEhcKCmV4cGlyZXNfYXQYBiABKAlIAogBARIXCgpyZXZva2VkX2F0GAcgASgJSAOIAQFCCQoHX3ByZWZpeEIPCg1fbGFzdF91c2VkX2F0Qg0KC19leHBpcmVzX2F0Qg0KC19yZXZva2VkX2F0IiUKD0xpc3RLZXlzUmVxdWVzdBISCgphY2NvdW50X2lkGAEgASgJIjIKEExpc3RLZXlzUmVzcG9uc2USHgoEa2V5cxgBIAMoCzIQLnVzYWdlLnYxLkFwaUtleSI6CgVBY3RvchIhCgR0eXBlGAEgASgOMhMudXNhZ2UudjEuQWN0b3JUeXBlEg4KBmtleV9pZBgCIAEoCSJ8ChBDcmVhdGVLZXlSZXF1ZXN0EhIKCmFjY291bnRfaWQYASABKAkSDAoEbmFtZRgCIAEoCRIXCgpleHBpcmVzX2F0GAMgASgJSACIAQESHgoFYWN0b3IYBCABKAsyDy51c2FnZS52MS5BY3RvckINCgtfZXhwaXJlc19hdCJDChFDcmVhdGVLZXlSZXNwb25zZRIdCgNrZXkYASABKAsyEC51c2FnZS52MS5BcGlLZXkSDwoHYXBpX2tleRgCIAEoCSJkChBSZW5hbWVLZXlSZXF1ZXN0EhIKCmFjY291bnRfaWQYASABKAkSDgoGa2V5X2lkGAIgASgJEgwKBG5hbWUYAyABKAkSHgoFYWN0b3IYBCABKAsyDy51c2FnZS52MS5BY3RvciJWChBSZXZva2VLZXlSZXF1ZXN0EhIKCmFjY291bnRfaWQYASABKAkSDgoGa2V5X2lkGAIgASgJEh4KBWFjdG9yGAMgASgLMg8udXNhZ2UudjEuQWN0b3IicAoOUm9sbEtleVJlcXVlc3QSEgoKYWNjb3VudF9pZBgBIAEoCRIOCgZrZXlfaWQYAiABKAkSGgoSZXhwaXJlc19pbl9zZWNvbmRzGAMgASgNEh4KBWFjdG9yGAQgASgLMg8udXNhZ2UudjEuQWN0b3IiMgoRUmVuYW1lS2V5UmVzcG9uc2USHQoDa2V5GAEgASgLMhAudXNhZ2UudjEuQXBpS2V5IjIKEVJldm9rZUtleVJlc3BvbnNlEh0KA2tleRgBIAEoCzIQLnVzYWdlLnYxLkFwaUtleSJlCg9Sb2xsS2V5UmVzcG9uc2USHQoDa2V5GAEgASgLMhAudXNhZ2UudjEuQXBpS2V5Eg8KB2FwaV9rZXkYAiABKAkSIgoIcHJldmlvdXMYAyABKAsyEC51c2FnZS52MS5BcGlLZXkiWAoTTGlzdEF1ZGl0TG9nUmVxdWVzdBISCgphY2NvdW50X2lkGAEgASgJEg0KBWxpbWl0GAIgASgNEhMKBmN1cnNvchgDIAEoCUgAiAEBQgkKB19jdXJzb3IiigEKCkF1ZGl0RW50cnkSCgoCaWQYASABKAkSHgoFYWN0b3IYAiABKAsyDy51c2FnZS52MS5BY3RvchIOCgZhY3Rpb24YAyABKAkSFQoNdGFyZ2V0X2tleV9pZBgEIAEoCRIUCgxkZXRhaWxzX2pzb24YBSABKAkSEwoLb2NjdXJyZWRfYXQYBiABKAkiiAEKFExpc3RBdWRpdExvZ1Jlc3BvbnNlEiUKB2VudHJpZXMYASADKAsyFC51c2FnZS52MS5BdWRpdEVudHJ5Eg0KBWxpbWl0GAIgASgNEhgKC25leHRfY3Vyc29yGAMgASgJSACIAQESEAoIaGFzX21vcmUYBCABKAhCDgoMX25leHRfY3Vyc29yIl4KFEdldERhaWx5VXNhZ2VSZXF1ZXN0EhIKCmFjY291bnRfaWQYASABKAkSEQoEZnJvbRgCIAEoCUgAiAEBEg8KAnRvGAMgASgJSAGIAQFCBwoFX2Zyb21CBQoDX3RvIk8KCkRhaWx5VXNhZ2USDAoEZGF0ZRgBIAEoCRIQCghyZXF1ZXN0cxgCIAEoAxIQCghpbmNsdWRlZBgDIAEoAxIPCgdvdmVyYWdlGAQgASgDIlUKFUdldERhaWx5VXNhZ2VSZXNwb25zZRIMCgRmcm9tGAEgASgJEgoKAnRvGAIgASgJEiIKBGRheXMYAyADKAsyFC51c2FnZS52MS5EYWlseVVzYWdlKo0BCghEZWNpc2lvbhIYChRERUNJU0lPTl9VTlNQRUNJRklFRBAAEhQKEERFQ0lTSU9OX0FMTE9XRUQQARIcChhERUNJU0lPTl9VTkFVVEhFTlRJQ0FURUQQAhIZChVERUNJU0lPTl9SQVRFX0xJTUlURUQQAxIYChRERUNJU0lPTl9VTkFWQUlMQUJMRRAEKlQKCUFjdG9yVHlwZRIaChZBQ1RPUl9UWVBFX1VOU1BFQ0lGSUVEEAASEgoOQUNUT1JfVFlQRV9LRVkQARIXChNBQ1RPUl9UWVBFX09QRVJBVE9SEAIytQYKDFVzYWdlU2VydmljZRJaCg9BdXRob3JpemVTdHJlYW0SIC51c2FnZS52MS5BdXRob3JpemVTdHJlYW1SZXF1ZXN0GiEudXNhZ2UudjEuQXV0aG9yaXplU3RyZWFtUmVzcG9uc2UoATABEkQKCUF1dGhvcml6ZRIaLnVzYWdlLnYxLkF1dGhvcml6ZVJlcXVlc3QaGy51c2FnZS52MS5BdXRob3JpemVSZXNwb25zZRJBCghHZXRVc2FnZRIZLnVzYWdlLnYxLkdldFVzYWdlUmVxdWVzdBoaLnVzYWdlLnYxLkdldFVzYWdlUmVzcG9uc2USSgoLR2V0QWNjb3VudHMSHC51c2FnZS52MS5HZXRBY2NvdW50c1JlcXVlc3QaHS51c2FnZS52MS5HZXRBY2NvdW50c1Jlc3BvbnNlEkEKCExpc3RLZXlzEhkudXNhZ2UudjEuTGlzdEtleXNSZXF1ZXN0GhoudXNhZ2UudjEuTGlzdEtleXNSZXNwb25zZRJECglDcmVhdGVLZXkSGi51c2FnZS52MS5DcmVhdGVLZXlSZXF1ZXN0GhsudXNhZ2UudjEuQ3JlYXRlS2V5UmVzcG9uc2USRAoJUmVuYW1lS2V5EhoudXNhZ2UudjEuUmVuYW1lS2V5UmVxdWVzdBobLnVzYWdlLnYxLlJlbmFtZUtleVJlc3BvbnNlEkQKCVJldm9rZUtleRIaLnVzYWdlLnYxLlJldm9rZUtleVJlcXVlc3QaGy51c2FnZS52MS5SZXZva2VLZXlSZXNwb25zZRI+CgdSb2xsS2V5EhgudXNhZ2UudjEuUm9sbEtleVJlcXVlc3QaGS51c2FnZS52MS5Sb2xsS2V5UmVzcG9uc2USTQoMTGlzdEF1ZGl0TG9nEh0udXNhZ2UudjEuTGlzdEF1ZGl0TG9nUmVxdWVzdBoeLnVzYWdlLnYxLkxpc3RBdWRpdExvZ1Jlc3BvbnNlElAKDUdldERhaWx5VXNhZ2USHi51c2FnZS52MS5HZXREYWlseVVzYWdlUmVxdWVzdBofLnVzYWdlLnYxLkdldERhaWx5VXNhZ2VSZXNwb25zZWIGcHJvdG8z");
 
 /**
  * @generated from message usage.v1.AuthorizeItem
@@ -140,6 +140,13 @@ export type AuthorizeResult = Message<"usage.v1.AuthorizeResult"> & {
    * @generated from field: uint32 tier_rank = 10;
    */
   tierRank: number;
+
+  /**
+   * The id of the key that authenticated (key_<uuid>; "" unless ALLOWED): the actor of the audit log.
+   *
+   * @generated from field: string key_id = 11;
+   */
+  keyId: string;
 };
 
 /**
@@ -546,6 +553,30 @@ export const ListKeysResponseSchema: GenMessage<ListKeysResponse> = /*@__PURE__*
   messageDesc(file_usage_v1_usage, 15);
 
 /**
+ * @generated from message usage.v1.Actor
+ */
+export type Actor = Message<"usage.v1.Actor"> & {
+  /**
+   * @generated from field: usage.v1.ActorType type = 1;
+   */
+  type: ActorType;
+
+  /**
+   * For ACTOR_TYPE_KEY: the key that authenticated the call.
+   *
+   * @generated from field: string key_id = 2;
+   */
+  keyId: string;
+};
+
+/**
+ * Describes the message usage.v1.Actor.
+ * Use `create(ActorSchema)` to create a new message.
+ */
+export const ActorSchema: GenMessage<Actor> = /*@__PURE__*/
+  messageDesc(file_usage_v1_usage, 16);
+
+/**
  * @generated from message usage.v1.CreateKeyRequest
  */
 export type CreateKeyRequest = Message<"usage.v1.CreateKeyRequest"> & {
@@ -565,6 +596,13 @@ export type CreateKeyRequest = Message<"usage.v1.CreateKeyRequest"> & {
    * @generated from field: optional string expires_at = 3;
    */
   expiresAt?: string | undefined;
+
+  /**
+   * Required on every key change (CreateKey, RenameKey, RevokeKey, RollKey): ACTOR_TYPE_KEY.
+   *
+   * @generated from field: usage.v1.Actor actor = 4;
+   */
+  actor?: Actor | undefined;
 };
 
 /**
@@ -572,7 +610,7 @@ export type CreateKeyRequest = Message<"usage.v1.CreateKeyRequest"> & {
  * Use `create(CreateKeyRequestSchema)` to create a new message.
  */
 export const CreateKeyRequestSchema: GenMessage<CreateKeyRequest> = /*@__PURE__*/
-  messageDesc(file_usage_v1_usage, 16);
+  messageDesc(file_usage_v1_usage, 17);
 
 /**
  * @generated from message usage.v1.CreateKeyResponse
@@ -596,7 +634,7 @@ export type CreateKeyResponse = Message<"usage.v1.CreateKeyResponse"> & {
  * Use `create(CreateKeyResponseSchema)` to create a new message.
  */
 export const CreateKeyResponseSchema: GenMessage<CreateKeyResponse> = /*@__PURE__*/
-  messageDesc(file_usage_v1_usage, 17);
+  messageDesc(file_usage_v1_usage, 18);
 
 /**
  * @generated from message usage.v1.RenameKeyRequest
@@ -616,6 +654,11 @@ export type RenameKeyRequest = Message<"usage.v1.RenameKeyRequest"> & {
    * @generated from field: string name = 3;
    */
   name: string;
+
+  /**
+   * @generated from field: usage.v1.Actor actor = 4;
+   */
+  actor?: Actor | undefined;
 };
 
 /**
@@ -623,7 +666,7 @@ export type RenameKeyRequest = Message<"usage.v1.RenameKeyRequest"> & {
  * Use `create(RenameKeyRequestSchema)` to create a new message.
  */
 export const RenameKeyRequestSchema: GenMessage<RenameKeyRequest> = /*@__PURE__*/
-  messageDesc(file_usage_v1_usage, 18);
+  messageDesc(file_usage_v1_usage, 19);
 
 /**
  * @generated from message usage.v1.RevokeKeyRequest
@@ -638,6 +681,11 @@ export type RevokeKeyRequest = Message<"usage.v1.RevokeKeyRequest"> & {
    * @generated from field: string key_id = 2;
    */
   keyId: string;
+
+  /**
+   * @generated from field: usage.v1.Actor actor = 3;
+   */
+  actor?: Actor | undefined;
 };
 
 /**
@@ -645,7 +693,7 @@ export type RevokeKeyRequest = Message<"usage.v1.RevokeKeyRequest"> & {
  * Use `create(RevokeKeyRequestSchema)` to create a new message.
  */
 export const RevokeKeyRequestSchema: GenMessage<RevokeKeyRequest> = /*@__PURE__*/
-  messageDesc(file_usage_v1_usage, 19);
+  messageDesc(file_usage_v1_usage, 20);
 
 /**
  * @generated from message usage.v1.RollKeyRequest
@@ -667,6 +715,11 @@ export type RollKeyRequest = Message<"usage.v1.RollKeyRequest"> & {
    * @generated from field: uint32 expires_in_seconds = 3;
    */
   expiresInSeconds: number;
+
+  /**
+   * @generated from field: usage.v1.Actor actor = 4;
+   */
+  actor?: Actor | undefined;
 };
 
 /**
@@ -674,7 +727,7 @@ export type RollKeyRequest = Message<"usage.v1.RollKeyRequest"> & {
  * Use `create(RollKeyRequestSchema)` to create a new message.
  */
 export const RollKeyRequestSchema: GenMessage<RollKeyRequest> = /*@__PURE__*/
-  messageDesc(file_usage_v1_usage, 20);
+  messageDesc(file_usage_v1_usage, 21);
 
 /**
  * @generated from message usage.v1.RenameKeyResponse
@@ -691,7 +744,7 @@ export type RenameKeyResponse = Message<"usage.v1.RenameKeyResponse"> & {
  * Use `create(RenameKeyResponseSchema)` to create a new message.
  */
 export const RenameKeyResponseSchema: GenMessage<RenameKeyResponse> = /*@__PURE__*/
-  messageDesc(file_usage_v1_usage, 21);
+  messageDesc(file_usage_v1_usage, 22);
 
 /**
  * @generated from message usage.v1.RevokeKeyResponse
@@ -708,7 +761,7 @@ export type RevokeKeyResponse = Message<"usage.v1.RevokeKeyResponse"> & {
  * Use `create(RevokeKeyResponseSchema)` to create a new message.
  */
 export const RevokeKeyResponseSchema: GenMessage<RevokeKeyResponse> = /*@__PURE__*/
-  messageDesc(file_usage_v1_usage, 22);
+  messageDesc(file_usage_v1_usage, 23);
 
 /**
  * @generated from message usage.v1.RollKeyResponse
@@ -741,7 +794,220 @@ export type RollKeyResponse = Message<"usage.v1.RollKeyResponse"> & {
  * Use `create(RollKeyResponseSchema)` to create a new message.
  */
 export const RollKeyResponseSchema: GenMessage<RollKeyResponse> = /*@__PURE__*/
-  messageDesc(file_usage_v1_usage, 23);
+  messageDesc(file_usage_v1_usage, 24);
+
+/**
+ * @generated from message usage.v1.ListAuditLogRequest
+ */
+export type ListAuditLogRequest = Message<"usage.v1.ListAuditLogRequest"> & {
+  /**
+   * @generated from field: string account_id = 1;
+   */
+  accountId: string;
+
+  /**
+   * 1 to 100; 0: the default page size (25).
+   *
+   * @generated from field: uint32 limit = 2;
+   */
+  limit: number;
+
+  /**
+   * The next_cursor of the page before; unset: the newest entries.
+   *
+   * @generated from field: optional string cursor = 3;
+   */
+  cursor?: string | undefined;
+};
+
+/**
+ * Describes the message usage.v1.ListAuditLogRequest.
+ * Use `create(ListAuditLogRequestSchema)` to create a new message.
+ */
+export const ListAuditLogRequestSchema: GenMessage<ListAuditLogRequest> = /*@__PURE__*/
+  messageDesc(file_usage_v1_usage, 25);
+
+/**
+ * One key change. Never the key nor its digest.
+ *
+ * @generated from message usage.v1.AuditEntry
+ */
+export type AuditEntry = Message<"usage.v1.AuditEntry"> & {
+  /**
+   * aud_<uuid>
+   *
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * @generated from field: usage.v1.Actor actor = 2;
+   */
+  actor?: Actor | undefined;
+
+  /**
+   * key.created, key.renamed, key.revoked, key.rolled
+   *
+   * @generated from field: string action = 3;
+   */
+  action: string;
+
+  /**
+   * @generated from field: string target_key_id = 4;
+   */
+  targetKeyId: string;
+
+  /**
+   * A JSON object: what changed (name, previous_name, expires_at, new_key_id, …).
+   *
+   * @generated from field: string details_json = 5;
+   */
+  detailsJson: string;
+
+  /**
+   * ISO 8601 UTC with milliseconds.
+   *
+   * @generated from field: string occurred_at = 6;
+   */
+  occurredAt: string;
+};
+
+/**
+ * Describes the message usage.v1.AuditEntry.
+ * Use `create(AuditEntrySchema)` to create a new message.
+ */
+export const AuditEntrySchema: GenMessage<AuditEntry> = /*@__PURE__*/
+  messageDesc(file_usage_v1_usage, 26);
+
+/**
+ * @generated from message usage.v1.ListAuditLogResponse
+ */
+export type ListAuditLogResponse = Message<"usage.v1.ListAuditLogResponse"> & {
+  /**
+   * Newest first.
+   *
+   * @generated from field: repeated usage.v1.AuditEntry entries = 1;
+   */
+  entries: AuditEntry[];
+
+  /**
+   * @generated from field: uint32 limit = 2;
+   */
+  limit: number;
+
+  /**
+   * @generated from field: optional string next_cursor = 3;
+   */
+  nextCursor?: string | undefined;
+
+  /**
+   * @generated from field: bool has_more = 4;
+   */
+  hasMore: boolean;
+};
+
+/**
+ * Describes the message usage.v1.ListAuditLogResponse.
+ * Use `create(ListAuditLogResponseSchema)` to create a new message.
+ */
+export const ListAuditLogResponseSchema: GenMessage<ListAuditLogResponse> = /*@__PURE__*/
+  messageDesc(file_usage_v1_usage, 27);
+
+/**
+ * @generated from message usage.v1.GetDailyUsageRequest
+ */
+export type GetDailyUsageRequest = Message<"usage.v1.GetDailyUsageRequest"> & {
+  /**
+   * @generated from field: string account_id = 1;
+   */
+  accountId: string;
+
+  /**
+   * YYYY-MM-DD (UTC days). Unset to: today; unset from: 30 days ending at to.
+   *
+   * @generated from field: optional string from = 2;
+   */
+  from?: string | undefined;
+
+  /**
+   * @generated from field: optional string to = 3;
+   */
+  to?: string | undefined;
+};
+
+/**
+ * Describes the message usage.v1.GetDailyUsageRequest.
+ * Use `create(GetDailyUsageRequestSchema)` to create a new message.
+ */
+export const GetDailyUsageRequestSchema: GenMessage<GetDailyUsageRequest> = /*@__PURE__*/
+  messageDesc(file_usage_v1_usage, 28);
+
+/**
+ * @generated from message usage.v1.DailyUsage
+ */
+export type DailyUsage = Message<"usage.v1.DailyUsage"> & {
+  /**
+   * YYYY-MM-DD
+   *
+   * @generated from field: string date = 1;
+   */
+  date: string;
+
+  /**
+   * @generated from field: int64 requests = 2;
+   */
+  requests: bigint;
+
+  /**
+   * The day's included requests: the daily limit.
+   *
+   * @generated from field: int64 included = 3;
+   */
+  included: bigint;
+
+  /**
+   * max(0, requests - daily limit) for tiers with overage; 0 for a hard limit.
+   *
+   * @generated from field: int64 overage = 4;
+   */
+  overage: bigint;
+};
+
+/**
+ * Describes the message usage.v1.DailyUsage.
+ * Use `create(DailyUsageSchema)` to create a new message.
+ */
+export const DailyUsageSchema: GenMessage<DailyUsage> = /*@__PURE__*/
+  messageDesc(file_usage_v1_usage, 29);
+
+/**
+ * @generated from message usage.v1.GetDailyUsageResponse
+ */
+export type GetDailyUsageResponse = Message<"usage.v1.GetDailyUsageResponse"> & {
+  /**
+   * @generated from field: string from = 1;
+   */
+  from: string;
+
+  /**
+   * @generated from field: string to = 2;
+   */
+  to: string;
+
+  /**
+   * Every day of the range, oldest first.
+   *
+   * @generated from field: repeated usage.v1.DailyUsage days = 3;
+   */
+  days: DailyUsage[];
+};
+
+/**
+ * Describes the message usage.v1.GetDailyUsageResponse.
+ * Use `create(GetDailyUsageResponseSchema)` to create a new message.
+ */
+export const GetDailyUsageResponseSchema: GenMessage<GetDailyUsageResponse> = /*@__PURE__*/
+  messageDesc(file_usage_v1_usage, 30);
 
 /**
  * @generated from enum usage.v1.Decision
@@ -787,6 +1053,38 @@ export enum Decision {
  */
 export const DecisionSchema: GenEnum<Decision> = /*@__PURE__*/
   enumDesc(file_usage_v1_usage, 0);
+
+/**
+ * Who makes a key change, as the audit log records it.
+ *
+ * @generated from enum usage.v1.ActorType
+ */
+export enum ActorType {
+  /**
+   * @generated from enum value: ACTOR_TYPE_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * The account itself, through one of its keys (key_id).
+   *
+   * @generated from enum value: ACTOR_TYPE_KEY = 1;
+   */
+  KEY = 1,
+
+  /**
+   * An operator (the usage service's admin API or CLI; never sent over gRPC).
+   *
+   * @generated from enum value: ACTOR_TYPE_OPERATOR = 2;
+   */
+  OPERATOR = 2,
+}
+
+/**
+ * Describes the enum usage.v1.ActorType.
+ */
+export const ActorTypeSchema: GenEnum<ActorType> = /*@__PURE__*/
+  enumDesc(file_usage_v1_usage, 1);
 
 /**
  * UsageService authenticates API keys and meters requests. It is called by the
@@ -888,6 +1186,26 @@ export const UsageService: GenService<{
     methodKind: "unary";
     input: typeof RollKeyRequestSchema;
     output: typeof RollKeyResponseSchema;
+  },
+  /**
+   * The account's audit log of key changes, newest first, one page (GET /v1/account/audit-log).
+   *
+   * @generated from rpc usage.v1.UsageService.ListAuditLog
+   */
+  listAuditLog: {
+    methodKind: "unary";
+    input: typeof ListAuditLogRequestSchema;
+    output: typeof ListAuditLogResponseSchema;
+  },
+  /**
+   * Each UTC day's count and overage over a range of at most 400 days (GET /v1/account/usage/daily).
+   *
+   * @generated from rpc usage.v1.UsageService.GetDailyUsage
+   */
+  getDailyUsage: {
+    methodKind: "unary";
+    input: typeof GetDailyUsageRequestSchema;
+    output: typeof GetDailyUsageResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_usage_v1_usage, 0);
