@@ -1,6 +1,17 @@
+import { execFileSync } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { eventually, testUrls, uniqueName } from '@fcd/testing';
-import { recoverEvents, type SubscriptionFilter } from '@fcd/webhooks';
+import { InternalAuth, PRO_TIER_RANK } from '@fcd/service-kit';
+import {
+  eventually,
+  freePort,
+  repoRoot,
+  type ServiceProcess,
+  startService,
+  TEST_INTERNAL_AUTH_SECRET,
+  testUrls,
+  uniqueName,
+} from '@fcd/testing';
+import type { SubscriptionFilter } from '@fcd/webhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config';
 import { Dispatcher } from '../src/delivery/dispatcher';
@@ -22,18 +33,24 @@ import {
 
 /**
  * Subscription filters at fan-out (docs/webhooks.md "Filters"): the dispatcher in-process against
- * real Postgres and NATS, an HTTPS receiver. A subscription filtered to Ohio gets the events whose
- * facility snapshots are in Ohio while an unfiltered one gets every event; recovery over the same
- * window with the same filter selects exactly the same events.
+ * real Postgres and NATS, an HTTPS receiver, and the built webhook service for the API. A
+ * subscription filtered to Ohio gets the events whose facility snapshots are in Ohio while an
+ * unfiltered one gets every event; POST /v1/webhooks/{id}/recover over the same window and
+ * GET /v1/events?subscription_id= select exactly the same events.
  */
 let db: TestDb;
 let bus: Bus;
 let receiver: Receiver;
 let dispatcher: Dispatcher;
+let webhook: ServiceProcess | undefined;
+let api: string;
 const stream = uniqueName('DISP_FILTER').toUpperCase();
 const EVENTS = ['violation.new', 'case.new', 'facility.status_changed'];
+const ACCOUNT = 'acct_test';
+const internalAuth = new InternalAuth(TEST_INTERNAL_AUTH_SECRET);
 
 beforeAll(async () => {
+  execFileSync('npm', ['run', 'build', '-w', '@fcd/webhook'], { cwd: repoRoot, stdio: 'ignore' });
   const cert = testCertificate();
   db = await setupDb('dispatcher_filter');
   receiver = new Receiver(cert);
@@ -51,6 +68,19 @@ beforeAll(async () => {
   });
   dispatcher = new Dispatcher({ config, pool: db.pool, secretBox, logger: silentLogger, tls: { ca: cert.cert } });
   dispatcher.start();
+  const port = await freePort();
+  // The API over the same schema; these subscriptions watch every facility, so the facility service is never asked.
+  webhook = await startService('webhook', {
+    DATABASE_URL: db.database.url,
+    ...db.database.env,
+    PORT: String(port),
+    METRICS_PORT: '0',
+    HOST: '127.0.0.1',
+    INTERNAL_AUTH_SECRET: TEST_INTERNAL_AUTH_SECRET,
+    WEBHOOK_SECRET_KEY: SECRET_KEY,
+    FACILITY_URL: 'http://127.0.0.1:9',
+  });
+  api = `http://127.0.0.1:${port}`;
   await eventually(
     () =>
       dispatcher.consumer.check().then(
@@ -62,17 +92,45 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
+  await webhook?.stop();
   await dispatcher?.stop();
   await receiver?.close();
   await bus?.close();
   await teardownDb(db);
 });
 
+/** A call to the webhook service as the gateway makes it: the account in the signed header. */
+async function call(method: 'GET' | 'POST', path: string, body?: object): Promise<{ status: number; body: any }> {
+  const claims = { account_id: ACCOUNT, tier: 'pro', tier_rank: PRO_TIER_RANK, request_id: `req_${randomUUID()}` };
+  const res = await fetch(`${api}${path}`, {
+    method,
+    headers: {
+      'x-fcd-account': internalAuth.sign(claims, { audience: 'webhook', method, path }),
+      ...(body ? { 'content-type': 'application/json' } : {}),
+    },
+    ...(body ? { body: JSON.stringify(body) } : {}),
+  });
+  return { status: res.status, body: await res.json() };
+}
+
+/** Every event id GET /v1/events lists for the query, following next_cursor to the end. */
+async function listed(query: string): Promise<string[]> {
+  const ids: string[] = [];
+  let cursor: string | null = null;
+  for (;;) {
+    const res = await call('GET', `/v1/events?${query}&limit=2${cursor ? `&cursor=${cursor}` : ''}`);
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    ids.push(...res.body.data.map((e: { id: string }) => e.id));
+    if (!res.body.pagination.has_more) return ids;
+    cursor = res.body.pagination.next_cursor;
+  }
+}
+
 async function subscribe(url: string, filter: SubscriptionFilter | null) {
   return db.subscriptions.create(
     {
       id: `wh_${randomUUID()}`,
-      account_id: 'acct_test',
+      account_id: ACCOUNT,
       url,
       events: EVENTS,
       facility_ids: null,
@@ -133,16 +191,17 @@ function withFacilities<E extends { data: object }>(
 }
 
 describe('a subscription filtered to states ["OH"]', () => {
-  it('receives only the events about Ohio facilities while the others flow, and recovery agrees', async () => {
+  it('receives only the events about Ohio facilities while the others flow, and recover and /v1/events agree', async () => {
     const since = Date.now() - 1000;
     const [oh, tx, ca] = [snapshot('OH', '05'), snapshot('TX', '06'), snapshot('CA', '09')];
     const ohioUrl = `/ohio-${randomUUID()}`;
     const allUrl = `/all-${randomUUID()}`;
     const ohio = await subscribe(receiver.url(ohioUrl), { states: ['OH'] });
-    await subscribe(receiver.url(allUrl), null);
+    const unfiltered = await subscribe(receiver.url(allUrl), null);
     // Filtered like `ohio` but inactive while the events flow: recovery has to find them itself.
-    const late = await subscribe(receiver.url(`/late-${randomUUID()}`), { states: ['OH'] });
-    await db.subscriptions.update('acct_test', late.id, { is_active: false }, Date.now());
+    const lateUrl = `/late-${randomUUID()}`;
+    const late = await subscribe(receiver.url(lateUrl), { states: ['OH'] });
+    await db.subscriptions.update(ACCOUNT, late.id, { is_active: false }, Date.now());
 
     const aboutOhio = [
       statusChanged(oh),
@@ -177,10 +236,23 @@ describe('a subscription filtered to states ["OH"]', () => {
     );
     expect(got.map((r) => JSON.parse(r.body).id).sort()).toEqual(ohioIds);
 
-    await db.subscriptions.update('acct_test', late.id, { is_active: true }, Date.now());
-    const now = Date.now();
-    const result = await recoverEvents(db.pool, { subscriptionId: late.id, since, until: now + 1, dryRun: false, now });
-    expect(result).toMatchObject({ status: 'done', events: ohioIds.length });
+    // Recovery through the API, over the window, for the subscription that was inactive: exactly the Ohio events.
+    await db.subscriptions.update(ACCOUNT, late.id, { is_active: true }, Date.now());
+    const window = { since: new Date(since).toISOString(), until: new Date(Date.now() + 1).toISOString() };
+    const recovered = await call('POST', `/v1/webhooks/${late.id}/recover`, window);
+    expect(recovered.status, JSON.stringify(recovered.body)).toBe(202);
+    expect(recovered.body.data).toMatchObject({ events: ohioIds.length, next_since: null });
     expect((await deliveriesOf(db, late.id)).map((d) => d.event_id).sort()).toEqual(ohioIds);
+    const resent = await eventually(
+      async () => receiver.at(lateUrl),
+      (r) => r.length === ohioIds.length,
+    );
+    expect(resent.map((r) => JSON.parse(r.body).id).sort()).toEqual(ohioIds);
+
+    // The events API agrees: the Ohio subscriptions' lists are the Ohio events, the unfiltered one's every event.
+    const from = `since=${encodeURIComponent(window.since)}`;
+    expect((await listed(`subscription_id=${ohio.id}&${from}`)).sort()).toEqual(ohioIds);
+    expect((await listed(`subscription_id=${late.id}&${from}`)).sort()).toEqual(ohioIds);
+    expect((await listed(`subscription_id=${unfiltered.id}&${from}`)).sort()).toEqual(all);
   });
 });
