@@ -193,13 +193,25 @@ describe('billing statements from real traffic', () => {
     expect(await (await adminCall('GET', '/admin/v1/statements?period=2026-10')).json()).toEqual(json);
 
     await sameFiguresEverywhere(json.data, pro, other);
-    // November's requests are November's: stored once flushed, never in October's statement.
+    // Metrics: what this process's closes wrote, and the latest closed month as the database says.
+    const metrics = await (await fetch(`http://127.0.0.1:${usage.metricsPort}/metrics`)).text();
+    expect(metrics.split('\n').filter((l) => l.startsWith('fcd_billing_'))).toEqual([
+      `fcd_billing_last_closed_period_end_timestamp_seconds{service="usage"} ${Date.parse('2026-11-01T00:00:00Z') / 1000}`,
+      'fcd_billing_last_closed_statements{service="usage"} 3',
+      'fcd_billing_last_closed_amount_usd{service="usage"} 0.045',
+      'fcd_billing_statements_closed_total{outcome="closed",service="usage"} 3',
+      'fcd_billing_statements_closed_total{outcome="unchanged",service="usage"} 3',
+      'fcd_billing_closed_amount_usd_total{service="usage"} 0.045',
+    ]);
+    // November's requests are November's: stored once flushed (with the Pro account's one
+    // GET /v1/account/statements, itself counted), never in October's statement.
+    const novemberPro = november.pro + 1;
     expect(
       await eventually(
         () => storedBetween(pro.id, '2026-11-01', '2026-11-30'),
-        (n) => n === november.pro,
+        (n) => n === novemberPro,
       ),
-    ).toBe(november.pro);
+    ).toBe(novemberPro);
   });
 });
 

@@ -1,11 +1,12 @@
 /**
  * The `billing` commands of usage-cli (docs/metering.md, "Billing close"):
  *
- *   usage-cli billing close --period YYYY-MM [--json]          (needs REDIS_URL or REDIS_CLUSTER_NODES too)
+ *   usage-cli billing close --period YYYY-MM|previous [--json] (needs REDIS_URL or REDIS_CLUSTER_NODES too)
  *   usage-cli billing statements --period YYYY-MM [--format json|csv|jsonl]
  *   usage-cli billing verify --period YYYY-MM [--json]          (exit 1 on a mismatch, one line each)
  */
 import { AppError, type CliIo, type Pool, systemClock } from '@fcd/service-kit';
+import { previousPeriod } from '../domain/proration';
 import { AccountStore } from '../store/accounts';
 import { StatementStore } from '../store/statements';
 import { type AccountOutcome, closePeriod, requirePeriod } from './close';
@@ -39,7 +40,9 @@ function holdHook(io: CliIo): ((o: AccountOutcome) => Promise<void>) | undefined
 }
 
 async function close({ values, pool, io, out }: BillingCommand): Promise<void> {
-  requirePeriod(values.period);
+  // `previous`: the month before this one, what the chart's CronJob closes on the 1st.
+  const period = values.period === 'previous' ? previousPeriod(systemClock.now()) : values.period;
+  requirePeriod(period);
   const { counters, close: closeRedis } = await openBillingCounters(io.env);
   try {
     const onAccount = holdHook(io);
@@ -50,7 +53,7 @@ async function close({ values, pool, io, out }: BillingCommand): Promise<void> {
         landCounts: landFromRedis(counters, new AccountStore(pool)),
         ...(onAccount ? { onAccount } : {}),
       },
-      values.period,
+      period,
     );
     out(r, `closed ${r.period}: ${r.accounts} accounts (${r.closed} new statements, ${r.adjusted} adjusted, ${r.unchanged} unchanged)`);
   } finally {
