@@ -1,10 +1,10 @@
 #!/usr/bin/env node
 // npm run bench — every benchmark, each against a baseline measured in the same run
-// (docs/benchmarks.md). BENCH_ONLY=usage,proxied,delivery,paced,fairness,import,geo,echo,facility-query
+// (docs/benchmarks.md). BENCH_ONLY=usage,proxied,delivery,filters,paced,fairness,import,geo,echo,facility-query
 // chooses, as do names after `--` (`npm run bench -- facility-query`):
 // - usage (usage-path.mjs): the metered hot path (gateway → usage → Redis) beside a bare Fastify;
 // - proxied (proxied-path.mjs): GET /v1/facilities/{id} through the gateway beside a minimal proxy;
-// - then scripts/bench/delivery.mjs, paced.mjs, fairness.mjs, import.mjs, geo.mjs, echo.mjs and
+// - then scripts/bench/delivery.mjs, filters.mjs, paced.mjs, fairness.mjs, import.mjs, geo.mjs, echo.mjs and
 //   facility-query.mjs.
 // BENCH_DURATION (s, default 8) and BENCH_ROUNDS (default 3) set the HTTP rounds' length and count
 // (BENCH_DURATION=2 BENCH_ROUNDS=1 for a quick check of the script).
@@ -15,11 +15,11 @@ import { proxiedPathRound } from './proxied-path.mjs';
 import { targetRows } from './targets.mjs';
 import { usagePathRound } from './usage-path.mjs';
 
-const BENCHES = 'usage,proxied,delivery,paced,fairness,import,geo,echo,facility-query';
+const BENCHES = 'usage,proxied,delivery,filters,paced,fairness,import,geo,echo,facility-query';
 
 /**
  * The arguments (`npm run bench -- geo echo`) or BENCH_ONLY: a comma-separated choice of usage,
- * proxied, delivery, paced, fairness, import, geo, echo, facility-query (default: all nine).
+ * proxied, delivery, filters, paced, fairness, import, geo, echo, facility-query (default: all ten).
  */
 async function all() {
   const named = process.argv.slice(2).flatMap((a) => a.split(','));
@@ -33,6 +33,8 @@ async function all() {
   if (only.has('proxied')) await proxiedPathRound();
   // The delivery benchmark (events → dispatcher → receiver, beside a bare undici loop).
   if (only.has('delivery')) execFileSync(process.execPath, [resolve(root, 'scripts/bench/delivery.mjs')], { stdio: 'inherit' });
+  // Subscription filters at fan-out: 20 subscriptions unfiltered, then with filters every event passes.
+  if (only.has('filters')) execFileSync(process.execPath, [resolve(root, 'scripts/bench/filters.mjs')], { stdio: 'inherit' });
   // The paced delivery benchmark (facility ingestion → outbox relay → JetStream → dispatcher →
   // receiver at 900 deliveries/s, then at 80 % of the rate the whole stack keeps up with, which it probes).
   if (only.has('paced')) execFileSync(process.execPath, [resolve(root, 'scripts/bench/paced.mjs')], { stdio: 'inherit' });

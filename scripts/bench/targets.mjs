@@ -46,6 +46,8 @@ export function targetRows(dir, since) {
     row('backlog: ratio to bare undici ≥ 0.35', `${delivery.ratio}`, delivery.ratio >= 0.35);
     row('backlog: dispatcher CPU µs/delivery ≤ 485', `${d.cpu_us_per_delivery}`, d.cpu_us_per_delivery <= 485);
   }
+  const filters = latest(dir, 'filters', since);
+  if (filters) row('filters: fan-out events/s, filtered / unfiltered ≥ 0.95', `${filters.ratio.fan_out}`, filters.ratio.fan_out >= 0.95);
   const paced = latest(dir, 'paced', since);
   const first = paced?.runs?.[0];
   if (first) {
