@@ -274,7 +274,7 @@ describe.each(CI_VALUES.map(valuesName))('chart rendered with ci/%s-values.yaml'
   it('admits ingress-controller traffic to the gateway only, and each domain service exactly from its callers', () => {
     const v = valuesOf(values);
     const policies = of(values, 'NetworkPolicy');
-    const jobs = v.echoSync.enabled ? ['migrate', 'echo-sync'] : ['migrate'];
+    const jobs = ['migrate', 'billing-close', ...(v.echoSync.enabled ? ['echo-sync'] : [])];
     expect(policies.map(component).sort()).toEqual([...SERVICES, ...jobs].sort());
     for (const p of policies) expect(p.spec.policyTypes).toEqual(['Ingress', 'Egress']);
     const peer = (name: string) => ({
@@ -473,8 +473,9 @@ describe.each(CI_VALUES.map(valuesName))('chart rendered with ci/%s-values.yaml'
 
 describe('optional features', () => {
   it('runs the ECHO sync as a CronJob only when echoSync.enabled: one at a time, the facility image, its NetworkPolicy and alert', () => {
-    expect(of('defaults', 'CronJob')).toEqual([]);
-    const [cron, ...more] = of('all-features', 'CronJob');
+    // The billing close is a CronJob of every release (scripts/chart/billing-close.test.ts).
+    expect(of('defaults', 'CronJob').map(component)).toEqual(['billing-close']);
+    const [cron, ...more] = of('all-features', 'CronJob').filter((m) => component(m) !== 'billing-close');
     expect(more).toEqual([]);
     expect(cron?.metadata.name).toBe('fcd-facility-compliance-echo-sync');
     expect(cron?.spec.schedule).toBe('0 5 * * 1');
@@ -541,7 +542,7 @@ describe('optional features', () => {
     }
   });
 
-  it('renders the ServiceMonitor, the PrometheusRule with the nine alerts and the dashboard only when enabled', () => {
+  it('renders the ServiceMonitor, the PrometheusRule with the ten alerts and the dashboard only when enabled', () => {
     const [rule] = of('all-features', 'PrometheusRule');
     const alerts = rule?.spec.groups.flatMap((g: { rules: { alert: string }[] }) => g.rules.map((r) => r.alert));
     expect(alerts).toEqual([
@@ -553,6 +554,7 @@ describe('optional features', () => {
       'FcdWebhookDeactivations',
       'FcdPostgresErrors',
       'FcdWebhookSecretUnreadable',
+      'FcdBillingPeriodNotClosed',
       'FcdEchoSyncStale',
     ]);
     expect(of('all-features', 'ServiceMonitor')[0]?.spec.endpoints).toEqual([
@@ -588,7 +590,7 @@ describe('optional features', () => {
         annotations: Record<string, string>;
       }[];
     const rules = alertRules('all-features');
-    expect(rules).toHaveLength(9);
+    expect(rules).toHaveLength(10);
     for (const { alert, annotations } of rules) {
       // The heading is the alert name alone, so its GitHub anchor is the name in lower case.
       expect([...sections.keys()], 'docs/operations.md runbook headings').toContain(alert);
@@ -666,6 +668,7 @@ describe('optional features', () => {
     const missing = Object.entries(used).flatMap(([where, list]) => list.filter((n) => !known(where, n)).map((n) => `${where}: ${n}`));
     expect(missing).toEqual([]);
     expect(used.PrometheusRule?.sort()).toEqual([
+      'fcd_billing_last_closed_period_end_timestamp_seconds',
       'fcd_dispatcher_attempts_total',
       'fcd_dispatcher_consumer_pending',
       'fcd_dispatcher_deactivations_total',

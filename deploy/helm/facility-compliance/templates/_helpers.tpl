@@ -239,11 +239,11 @@ app.kubernetes.io/managed-by: {{ .ctx.Release.Service }}
 {{- $ctx := .ctx -}}
 {{- $files := list -}}
 {{- $pg := $ctx.Values.externalDatabase.tlsCaSecret -}}
-{{- if and (has .name (list "usage" "facility" "webhook" "dispatcher" "migrate" "echo-sync")) $pg.name -}}
+{{- if and (has .name (list "usage" "facility" "webhook" "dispatcher" "migrate" "echo-sync" "billing-close")) $pg.name -}}
 {{- $files = append $files (dict "volume" "postgres-ca" "mountPath" "/etc/fcd/backends/postgres" "secret" $pg.name "key" $pg.key) -}}
 {{- end -}}
 {{- $rd := $ctx.Values.externalRedis.tlsCaSecret -}}
-{{- if and (has .name (list "usage" "gateway")) $rd.name -}}
+{{- if and (has .name (list "usage" "gateway" "billing-close")) $rd.name -}}
 {{- $files = append $files (dict "volume" "redis-ca" "mountPath" "/etc/fcd/backends/redis" "secret" $rd.name "key" $rd.key) -}}
 {{- end -}}
 {{- if has .name (list "facility" "dispatcher") -}}
