@@ -6,6 +6,7 @@
  *   usage-cli accounts create --name NAME --tier free|pro|enterprise [--daily-limit N] [--json]
  *   usage-cli accounts list [--json]
  *   usage-cli accounts set-tier --account ID --tier TIER [--daily-limit N] [--json]
+ *   usage-cli accounts portal-link --account ID [--base-url URL] [--json]   (a one-time portal sign-in link)
  *   usage-cli keys create --account ID [--name N] [--expires-at T] [--json]   (the key is printed once)
  *   usage-cli keys list --account ID [--json]          (last 4 characters only)
  *   usage-cli keys rename --key KEY_ID --name N [--json]
@@ -37,6 +38,7 @@ import { billingCommand } from './billing/cli';
 import { type KeyCommand, keysCommand } from './cli/keys';
 import { DEFAULT_KEY_NAME } from './domain/account-keys';
 import { OPERATOR } from './domain/audit';
+import { portalLinkCommand } from './portal/cli';
 import { AccountStore } from './store/accounts';
 import { migrations, USAGE_SCHEMA } from './store/migrations';
 
@@ -48,6 +50,7 @@ const OPTIONS = {
   'daily-limit': { type: 'string' },
   'expires-at': { type: 'string' },
   'expires-in-seconds': { type: 'string' },
+  'base-url': { type: 'string' },
   period: { type: 'string' },
   format: { type: 'string' },
   json: { type: 'boolean', default: false },
@@ -81,8 +84,10 @@ function dailyLimit(values: Values): number | undefined {
   return n;
 }
 
-async function accountsCommand(action: string | undefined, { values, accounts, out }: Command): Promise<boolean> {
+async function accountsCommand(action: string | undefined, { values, pool, accounts, out }: Command): Promise<boolean> {
   switch (action) {
+    case 'portal-link':
+      return portalLinkCommand(values, pool, out);
     case 'create': {
       const a = await accounts.createAccount({ name: need(values, 'name'), tier: need(values, 'tier'), dailyLimit: dailyLimit(values) });
       out(a, `${a.id}\t${a.tier}\t${a.dailyLimit}/day\t${a.name}`);

@@ -47,6 +47,8 @@ export const UsageConfigSchema = Type.Object({
   GRPC_MAX_CONNECTION_AGE_GRACE_MS: Env.int(30_000, 1000, 86_400_000),
   /** Concurrent gRPC calls per connection (HTTP/2 streams); more are refused. */
   GRPC_MAX_CONCURRENT_STREAMS: Env.int(100, 1, 10_000),
+  /** The gateway's public address, in front of the portal's sign-in links (docs/api.md, "Portal"); unset: the links are paths. */
+  PUBLIC_BASE_URL: Type.Optional(Env.url()),
   /** Bearer token of the internal admin API (disabled when unset). */
   ADMIN_TOKEN: Type.Optional(Type.String({ minLength: 32 })),
   MIGRATE_ON_START: Env.bool(true),

@@ -27,6 +27,7 @@ import { buildUsageHttpApp } from './http/app';
 import { UsageMeter } from './meter/index';
 import { KeyInvalidation } from './meter/key-invalidation';
 import { createUsageMetrics, type UsageMetrics } from './metrics';
+import { PortalStore } from './portal/store';
 import { AccountStore } from './store/accounts';
 import { CounterStore, createRedis, type RedisClient } from './store/counters';
 import { migrations, USAGE_SCHEMA } from './store/migrations';
@@ -69,7 +70,8 @@ export async function startUsage(config: UsageConfig, options: { clock?: Clock; 
   const logger = options.logger ?? createLogger({ service: 'usage', level: config.LOG_LEVEL });
   const metrics = createUsageMetrics();
   const { pool, redis, accounts, counters } = await openStores(config, clock, logger);
-  const { cache, meter } = createMeter(config, { accounts, counters }, clock, logger, metrics);
+  const portal = new PortalStore(pool);
+  const { cache, meter } = createMeter(config, { accounts, counters, sessions: portal }, clock, logger, metrics);
   // Key revocations and rolls reach every replica's key cache at once (Redis pub/sub).
   const keyInvalidation = new KeyInvalidation({ redis, cache, logger }, config.REDIS_KEY_PREFIX);
   meter.useKeyInvalidation(keyInvalidation);
@@ -91,6 +93,7 @@ export async function startUsage(config: UsageConfig, options: { clock?: Clock; 
     logger,
     metrics,
     accounts,
+    portalLinks: { portal, now: () => clock.now(), publicBaseUrl: config.PUBLIC_BASE_URL },
     cache,
     keysChanged: (accountId) => keyInvalidation.publish(accountId),
     checks,
@@ -146,7 +149,7 @@ export async function startUsage(config: UsageConfig, options: { clock?: Clock; 
 /** The key cache and the meter on the stores. */
 function createMeter(
   config: UsageConfig,
-  stores: { accounts: AccountStore; counters: CounterStore },
+  stores: { accounts: AccountStore; counters: CounterStore; sessions: PortalStore },
   clock: Clock,
   logger: Logger,
   metrics: UsageMetrics,

@@ -6,6 +6,7 @@ import { HealthImplementation } from 'grpc-health-check';
 import type { Logger } from 'pino';
 import type { UsageMeter } from '../meter/index';
 import type { UsageMetrics } from '../metrics';
+import { addPortalService } from '../portal/grpc';
 import type { AccountStore } from '../store/accounts';
 import { AuthorizeStreams, refusedBatch } from './authorize-stream';
 import { historyHandlers } from './history';
@@ -103,5 +104,6 @@ export function createGrpcServer(
       },
     },
   );
+  if (meter.sessions) addPortalService(server, meter.sessions, meter, metrics);
   return { server, health, drain: () => streams.drain() };
 }

@@ -15,6 +15,7 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { type BillingHttpDeps, registerBillingRoutes } from '../billing/admin-routes';
 import type { KeyCache } from '../domain/key-cache';
+import { type PortalLinkDeps, registerPortalAdminRoutes } from '../portal/admin';
 import type { AccountStore } from '../store/accounts';
 import { registerAdminKeyRoutes } from './admin-keys';
 
@@ -37,6 +38,8 @@ export interface UsageHttpDeps {
   isShuttingDown: () => boolean;
   /** Timeouts and connection cap of the HTTP server. */
   http?: HttpServerSettings;
+  /** The portal's one-time sign-in links (POST /admin/v1/accounts/:id/portal-links). */
+  portalLinks?: PortalLinkDeps;
   /** Billing close and statements (billing/admin-routes.ts). */
   billing?: BillingHttpDeps;
 }
@@ -122,6 +125,7 @@ export function buildUsageHttpApp(deps: UsageHttpDeps): FastifyInstance {
       requireBearerToken(deps.adminToken, { message: 'A valid admin token is required in the Authorization header.' }),
     );
     registerAccountRoutes(admin, deps);
+    if (deps.portalLinks) registerPortalAdminRoutes(admin, deps.portalLinks);
     if (deps.billing) registerBillingRoutes(admin, deps.billing);
     registerAdminKeyRoutes(admin, {
       accounts: deps.accounts,

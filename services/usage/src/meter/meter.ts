@@ -1,10 +1,12 @@
 import type { Clock } from '@fcd/service-kit';
 import type { Logger } from 'pino';
-import { digestApiKey, isWellFormedKey } from '../domain/api-key';
 import type { KeyCache } from '../domain/key-cache';
 import { decide, type MeterResult, meterWindow, type UsageReport, unauthenticated, unavailable } from '../domain/meter-decision';
 import type { KeyPrincipal } from '../domain/tiers';
 import type { UsageMetrics } from '../metrics';
+import { principalsOf } from '../portal/principals';
+import type { PortalStore } from '../portal/store';
+import { credentialDigest } from '../portal/tokens';
 import type { AccountStore } from '../store/accounts';
 import type { CounterStore } from '../store/counters';
 import { Counting } from './count';
@@ -29,6 +31,8 @@ export interface MeterRequest {
 
 export interface MeterDeps {
   accounts: AccountStore;
+  /** Portal sessions, resolved like keys (docs/api.md, "Portal"); without it, a session token is unknown. */
+  sessions?: PortalStore;
   counters: CounterStore;
   cache: KeyCache;
   clock: Clock;
@@ -132,14 +136,14 @@ export class UsageMeter {
 
   /** Key → principal (or null when malformed/unknown), from the cache or one query for all misses. */
   private async resolve(apiKeys: string[]): Promise<Lookup[]> {
-    const { cache, accounts, metrics } = this.deps;
-    const digests = apiKeys.map((k) => (isWellFormedKey(k) ? digestApiKey(k) : undefined));
+    const { cache, metrics } = this.deps;
+    const digests = apiKeys.map(credentialDigest);
     const out: Lookup[] = digests.map((d) => (d === undefined ? null : (cache.get(d) ?? null)));
     const misses = [...new Set(digests.filter((d, i): d is string => d !== undefined && cache.get(d) === undefined && out[i] === null))];
     if (misses.length === 0) return out;
     try {
       if (this.postgres.down()) throw new Error('postgres unavailable (retrying shortly)');
-      const found = await accounts.principalsByDigest(misses);
+      const found = await principalsOf(this.deps, misses);
       for (const d of misses) cache.set(d, found.get(d) ?? null);
       digests.forEach((d, i) => {
         if (d !== undefined && misses.includes(d)) out[i] = found.get(d) ?? null;
@@ -186,6 +190,11 @@ export class UsageMeter {
   /** Tells every replica when an account's keys change (Redis pub/sub); without it, only this replica's cache is dropped. */
   useKeyInvalidation(invalidation: { publish(accountId: string): Promise<void> }): void {
     this.keyInvalidation = invalidation;
+  }
+
+  /** The portal sessions this meter resolves like keys (PortalService serves them; grpc/server.ts). */
+  get sessions(): PortalStore | undefined {
+    return this.deps.sessions;
   }
 
   /** Usage of an account without counting a request (unary GetUsage). */

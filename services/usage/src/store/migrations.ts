@@ -1,4 +1,5 @@
 import type { Migration } from '@fcd/service-kit';
+import { PORTAL_MIGRATION_SQL } from '../portal/migration';
 import { BILLING_MIGRATION_SQL } from './billing-schema';
 
 export const USAGE_SCHEMA = 'usage';
@@ -85,6 +86,11 @@ export const migrations: Migration[] = [
       );
       CREATE INDEX audit_log_account_idx ON audit_log (account_id, seq DESC);
     `,
+  },
+  {
+    // The customer portal's one-time sign-in links and sessions (portal/migration.ts; ADR 0016).
+    id: '0004_portal_sessions',
+    sql: PORTAL_MIGRATION_SQL,
   },
   {
     // Billing close (docs/metering.md, "Billing close"): the tier history (one row at the account's
