@@ -19,3 +19,4 @@ export {
 export type { components, operations, paths } from './generated/openapi.js';
 export { type RateLimit, rateLimitOf } from './rate-limit.js';
 export { DEFAULT_RETRY, parseRetryAfter, type RetryOptions, retryDelay, retryingFetch, type Sleep, sleep } from './retry.js';
+export { listStatements, type Statement, type StatementAdjustment, type StatementTier } from './statements.js';
