@@ -6,7 +6,7 @@ import type { FastifyInstance } from 'fastify';
 import { requireAccount } from '../auth/account';
 import { NoQuery } from './usage-schema';
 
-export const ACCOUNT_STATEMENTS_PATH = '/v1/account/statements';
+const ACCOUNT_STATEMENTS_PATH = '/v1/account/statements';
 
 const Usd = (description: string) => Type.String({ pattern: '^-?[0-9]+\\.[0-9]{3,6}$', description });
 

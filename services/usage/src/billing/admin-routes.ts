@@ -16,7 +16,7 @@ export interface BillingHttpDeps {
 }
 
 /** Counts what a close run in this process wrote (the statements' own figures stay exact). */
-export function countOutcome(metrics: BillingMetrics, o: AccountOutcome): void {
+function countOutcome(metrics: BillingMetrics, o: AccountOutcome): void {
   metrics.statements.inc({ outcome: o.outcome });
   if (o.amountMicroUsd > 0n) metrics.amountUsd.inc(Number(o.amountMicroUsd) / 1e6);
 }

@@ -12,7 +12,7 @@ import type { StatementStore, StoredStatement } from '../store/statements';
  * counted within its count-by time (at most the gateway's AUTH_DEADLINE_MS, seconds) or not at all,
  * so after this no count of the period can still change.
  */
-export const SETTLE_MS = 5 * 60_000;
+const SETTLE_MS = 5 * 60_000;
 
 export interface CloseDeps {
   statements: StatementStore;
@@ -51,7 +51,7 @@ export function requirePeriod(period: string | undefined): PeriodBounds {
 }
 
 /** Refuses a period that has not ended (and settled): nothing is written. */
-export function requireEnded(bounds: PeriodBounds, now: number): void {
+function requireEnded(bounds: PeriodBounds, now: number): void {
   const from = bounds.endMs + SETTLE_MS;
   if (now < from)
     throw new AppError('VALIDATION_ERROR', `period ${bounds.period} has not ended: it can be closed from ${new Date(from).toISOString()}`);

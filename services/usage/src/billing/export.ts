@@ -14,7 +14,7 @@ export const CONTENT_TYPES: Record<StatementFormat, string> = {
 };
 
 /** The CSV columns, in order; a statement is one `statement` row, each adjustment one `adjustment` row after it. */
-export const CSV_COLUMNS = [
+const CSV_COLUMNS = [
   'kind',
   'account_id',
   'period',
@@ -28,7 +28,7 @@ export const CSV_COLUMNS = [
 ] as const;
 
 /** A statement as the APIs show it (snake_case, amounts as decimal strings). */
-export function statementView(s: StoredStatement) {
+function statementView(s: StoredStatement) {
   return {
     account_id: s.accountId,
     period: s.period,
@@ -63,7 +63,7 @@ function field(v: string | number): string {
   return /[",\r\n]/.test(s) ? `"${s.replaceAll('"', '""')}"` : s;
 }
 
-export function statementsCsv(list: readonly StoredStatement[]): string {
+function statementsCsv(list: readonly StoredStatement[]): string {
   const lines = [CSV_COLUMNS.join(',')];
   for (const s of list) {
     const tiers = s.tiers.map((t) => `${t.tier}:${t.days}`).join(';');
@@ -93,7 +93,7 @@ export function statementsCsv(list: readonly StoredStatement[]): string {
   return `${lines.join('\r\n')}\r\n`;
 }
 
-export function statementsJsonl(list: readonly StoredStatement[]): string {
+function statementsJsonl(list: readonly StoredStatement[]): string {
   return list.map((s) => `${JSON.stringify(statementView(s))}\n`).join('');
 }
 
