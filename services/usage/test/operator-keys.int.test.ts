@@ -51,7 +51,7 @@ afterAll(async () => {
   await db?.drop();
 });
 
-const admin = async (method: 'GET' | 'POST' | 'PATCH', url: string, payload?: unknown) => {
+const admin = async (method: 'GET' | 'POST' | 'PATCH', url: string, payload?: Record<string, unknown>) => {
   const res = await app.inject({
     method,
     url,
@@ -155,7 +155,7 @@ describe('admin API key verbs', () => {
     const before = await auditOf(account.id);
     const eleventh = await admin('POST', `/admin/v1/accounts/${account.id}/keys`, { name: 'k10' });
     expect([eleventh.status, eleventh.body.error.code, eleventh.body.error.details]).toEqual([409, 'LIMIT_REACHED', { limit: 10 }]);
-    const cases: Array<[string, string, unknown, number, string]> = [
+    const cases: Array<[string, string, Record<string, unknown> | undefined, number, string]> = [
       ['POST', `/admin/v1/accounts/${account.id}/keys`, { name: 'x', colour: 'red' }, 400, 'VALIDATION_ERROR'],
       ['POST', `/admin/v1/accounts/${account.id}/keys`, { expires_at: '2026-11-22T07:00:00Z' }, 400, 'VALIDATION_ERROR'],
       ['POST', '/admin/v1/accounts/acct_missing/keys', { name: 'x' }, 404, 'NOT_FOUND'],
