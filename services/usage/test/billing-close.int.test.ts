@@ -86,6 +86,21 @@ describe('billing close', () => {
       { tier: 'free', effective_at: new Date('2026-10-11T14:00:00Z') },
     ]);
 
+    // The store's tier change (the admin API's PATCH and the CLI's set-tier) writes its row in the same
+    // transaction, at the change's updated_at; a call that changes nothing writes none.
+    const later = await account('pro', '2026-09-01T00:00:00Z');
+    await accounts.setTier(later, 'enterprise', 300_000);
+    const changedAt = (await pool.query('SELECT updated_at FROM usage.accounts WHERE id = $1', [later])).rows[0].updated_at as Date;
+    await accounts.setTier(later, 'enterprise', 300_000);
+    const changed = await pool.query(
+      'SELECT tier, daily_limit, overage_rate_usd::text AS rate, effective_at FROM usage.tier_history WHERE account_id = $1 ORDER BY id',
+      [later],
+    );
+    expect(changed.rows).toEqual([
+      { tier: 'pro', daily_limit: 25_000, rate: '0.003000', effective_at: new Date('2026-09-01T00:00:00Z') },
+      { tier: 'enterprise', daily_limit: 300_000, rate: '0.002000', effective_at: changedAt },
+    ]);
+
     await close('2026-11-01T00:06:00Z', '2026-10');
     const [s] = await statements.list({ period: '2026-10', accountId: id });
     expect(s).toEqual({
