@@ -9,6 +9,8 @@ import { latencyStats, NATS_URL } from './dispatcher-bench.mjs';
 
 /** The paced targets at 900 deliveries/s, commit → arrival (ms): docs/benchmarks.md, "Current figures". */
 export const TARGET = { p99: 100, max: 500 };
+/** Events written by another process, 900 deliveries/s, the relay woken by LISTEN/NOTIFY. */
+export const OTHER_WRITER_TARGET = { p99: 60, max: 500 };
 
 /** The measured window's slices whose p99 are reported apart: a tail from a backlog left by the warm-up shows in the first. */
 export const SLICE_MS = 5000;
@@ -141,9 +143,12 @@ export function print(results) {
     })),
   );
   for (const r of results) {
-    const ok = r.latency.total.p99 < TARGET.p99 && r.latency.total.max < TARGET.max && r.missing === 0;
+    // A run's own target (the other writer's), TARGET by default; null: a baseline, no verdict.
+    const t = r.target === undefined ? TARGET : r.target;
+    if (t === null) continue;
+    const ok = r.latency.total.p99 < t.p99 && r.latency.total.max < t.max && r.missing === 0;
     console.log(
-      `${r.label}: p99 ${r.latency.total.p99} ms (target < ${TARGET.p99}), max ${r.latency.total.max} ms (target < ${TARGET.max}): ${ok ? 'met' : 'NOT met'}`,
+      `${r.label}: p99 ${r.latency.total.p99} ms (target < ${t.p99}), max ${r.latency.total.max} ms (target < ${t.max}): ${ok ? 'met' : 'NOT met'}`,
     );
   }
 }

@@ -43,7 +43,7 @@ import { resolve } from 'node:path';
 import { Agent, request } from 'undici';
 import { busyShare, cpuSeconds, machineCpu, postgresBackendsCpu, postgresCpuBetween } from './cpu.mjs';
 import { NATS_URL, root, sleep, startDispatcherBench } from './dispatcher-bench.mjs';
-import { analyse, dump, print, recordedTimes, round, stats, streamTimes, TARGET } from './paced-times.mjs';
+import { analyse, dump, OTHER_WRITER_TARGET, print, recordedTimes, round, stats, streamTimes, TARGET } from './paced-times.mjs';
 
 const RATE = Number(process.env.BENCH_PACED_RATE ?? 300);
 const SUBSCRIPTIONS = Number(process.env.BENCH_PACED_SUBSCRIPTIONS ?? 3);
@@ -91,7 +91,7 @@ async function startReceiver() {
 }
 
 /** Starts the built facility service on the bench's database and stream; resolves with its ports and pid. */
-function startFacility(databaseUrl, stream) {
+function startFacility(databaseUrl, stream, env = {}) {
   return new Promise((resolvePort, reject) => {
     const child = spawn(process.execPath, [resolve(root, 'services/facility/dist/main.js')], {
       env: {
@@ -106,6 +106,7 @@ function startFacility(databaseUrl, stream) {
         EVENTS_SUBJECT_PREFIX: stream.toLowerCase(),
         INTERNAL_AUTH_SECRET: 'bench-internal-secret-0123456789abcdef',
         INGEST_TOKEN,
+        ...env,
       },
       stdio: ['ignore', 'pipe', 'inherit'],
     });
@@ -215,15 +216,20 @@ async function drain(receiver, pool, expected) {
 /**
  * A fresh stack: a private database and stream with the dispatcher, the facility service, the
  * receiver and the subscriptions, the facilities seeded, and 20 events delivered (connections, JIT).
+ * `writer` 'listen' or 'poll': the events are written by a second facility process with no relay
+ * (as the CLIs and other replicas write them), and the relay's process LISTENs for commits or
+ * only polls (OUTBOX_LISTEN=false, the behaviour before the relay listened).
  */
-async function startStack(tag) {
+async function startStack(tag, writer) {
   const receiver = await startReceiver();
   const limits = MAX_IN_FLIGHT ? { max_in_flight: MAX_IN_FLIGHT } : {};
   const subscriptions = Array.from({ length: SUBSCRIPTIONS }, (_, i) => ({ url: `${receiver.url}/h${i}`, ...limits }));
   const bench = await startDispatcherBench({ name: 'paced', concurrency: 64, pollMs: 500, subscriptions });
-  const facility = await startFacility(bench.databaseUrl, bench.stream);
+  const relay = await startFacility(bench.databaseUrl, bench.stream, writer === 'poll' ? { OUTBOX_LISTEN: 'false' } : {});
+  const facility = writer ? await startFacility(bench.databaseUrl, bench.stream, { RELAY_ENABLED: 'false' }) : relay;
   const close = async () => {
     facility.kill();
+    relay.kill();
     receiver.close();
     await bench.stop();
   };
@@ -243,7 +249,7 @@ async function startStack(tag) {
     const prewarmStop = Date.now() + 1000;
     const prewarm = (await pace(facility, 20, () => prewarmStop, `${tag}W`)).filter((r) => r.ok).length;
     await drain(receiver, bench.pool, prewarm * SUBSCRIPTIONS);
-    return { receiver, bench, facility, prewarm, close };
+    return { receiver, bench, facility, relay, prewarm, close };
   } catch (err) {
     await close();
     throw err;
@@ -299,9 +305,9 @@ async function stackCapacity(rate, keptUpFirst) {
 }
 
 /** One paced run on a fresh stack. */
-async function run(label, rate) {
+async function run(label, rate, writer) {
   const tag = Date.now().toString(36).toUpperCase();
-  const { receiver, bench, facility, prewarm, close } = await startStack(tag);
+  const { receiver, bench, facility, relay, prewarm, close } = await startStack(tag, writer);
   try {
     // The pacing runs on through the warm-up into the window, which opens once the stack keeps up.
     const started = Date.now();
@@ -312,12 +318,12 @@ async function run(label, rate) {
     const from = warmup.at;
     const to = from + SECONDS * 1000;
     stop = to;
-    const cpuFrom = { dispatcher: cpuSeconds(bench.pid), facility: cpuSeconds(facility.pid), machine: machineCpu() };
+    const cpuFrom = { dispatcher: cpuSeconds(bench.pid), facility: cpuSeconds(relay.pid), machine: machineCpu() };
     const pgFrom = await postgresBackendsCpu(bench.pool, bench.dbName);
     const sent = await pacing;
     const committed = sent.filter((r) => r.ok).length;
     const drainedAt = await drain(receiver, bench.pool, (prewarm + committed) * SUBSCRIPTIONS);
-    const cpuTo = { dispatcher: cpuSeconds(bench.pid), facility: cpuSeconds(facility.pid), machine: machineCpu() };
+    const cpuTo = { dispatcher: cpuSeconds(bench.pid), facility: cpuSeconds(relay.pid), machine: machineCpu() };
     const postgresCpu = postgresCpuBetween(pgFrom, await postgresBackendsCpu(bench.pool, bench.dbName));
     const arrivedInWindow = [...receiver.arrivals.values()].filter((at) => at >= from && at <= drainedAt).length;
     const times = await recordedTimes(bench.pool);
@@ -349,11 +355,11 @@ async function run(label, rate) {
 }
 
 const results = [];
-const start = (label, rate) => {
+const start = (label, rate, writer) => {
   console.log(
     `paced run ${label}: ${rate} events/s × ${SUBSCRIPTIONS} subscriptions, ${WARMUP_SECONDS}–${MAX_WARMUP_SECONDS} s warm-up (until it keeps up) + ${SECONDS} s…`,
   );
-  return run(label, rate);
+  return run(label, rate, writer);
 };
 results.push(await start(`${RATE * SUBSCRIPTIONS}/s`, RATE));
 // The second rate: 80 % of what the whole stack keeps up with (probed), or of BENCH_PACED_CAPACITY.
@@ -362,6 +368,10 @@ if (capacity) {
   const rate = Math.max(1, Math.round((0.8 * capacity) / SUBSCRIPTIONS));
   results.push(await start(`80 % of ${Math.round(capacity)}/s = ${rate * SUBSCRIPTIONS}/s`, rate));
 } else console.log('paced: no probed rate kept up: the 80 % run is skipped');
+// Events written by another process (a facility replica without a relay, as the CLIs write them):
+// the relay woken by LISTEN/NOTIFY, and the same with OUTBOX_LISTEN=false (its poll only).
+results.push({ ...(await start(`${RATE * SUBSCRIPTIONS}/s, other writer, LISTEN`, RATE, 'listen')), target: OTHER_WRITER_TARGET });
+results.push({ ...(await start(`${RATE * SUBSCRIPTIONS}/s, other writer, poll only`, RATE, 'poll')), target: null });
 print(results);
 const out = {
   date: new Date().toISOString(),
