@@ -18,14 +18,15 @@ import { installMetering } from './auth/metering';
 import type { Upstream } from './clients/proxy';
 import type { IdempotencyStore } from './http/idempotency';
 import { registerApiReference } from './openapi';
-import { registerAccountStatementsRoute } from './routes/account-statements';
+import { type PortalSessionDeps, registerPortalSessionRoutes } from './portal/session-routes';
 import { registerPortalStatic } from './portal/static';
+import { registerAccountStatementsRoute } from './routes/account-statements';
 import { type ExportLimits, registerExports } from './routes/exports';
 import { registerMethodNotAllowed, registerProxyRoutes } from './routes/proxy';
 import type { Target } from './routes/table';
 import { registerUsageRoute } from './routes/usage';
 
-export interface GatewayDeps {
+export interface GatewayDeps extends PortalSessionDeps {
   logger: Logger;
   metrics: ServiceMetrics & { onDecision?: (tier: string, outcome: string) => void };
   batcher: AuthorizationBatcher;
@@ -62,6 +63,8 @@ export function buildGatewayApp(deps: GatewayDeps): FastifyInstance {
   registerApiReference(app);
   registerPortalStatic(app);
 
+  // The portal's sign-in and session routes: outside /v1, never counted (docs/api.md, "Portal").
+  registerPortalSessionRoutes(app, deps);
   installMetering(app, deps.batcher);
   registerProxyRoutes(app, deps);
   registerUsageRoute(app, deps);

@@ -1,6 +1,6 @@
 import type { Server } from 'node:http';
 import { createClient, type TypedClient } from '@fcd/grpc';
-import { BillingService, UsageService } from '@fcd/proto';
+import { BillingService, PortalService, UsageService } from '@fcd/proto';
 import {
   Counter,
   clusterFromSettings,
@@ -99,6 +99,10 @@ export async function startGateway(config: GatewayConfig, options: { logger?: Lo
     },
   });
   const billing = createClient(BillingService, config.USAGE_GRPC_ADDRESS, { callSecret: config.USAGE_GRPC_SECRET });
+  const portal = createClient(PortalService, config.USAGE_GRPC_ADDRESS, {
+    defaultDeadlineMs: config.AUTH_DEADLINE_MS,
+    callSecret: config.USAGE_GRPC_SECRET,
+  });
   const batcher = createBatcher(config, usage, logger, metrics.registry);
   const health = new UsageHealth(config.USAGE_GRPC_ADDRESS);
   const upstreams = {
@@ -117,6 +121,7 @@ export async function startGateway(config: GatewayConfig, options: { logger?: Lo
     metrics,
     batcher,
     usage,
+    portal,
     billing,
     upstreams,
     internalAuth: new InternalAuth(config.INTERNAL_AUTH_SECRET),
@@ -147,6 +152,7 @@ export async function startGateway(config: GatewayConfig, options: { logger?: Lo
       await batcher.close();
       await Promise.all([upstreams.facility.close(), upstreams.webhook.close()]);
       usage.close();
+      portal.close();
       billing.close();
       redis.disconnect();
       health.close();

@@ -2,6 +2,7 @@ import { type AuthorizeResult, Decision } from '@fcd/proto';
 import { AppError, errorBody, serviceUnavailable, UNAUTHORIZED_MESSAGE } from '@fcd/service-kit';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { cacheControl, ifNoneMatchMatches, strongEtag } from '../http/conditional';
+import { requestCredential } from '../portal/credential';
 import { maxAgeOf, TIER_GATED_PREFIXES } from '../routes/table';
 import type { AuthorizationBatcher } from './batcher';
 
@@ -126,10 +127,10 @@ function installAuthentication(app: FastifyInstance, batcher: AuthorizationBatch
       done();
       return;
     }
-    const header = request.headers['x-api-key'];
-    const apiKey = typeof header === 'string' ? header : '';
-    if (apiKey === '') {
-      done(new AppError('UNAUTHORIZED', UNAUTHORIZED_MESSAGE));
+    // X-API-Key, else the portal's session cookie (its writes checked for CSRF first, uncounted when refused).
+    const apiKey = requestCredential(request);
+    if (apiKey instanceof AppError) {
+      done(apiKey);
       return;
     }
     // The canonical path labels the count; the routed path decides the gate and the metering class.
