@@ -22,6 +22,9 @@ const DATA_MAX_AGE = 60;
 
 export const PUBLIC_ROUTES: PublicRoute[] = [
   { path: '/v1/account/usage', methods: ['GET'], target: 'local', maxAgeSeconds: 0 },
+  // The account's usage per day and its audit log of key changes (every tier; the usage service answers).
+  { path: '/v1/account/usage/daily', methods: ['GET'], target: 'local', maxAgeSeconds: 0 },
+  { path: '/v1/account/audit-log', methods: ['GET'], target: 'local', maxAgeSeconds: 0 },
   // The account's own API keys (every tier; answered with the usage service over gRPC).
   { path: '/v1/account/keys', methods: ['GET', 'POST'], target: 'local', maxAgeSeconds: 0 },
   { path: '/v1/account/keys/:key_id', methods: ['PATCH', 'DELETE'], target: 'local' },

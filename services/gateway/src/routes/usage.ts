@@ -7,6 +7,7 @@ import { requireAccount } from '../auth/account';
 import type { AuthorizationBatcher } from '../auth/batcher';
 import { countNow, USAGE_PATH } from '../auth/metering';
 import { ifNoneMatchMatches, strongEtag } from '../http/conditional';
+import { registerAccountHistoryRoutes } from './account-history';
 import { type AccountKeyDeps, registerAccountKeyRoutes } from './account-keys';
 import { NoQuery, UsageResponseSchema } from './usage-schema';
 
@@ -34,14 +35,15 @@ function usageBody(u: GetUsageResponse) {
 
 /**
  * The /v1/account routes, answered with the usage service: GET /v1/account/usage (the report
- * computed with the authorization, else asked of the usage service) and the account's own API keys
- * (routes/account-keys.ts).
+ * computed with the authorization, else asked of the usage service), the account's own API keys
+ * (routes/account-keys.ts), its usage per day and its audit log (routes/account-history.ts).
  */
 export function registerUsageRoute(
   app: FastifyInstance,
   deps: AccountKeyDeps & { batcher: AuthorizationBatcher; usage: TypedClient<typeof UsageService> },
 ): void {
   registerAccountKeyRoutes(app, deps);
+  registerAccountHistoryRoutes(app, deps);
   app.get(USAGE_PATH, { schema: { querystring: NoQuery, response: { 200: UsageResponseSchema } } }, async (request, reply) => {
     const account = requireAccount(request);
     let u = request.usageReport;
