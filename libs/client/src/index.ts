@@ -1,3 +1,4 @@
+export { type AuditEntry, auditLog, type DailyUsage, type DailyUsageRange, dailyUsage } from './account.js';
 export {
   type ClientOptions,
   createClient,
