@@ -139,6 +139,20 @@ describe('billing statements from real traffic', () => {
       'period 2026-10 has not ended: it can be closed from 2026-11-01T00:05:00.000Z',
     );
     expect((await sql.query('SELECT 1 FROM usage.statements')).rowCount).toBe(0);
+    // Bad input is a 400 envelope naming it, never a 500.
+    for (const [method, path, body] of [
+      ['POST', '/admin/v1/billing/close', { period: '2026-13' }],
+      ['POST', '/admin/v1/billing/close', {}],
+      ['GET', '/admin/v1/statements?period=26-10', undefined],
+      ['GET', '/admin/v1/statements?period=2026-10&format=xml', undefined],
+    ] as const) {
+      const res = await adminCall(method, path, body);
+      expect({ path, status: res.status, code: ((await res.json()) as { error: { code: string } }).error.code }).toEqual({
+        path,
+        status: 400,
+        code: 'VALIDATION_ERROR',
+      });
+    }
 
     clock.set('2026-11-01T00:06:00Z');
     const closed = await adminCall('POST', '/admin/v1/billing/close', { period: '2026-10' });
