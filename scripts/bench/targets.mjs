@@ -47,7 +47,10 @@ export function targetRows(dir, since) {
     row('backlog: dispatcher CPU µs/delivery ≤ 485', `${d.cpu_us_per_delivery}`, d.cpu_us_per_delivery <= 485);
   }
   const filters = latest(dir, 'filters', since);
-  if (filters) row('filters: fan-out events/s, filtered / unfiltered ≥ 0.95', `${filters.ratio.fan_out}`, filters.ratio.fan_out >= 0.95);
+  if (filters) {
+    row('filters: fan-out events/s, filtered / unfiltered ≥ 0.95', `${filters.ratio.fan_out}`, filters.ratio.fan_out >= 0.95);
+    row('filters: live deliveries/s, filtered / unfiltered ≥ 0.95', `${filters.ratio.delivery}`, filters.ratio.delivery >= 0.95);
+  }
   const paced = latest(dir, 'paced', since);
   const first = paced?.runs?.[0];
   if (first) {
