@@ -1,9 +1,10 @@
 #!/usr/bin/env node
 // npm run bench — every benchmark, each against a baseline measured in the same run
-// (docs/benchmarks.md). BENCH_ONLY=usage,proxied,delivery,filters,paced,fairness,import,geo,echo,facility-query
+// (docs/benchmarks.md). BENCH_ONLY=usage,proxied,read,delivery,filters,paced,fairness,import,geo,echo,facility-query
 // chooses, as do names after `--` (`npm run bench -- facility-query`):
 // - usage (usage-path.mjs): the metered hot path (gateway → usage → Redis) beside a bare Fastify;
 // - proxied (proxied-path.mjs): GET /v1/facilities/{id} through the gateway beside a minimal proxy;
+// - read (read-path.mjs): the facility service on a detail and a list beside bare Fastify + pg;
 // - then scripts/bench/delivery.mjs, filters.mjs, paced.mjs, fairness.mjs, import.mjs, geo.mjs, echo.mjs and
 //   facility-query.mjs.
 // BENCH_DURATION (s, default 8) and BENCH_ROUNDS (default 3) set the HTTP rounds' length and count
@@ -12,14 +13,15 @@ import { execFileSync } from 'node:child_process';
 import { resolve } from 'node:path';
 import { root, stopAll } from './http-bench.mjs';
 import { proxiedPathRound } from './proxied-path.mjs';
+import { readPathRound } from './read-path.mjs';
 import { targetRows } from './targets.mjs';
 import { usagePathRound } from './usage-path.mjs';
 
-const BENCHES = 'usage,proxied,delivery,filters,paced,fairness,import,geo,echo,facility-query';
+const BENCHES = 'usage,proxied,read,delivery,filters,paced,fairness,import,geo,echo,facility-query';
 
 /**
  * The arguments (`npm run bench -- geo echo`) or BENCH_ONLY: a comma-separated choice of usage,
- * proxied, delivery, filters, paced, fairness, import, geo, echo, facility-query (default: all ten).
+ * proxied, read, delivery, filters, paced, fairness, import, geo, echo, facility-query (default: all eleven).
  */
 async function all() {
   const named = process.argv.slice(2).flatMap((a) => a.split(','));
@@ -31,6 +33,8 @@ async function all() {
   execFileSync('npm', ['run', 'build', '--silent'], { cwd: root, stdio: 'inherit' });
   if (only.has('usage')) await usagePathRound();
   if (only.has('proxied')) await proxiedPathRound();
+  // The facility service on a read beside bare Fastify + pg running the same SQL.
+  if (only.has('read')) await readPathRound();
   // The delivery benchmark (events → dispatcher → receiver, beside a bare undici loop).
   if (only.has('delivery')) execFileSync(process.execPath, [resolve(root, 'scripts/bench/delivery.mjs')], { stdio: 'inherit' });
   // Subscription filters at fan-out: 20 subscriptions unfiltered, then with filters every event passes.
