@@ -1,8 +1,8 @@
-import { AppError, createLogger, createPool, KeyId, ManualClock, migrate, type Pool } from '@fcd/service-kit';
+import { AppError, createLogger, createPool, KeyId, MAX_LIVE_KEYS, ManualClock, migrate, type Pool } from '@fcd/service-kit';
 import { createTestDatabase, type TestDatabase, testUrls, uniqueName } from '@fcd/testing';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { isLive, MAX_LIVE_KEYS } from '../src/domain/account-keys';
+import { isLive } from '../src/domain/account-keys';
 import { type AuditActor, OPERATOR } from '../src/domain/audit';
 import { KeyCache } from '../src/domain/key-cache';
 import { UsageMeter } from '../src/meter/index';

@@ -1,8 +1,7 @@
-import { AppError, createLogger, createPool, type KeyId, migrate, type Pool } from '@fcd/service-kit';
+import { AppError, createLogger, createPool, type KeyId, MAX_LIVE_KEYS, migrate, type Pool } from '@fcd/service-kit';
 import { createTestDatabase, type TestDatabase } from '@fcd/testing';
 import { type ListUnderTest, paginationSuite } from '@fcd/testing/pagination-suite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MAX_LIVE_KEYS } from '../src/domain/account-keys';
 import { type AuditActor, type AuditRecord, OPERATOR } from '../src/domain/audit';
 import { AccountStore } from '../src/store/accounts';
 import { migrations, USAGE_SCHEMA } from '../src/store/migrations';

@@ -3,6 +3,7 @@
  * server or a logger (pg, ioredis, NATS, Fastify, undici, pino, prom-client):
  * scripts/repo/layering.test.ts checks it for every domain/ file, transitively.
  */
+export * from '../api-keys';
 export * from '../backoff';
 export * from '../clock';
 export * from '../cursor';

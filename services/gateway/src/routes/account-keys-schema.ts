@@ -1,19 +1,13 @@
-import { KeyId, Nullable } from '@fcd/service-kit';
+import { KeyId, MAX_KEY_NAME_LENGTH, MAX_ROLL_SECONDS, Nullable } from '@fcd/service-kit';
 import { Type } from '@sinclair/typebox';
 
 /** The account's own API keys (docs/api.md, "API keys"): request and response schemas. */
-
-/** Live keys an account may hold at once (the 11th is 409 LIMIT_REACHED). */
-export const MAX_LIVE_KEYS = 10;
-
-/** How long a rolled key's old half may keep working: 0 to 7 days. */
-const MAX_ROLL_SECONDS = 604_800;
 
 const DateTime = (description: string) => Type.String({ format: 'date-time', description });
 
 const KeyName = Type.String({
   minLength: 1,
-  maxLength: 100,
+  maxLength: MAX_KEY_NAME_LENGTH,
   pattern: '\\S',
   description: 'A name to tell keys apart (`ci`, `production`): 1 to 100 characters, not only spaces, no control characters.',
 });

@@ -10,7 +10,7 @@ import {
   RollKeyRequestSchema,
   type UsageService,
 } from '@fcd/proto';
-import { AppError, ERROR_STATUS, errorBody, KeyId, validationError } from '@fcd/service-kit';
+import { AppError, ERROR_STATUS, errorBody, KeyId, keyNameProblem, validationError } from '@fcd/service-kit';
 import type { Static } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { type AuthenticatedAccount, requireAccount } from '../auth/account';
@@ -51,10 +51,10 @@ function view(k: ApiKey | undefined) {
   };
 }
 
-/** A name's control characters are refused here too (JSON Schema cannot say it as plainly). */
+/** A name's rule, service-kit's (the schema says its length; control characters it cannot say as plainly). */
 function checkName(name: string): void {
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what is refused
-  if (/[\u0000-\u001f\u007f]/.test(name)) throw validationError([{ field: 'name', message: 'must not contain control characters' }]);
+  const problem = keyNameProblem(name);
+  if (problem) throw validationError([{ field: 'name', message: problem }]);
 }
 
 /** Any RFC 3339 spelling the schema accepts (an offset, a lower-case `t`) is sent on as ISO UTC; in the future. */

@@ -1,17 +1,11 @@
-import { AppError, type KeyId } from '@fcd/service-kit/pure';
+import { AppError, type KeyId, keyNameProblem, MAX_LIVE_KEYS, MAX_ROLL_SECONDS } from '@fcd/service-kit/pure';
 
 /**
  * An account's own API keys (docs/api.md, "API keys"): the rules the store applies, without I/O.
  * A key is live while it is neither revoked nor past its expiry; an account has at most
- * MAX_LIVE_KEYS live keys, and a key cannot revoke the last live key of its account.
+ * MAX_LIVE_KEYS live keys, and a key cannot revoke the last live key of its account. The limits and
+ * the name rule are service-kit's (api-keys.ts), the gateway's too.
  */
-export const MAX_LIVE_KEYS = 10;
-
-/** `POST /v1/account/keys/{id}/roll`: the old key keeps working for 0 to 7 days. */
-const MAX_ROLL_SECONDS = 604_800;
-
-const MAX_KEY_NAME_LENGTH = 100;
-
 /** How many characters of a key are kept and shown as its `prefix` (`fcd_` and four more). */
 const KEY_PREFIX_LENGTH = 8;
 
@@ -50,10 +44,8 @@ function invalid(field: string, message: string): AppError {
 /** A key's name: 1 to 100 characters, not only white space, no control characters. */
 export function parseKeyName(value: unknown): string {
   if (typeof value !== 'string') throw invalid('name', 'must be a string');
-  if (value.trim().length === 0) throw invalid('name', 'must not be empty');
-  if (value.length > MAX_KEY_NAME_LENGTH) throw invalid('name', `must be at most ${MAX_KEY_NAME_LENGTH} characters`);
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what is refused
-  if (/[\u0000-\u001f\u007f]/.test(value)) throw invalid('name', 'must not contain control characters');
+  const problem = keyNameProblem(value);
+  if (problem) throw invalid('name', problem);
   return value;
 }
 

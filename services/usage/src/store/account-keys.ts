@@ -1,5 +1,5 @@
-import { AppError, type KeyId, type KeysetPage, type PageRequest, type Pool, withTransaction } from '@fcd/service-kit';
-import { type AccountKey, isLive, keyNotFound, lastLiveKey, MAX_LIVE_KEYS, tooManyKeys } from '../domain/account-keys';
+import { AppError, type KeyId, type KeysetPage, MAX_LIVE_KEYS, type PageRequest, type Pool, withTransaction } from '@fcd/service-kit';
+import { type AccountKey, isLive, keyNotFound, lastLiveKey, tooManyKeys } from '../domain/account-keys';
 import { type AuditActor, type AuditRecord, mayRevokeLastLiveKey } from '../domain/audit';
 import { ACCOUNT_KEY_COLUMNS, type AccountKeyRow, insertKey, keyOf, lockAndCountLive, toAccountKey } from './account-key-rows';
 import { auditLogPage, recordAudit } from './audit-log';
