@@ -6,8 +6,8 @@ import type { FastifyInstance } from 'fastify';
 import { requireAccount } from '../auth/account';
 import { AuditLogQuery, AuditLogResponse, DailyUsageQuery, DailyUsageResponse } from './account-history-schema';
 
-export const AUDIT_LOG_PATH = '/v1/account/audit-log';
-export const DAILY_USAGE_PATH = '/v1/account/usage/daily';
+const AUDIT_LOG_PATH = '/v1/account/audit-log';
+const DAILY_USAGE_PATH = '/v1/account/usage/daily';
 
 async function call<T>(op: () => Promise<T>): Promise<T> {
   try {

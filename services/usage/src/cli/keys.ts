@@ -23,7 +23,7 @@ import type { RedisClient } from '../store/counters';
  * service's Redis channel (`<prefix>keys:changed`) when the CLI has the service's Redis settings,
  * so every replica drops the account's cached keys at once; without them, within KEY_CACHE_TTL_MS.
  */
-export type KeyOption = 'account' | 'key' | 'name' | 'expires-at' | 'expires-in-seconds';
+type KeyOption = 'account' | 'key' | 'name' | 'expires-at' | 'expires-in-seconds';
 
 export interface KeyCommand {
   option(name: KeyOption): string | undefined;

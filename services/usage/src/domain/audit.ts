@@ -10,7 +10,7 @@ import { type IdSource, isoTimestamp, type KeyId, type KeysetList, listTag, uuid
  * Who acts. Extended by adding a type here and to the migration's `audit_log_actor_type_check`
  * (a named CHECK, dropped and added again with the wider list).
  */
-export const AUDIT_ACTOR_TYPES = ['key', 'operator'] as const;
+const AUDIT_ACTOR_TYPES = ['key', 'operator'] as const;
 export type AuditActorType = (typeof AUDIT_ACTOR_TYPES)[number];
 
 /** The account itself, through one of its keys; or an operator (admin API or CLI). */
@@ -18,7 +18,7 @@ export type AuditActor = { type: 'key'; keyId: KeyId } | { type: 'operator' };
 
 export const OPERATOR: AuditActor = { type: 'operator' };
 
-export const AUDIT_ACTIONS = ['key.created', 'key.renamed', 'key.revoked', 'key.rolled'] as const;
+const AUDIT_ACTIONS = ['key.created', 'key.renamed', 'key.revoked', 'key.rolled'] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 
 /** What an entry says beyond its action: names, expiries, ids. Never a key or a digest. */

@@ -8,10 +8,10 @@ import { type DayCount, dayOverage } from './billing';
  */
 
 /** The longest range asked for at once, in days (both ends included). */
-export const MAX_HISTORY_DAYS = 400;
+const MAX_HISTORY_DAYS = 400;
 
 /** Without `from`, the range is this many days ending at `to` (both included). */
-export const DEFAULT_HISTORY_DAYS = 30;
+const DEFAULT_HISTORY_DAYS = 30;
 
 const DAY_MS = 86_400_000;
 

@@ -44,7 +44,7 @@ const PageQuery = Type.Object(
   { additionalProperties: false },
 );
 
-export function operatorKeyView(k: AccountKey): Static<typeof KeyOut> {
+function operatorKeyView(k: AccountKey): Static<typeof KeyOut> {
   return {
     id: k.id,
     account_id: k.accountId,
@@ -58,7 +58,7 @@ export function operatorKeyView(k: AccountKey): Static<typeof KeyOut> {
   };
 }
 
-export function auditView(e: AuditRecord): Static<typeof AuditOut> {
+function auditView(e: AuditRecord): Static<typeof AuditOut> {
   return { id: e.id, actor: actorView(e.actor), action: e.action, key_id: e.targetKeyId, details: e.details, occurred_at: e.occurredAt };
 }
 
