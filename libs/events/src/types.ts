@@ -1,6 +1,9 @@
 import { EventId, StringEnum } from '@fcd/service-kit/pure';
 import { type Static, type TSchema, Type } from '@sinclair/typebox';
 
+// The code lists the events carry (states, programs, severities, EPA regions).
+export * from './codes';
+
 /** The event types the facility service publishes and a subscription can list (docs/webhooks.md). */
 export const EVENT_TYPES = ['violation.new', 'case.new', 'case.updated', 'facility.status_changed'] as const;
 

@@ -3,10 +3,7 @@ import { describe, expect, it } from 'vitest';
 import {
   type EventFacets,
   eventFacets,
-  FILTER_EPA_REGIONS,
-  FILTER_PROGRAMS,
-  FILTER_SEVERITIES,
-  FILTER_STATES,
+  FILTER_CODES,
   filterPasses,
   filterProblems,
   normaliseFilter,
@@ -156,25 +153,25 @@ describe('filterPasses (property)', () => {
   const filterArb: fc.Arbitrary<SubscriptionFilter | null> = fc.option(
     fc.record(
       {
-        states: list(FILTER_STATES),
-        programs: list(FILTER_PROGRAMS),
-        severities: list(FILTER_SEVERITIES),
-        epa_regions: list(FILTER_EPA_REGIONS),
+        states: list(FILTER_CODES.states),
+        programs: list(FILTER_CODES.programs),
+        severities: list(FILTER_CODES.severities),
+        epa_regions: list(FILTER_CODES.epa_regions),
       },
       { requiredKeys: [] },
     ),
   );
   const snapshotArb = fc.record({
-    state: fc.constantFrom(...FILTER_STATES),
-    epa_region: fc.constantFrom(...FILTER_EPA_REGIONS),
-    programs: fc.uniqueArray(fc.constantFrom(...FILTER_PROGRAMS), { maxLength: 4 }),
+    state: fc.constantFrom(...FILTER_CODES.states),
+    epa_region: fc.constantFrom(...FILTER_CODES.epa_regions),
+    programs: fc.uniqueArray(fc.constantFrom(...FILTER_CODES.programs), { maxLength: 4 }),
   });
   const eventArb = fc.oneof(
     fc.record({
       type: fc.constant('violation.new'),
       facility: fc.option(snapshotArb, { nil: undefined }),
-      program: fc.constantFrom(...FILTER_PROGRAMS),
-      severity: fc.constantFrom(...FILTER_SEVERITIES),
+      program: fc.constantFrom(...FILTER_CODES.programs),
+      severity: fc.constantFrom(...FILTER_CODES.severities),
     }),
     fc.record({ type: fc.constantFrom('case.new', 'case.updated'), facilities: fc.array(snapshotArb, { maxLength: 3 }) }),
     fc.record({ type: fc.constant('facility.status_changed'), facility: snapshotArb }),

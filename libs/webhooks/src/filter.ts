@@ -1,3 +1,4 @@
+import { EPA_REGIONS, PROGRAMS, SEVERITIES, STATE_CODES } from '@fcd/events/contract';
 import type { FieldProblem } from '@fcd/service-kit/pure';
 
 /**
@@ -9,23 +10,6 @@ import type { FieldProblem } from '@fcd/service-kit/pure';
  * this rule in SQL, for the fan-out, recovery and the events API alike.
  */
 
-/**
- * USPS codes of the states, DC and the territories ECHO covers: the facility service's list
- * (services/facility/src/domain/codes.ts STATE_CODES), repeated because no library holds it.
- */
-// biome-ignore format: the codes in rows, not one a line
-export const FILTER_STATES = [
-  'AL', 'AK', 'AZ', 'AR', 'CA', 'CO', 'CT', 'DE', 'DC', 'FL', 'GA', 'HI', 'ID', 'IL', 'IN', 'IA', 'KS', 'KY', 'LA',
-  'ME', 'MD', 'MA', 'MI', 'MN', 'MS', 'MO', 'MT', 'NE', 'NV', 'NH', 'NJ', 'NM', 'NY', 'NC', 'ND', 'OH', 'OK', 'OR',
-  'PA', 'RI', 'SC', 'SD', 'TN', 'TX', 'UT', 'VT', 'VA', 'WA', 'WV', 'WI', 'WY', 'AS', 'GU', 'MP', 'PR', 'VI',
-] as const;
-/** ECHO media programs (the facility service's PROGRAMS). */
-export const FILTER_PROGRAMS = ['CAA', 'CWA', 'RCRA', 'SDWA'] as const;
-/** Violation severities (the facility service's SEVERITIES). */
-export const FILTER_SEVERITIES = ['minor', 'moderate', 'significant'] as const;
-/** EPA regions: two digits, 01–10. */
-export const FILTER_EPA_REGIONS = ['01', '02', '03', '04', '05', '06', '07', '08', '09', '10'] as const;
-
 /** The lists of a filter, in the order they are reported. */
 export const FILTER_KEYS = ['states', 'programs', 'severities', 'epa_regions'] as const;
 export type FilterKey = (typeof FILTER_KEYS)[number];
@@ -35,11 +19,19 @@ export const MAX_FILTER_LIST = 60;
 
 export type SubscriptionFilter = { [K in FilterKey]?: string[] };
 
+/** The values each list takes: the event contract's code lists (@fcd/events/contract), which the facility service validates too. */
+export const FILTER_CODES: Record<FilterKey, readonly string[]> = {
+  states: STATE_CODES,
+  programs: PROGRAMS,
+  severities: SEVERITIES,
+  epa_regions: EPA_REGIONS,
+};
+
 const ALLOWED: Record<FilterKey, ReadonlySet<string>> = {
-  states: new Set(FILTER_STATES),
-  programs: new Set(FILTER_PROGRAMS),
-  severities: new Set(FILTER_SEVERITIES),
-  epa_regions: new Set(FILTER_EPA_REGIONS),
+  states: new Set(STATE_CODES),
+  programs: new Set(PROGRAMS),
+  severities: new Set(SEVERITIES),
+  epa_regions: new Set(EPA_REGIONS),
 };
 
 /** How a client's value is compared: states and programs upper-case, severities lower-case, regions as sent. */
@@ -52,8 +44,8 @@ const CANONICAL: Record<FilterKey, (value: string) => string> = {
 
 const MUST_BE: Record<FilterKey, string> = {
   states: 'must be a USPS state code (two letters, e.g. "TX")',
-  programs: `must be one of ${FILTER_PROGRAMS.join(', ')}`,
-  severities: `must be one of ${FILTER_SEVERITIES.join(', ')}`,
+  programs: `must be one of ${PROGRAMS.join(', ')}`,
+  severities: `must be one of ${SEVERITIES.join(', ')}`,
   epa_regions: 'must be an EPA region, two digits from "01" to "10"',
 };
 

@@ -2,10 +2,7 @@ import { DeliveryId, EventId, Nullable, PageQuery, Pagination, SubscriptionId, U
 import {
   DEFAULT_MAX_IN_FLIGHT,
   EVENT_TYPES,
-  FILTER_EPA_REGIONS,
-  FILTER_PROGRAMS,
-  FILTER_SEVERITIES,
-  FILTER_STATES,
+  FILTER_CODES,
   MAX_FILTER_LIST,
   MAX_IN_FLIGHT_RANGE,
   RATE_LIMIT_RANGE,
@@ -61,17 +58,22 @@ const codeList = (codes: readonly string[], description: string) =>
 /** docs/webhooks.md "Filters": what each list means for each event type. */
 const Filter = Type.Object(
   {
-    states: Type.Optional(codeList(FILTER_STATES, 'USPS code (any case; stored upper-case): the state of a facility the event carries.')),
+    states: Type.Optional(
+      codeList(FILTER_CODES.states, 'USPS code (any case; stored upper-case): the state of a facility the event carries.'),
+    ),
     programs: Type.Optional(
-      codeList(FILTER_PROGRAMS, "ECHO program: a violation's program; for the other events a program of a facility the event carries."),
+      codeList(
+        FILTER_CODES.programs,
+        "ECHO program: a violation's program; for the other events a program of a facility the event carries.",
+      ),
     ),
     severities: Type.Optional(
       codeList(
-        FILTER_SEVERITIES,
+        FILTER_CODES.severities,
         "A violation's severity. Events without a severity (every type but violation.new) are not filtered by it.",
       ),
     ),
-    epa_regions: Type.Optional(codeList(FILTER_EPA_REGIONS, 'EPA region, "01"–"10": the region of a facility the event carries.')),
+    epa_regions: Type.Optional(codeList(FILTER_CODES.epa_regions, 'EPA region, "01"–"10": the region of a facility the event carries.')),
   },
   {
     additionalProperties: false,
