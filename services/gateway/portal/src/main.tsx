@@ -68,12 +68,17 @@ function Frame({ session, path, onSignedOut }: { session: Session; path: string;
   );
 }
 
+const linkRefused = () => new URLSearchParams(location.search).get('error') === 'link';
+
 function App() {
   const path = useLocation();
   const [session, setSession] = useState<Session | null | undefined>(undefined);
   const [failed, setFailed] = useState<string | undefined>(undefined);
   useEffect(() => {
-    currentSession().then(setSession, (e: Error) => setFailed(e.message));
+    // Back from a refused sign-in link (GET /portal/login answered /portal/?error=link): that link
+    // started no session, so the page offers the other way in without asking the server.
+    if (linkRefused()) setSession(null);
+    else currentSession().then(setSession, (e: Error) => setFailed(e.message));
     const ended = () => setSession(null);
     window.addEventListener(SIGNED_OUT, ended);
     return () => window.removeEventListener(SIGNED_OUT, ended);
@@ -96,7 +101,7 @@ function App() {
   if (session === null) {
     return (
       <SignIn
-        linkFailed={new URLSearchParams(location.search).get('error') === 'link'}
+        linkFailed={linkRefused()}
         onSignedIn={(s) => {
           setSession(s);
           navigate('/portal/usage');

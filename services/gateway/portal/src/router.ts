@@ -5,18 +5,28 @@ import { useEffect, useState } from 'preact/hooks';
  * src/portal/static.ts PAGE_PATHS); links change them with the History API.
  */
 const NAVIGATED = 'portal:navigated';
+let moved = false;
 
 export function navigate(path: string): void {
   if (path === location.pathname + location.search) return;
+  moved = true;
   history.pushState(null, '', path);
   window.dispatchEvent(new Event(NAVIGATED));
+}
+
+/** True once the page changed without a load (a link or the back button): focus then moves to the new page's heading. */
+export function hasNavigated(): boolean {
+  return moved;
 }
 
 /** The current path (and query), following links and the back button. */
 export function useLocation(): string {
   const [path, setPath] = useState(location.pathname + location.search);
   useEffect(() => {
-    const update = () => setPath(location.pathname + location.search);
+    const update = () => {
+      moved = true;
+      setPath(location.pathname + location.search);
+    };
     window.addEventListener('popstate', update);
     window.addEventListener(NAVIGATED, update);
     return () => {

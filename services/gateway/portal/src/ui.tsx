@@ -1,7 +1,7 @@
 import type { ComponentChildren } from 'preact';
 import { useCallback, useEffect, useId, useRef, useState } from 'preact/hooks';
 import { ApiError, data } from './api';
-import { followLink } from './router';
+import { followLink, hasNavigated } from './router';
 
 /** The shared pieces of the pages: loading a resource, errors, notices, a secret shown once. */
 
@@ -137,10 +137,16 @@ export function Link({ href, children, current }: { href: string; children: Comp
   );
 }
 
-/** The page's heading, focused when the page opens so keyboard and screen-reader users start there. */
+/**
+ * The page's heading. After a change of page within the portal it takes the focus, so keyboard
+ * and screen-reader users start on the new page; on a load the focus stays at the document's
+ * start (the skip link is the first Tab).
+ */
 export function PageTitle({ children }: { children: ComponentChildren }) {
   const heading = useRef<HTMLHeadingElement>(null);
-  useEffect(() => heading.current?.focus(), []);
+  useEffect(() => {
+    if (hasNavigated()) heading.current?.focus();
+  }, []);
   return (
     <h1 tabIndex={-1} ref={heading}>
       {children}

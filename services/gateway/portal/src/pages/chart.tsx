@@ -13,15 +13,19 @@ const LEFT = 56;
 const BOTTOM = 28;
 const TOP = 12;
 
-/** A round upper bound for the axis: 1, 2 or 5 times a power of ten. */
+/** A round upper bound for the axis: 1, 2 or 5 times a power of ten, at least 10 (so its half is a whole number). */
 function axisMax(max: number): number {
-  if (max <= 0) return 10;
+  if (max <= 10) return 10;
   const power = 10 ** Math.floor(Math.log10(max));
   return ([1, 2, 5, 10].find((m) => m * power >= max) ?? 10) * power;
 }
 
 export function UsageChart({ days }: { days: Day[] }) {
-  const top = axisMax(Math.max(...days.map((d) => d.requests)));
+  // The daily included line is drawn once the busiest day reaches half of it; below that it would flatten the bars.
+  const peak = Math.max(...days.map((d) => d.requests));
+  const limit = Math.max(...days.map((d) => d.included));
+  const top = axisMax(peak >= limit / 2 ? Math.max(peak, limit) : peak);
+  const within = (d: Day) => d.requests - d.overage;
   const plotHeight = HEIGHT - TOP - BOTTOM;
   const slot = (WIDTH - LEFT) / days.length;
   const y = (n: number) => TOP + plotHeight - (n / top) * plotHeight;
@@ -38,7 +42,7 @@ export function UsageChart({ days }: { days: Day[] }) {
         <desc id="chart-desc">
           {total.toLocaleString('en-US')} requests over {days.length} days; the highest day had{' '}
           {Math.max(...days.map((d) => d.requests)).toLocaleString('en-US')}. Overage requests are drawn in a second colour above the
-          included ones.
+          included ones; a dashed line marks a day's included requests when the bars reach near it.
         </desc>
         {ticks.map((t) => (
           <g key={t} class="tick">
@@ -50,14 +54,17 @@ export function UsageChart({ days }: { days: Day[] }) {
         ))}
         {days.map((d, i) => (
           <g key={d.date} class="day" data-date={d.date}>
-            <rect class="included" x={LEFT + i * slot + 1} width={Math.max(slot - 2, 1)} y={y(d.included)} height={y(0) - y(d.included)} />
+            <rect class="included" x={LEFT + i * slot + 1} width={Math.max(slot - 2, 1)} y={y(within(d))} height={y(0) - y(within(d))} />
             <rect
               class="overage"
               x={LEFT + i * slot + 1}
               width={Math.max(slot - 2, 1)}
               y={y(d.requests)}
-              height={y(d.included) - y(d.requests)}
+              height={y(within(d)) - y(d.requests)}
             />
+            {d.included > 0 && d.included <= top && (
+              <line class="limit" x1={LEFT + i * slot} x2={LEFT + (i + 1) * slot} y1={y(d.included)} y2={y(d.included)} />
+            )}
           </g>
         ))}
         <text class="axis-label" x={LEFT} y={HEIGHT - 8}>
@@ -68,7 +75,8 @@ export function UsageChart({ days }: { days: Day[] }) {
         </text>
       </svg>
       <figcaption>
-        <span class="key included-key">Included</span> <span class="key overage-key">Overage</span>
+        <span class="key included-key">Included</span> <span class="key overage-key">Overage</span>{' '}
+        <span class="key limit-key">Daily included requests</span>
       </figcaption>
     </figure>
   );
@@ -85,7 +93,7 @@ export function UsageTable({ days }: { days: Day[] }) {
           <tr>
             <th scope="col">Date</th>
             <th scope="col">Requests</th>
-            <th scope="col">Included</th>
+            <th scope="col">Included (daily)</th>
             <th scope="col">Overage</th>
           </tr>
         </thead>
@@ -109,8 +117,9 @@ export function last30Days(today: Date): string[] {
   return Array.from({ length: 30 }, (_, i) => new Date(today.getTime() - (29 - i) * 86_400_000).toISOString().slice(0, 10));
 }
 
-/** Every one of `dates`, with zeros where the API returned no row. */
-export function fillDays(dates: string[], rows: Day[]): Day[] {
+/** Every one of `dates`, with zeros where the API returned no row (`data` is `{ from, to, days }`). */
+export function fillDays(dates: string[], answer: { days: Day[] } | Day[]): Day[] {
+  const rows = Array.isArray(answer) ? answer : answer.days;
   const byDate = new Map(rows.map((r) => [r.date, r]));
   return dates.map((date) => byDate.get(date) ?? { date, requests: 0, included: 0, overage: 0 });
 }

@@ -24,17 +24,24 @@ const OVERLAPS = [
 const stateOf = (key: Key) =>
   key.revoked_at ? 'revoked' : key.expires_at && Date.parse(key.expires_at) <= Date.now() ? 'expired' : 'live';
 
+const LIFETIMES = [
+  { days: 0, label: 'Never' },
+  { days: 30, label: 'In 30 days' },
+  { days: 90, label: 'In 90 days' },
+  { days: 365, label: 'In a year' },
+];
+
 function CreateKey({ onCreated }: { onCreated: (key: Key & { key: string }) => void }) {
   const [name, setName] = useState('');
-  const [expires, setExpires] = useState('');
+  const [days, setDays] = useState(0);
   const action = useAction();
   const submit = async (event: Event) => {
     event.preventDefault();
-    const body = { name, ...(expires ? { expires_at: `${expires}T00:00:00.000Z` } : {}) };
+    const body = { name, ...(days > 0 ? { expires_at: new Date(Date.now() + days * 86_400_000).toISOString() } : {}) };
     const created = await action.run(() => data<Key & { key: string }>('POST', '/v1/account/keys', body));
     if (created) {
       setName('');
-      setExpires('');
+      setDays(0);
       onCreated(created);
     }
   };
@@ -43,8 +50,14 @@ function CreateKey({ onCreated }: { onCreated: (key: Key & { key: string }) => v
       <h2 id="create-key-title">Create a key</h2>
       <label for="key-name">Name</label>
       <input id="key-name" required maxLength={100} value={name} onInput={(e) => setName(e.currentTarget.value)} />
-      <label for="key-expires">Expires on (optional, UTC midnight)</label>
-      <input id="key-expires" type="date" value={expires} onInput={(e) => setExpires(e.currentTarget.value)} />
+      <label for="key-expires">Expires</label>
+      <select id="key-expires" value={days} onChange={(e) => setDays(Number(e.currentTarget.value))}>
+        {LIFETIMES.map((l) => (
+          <option key={l.days} value={l.days}>
+            {l.label}
+          </option>
+        ))}
+      </select>
       <button type="submit" disabled={action.busy}>
         Create key
       </button>

@@ -59,7 +59,7 @@ function Figures({ usage }: { usage: Usage }) {
 
 function Daily() {
   const dates = useMemo(() => last30Days(new Date()), []);
-  const daily = useResource<Day[]>(`/v1/account/usage/daily?from=${dates[0]}&to=${dates[dates.length - 1]}`);
+  const daily = useResource<{ days: Day[] } | Day[]>(`/v1/account/usage/daily?from=${dates[0]}&to=${dates[dates.length - 1]}`);
   if (daily.error) return <ErrorNote error={daily.error} />;
   if (!daily.value) return <Loading what="the last 30 days" />;
   const days = fillDays(dates, daily.value);
