@@ -64,6 +64,20 @@ export const OPERATIONS: Record<string, OperationInfo> = {
     description:
       'Creates a new key with the same name and expiry and returns it in clear (`key`, shown once), with the old key as `previous`. The old key keeps working for `expires_in_seconds` (0 to 604800, 7 days) and then gets 401; 0 revokes it at once. Never refused for the 10-key limit (the old key counts as live until it lapses). A revoked or expired key is 404.',
   },
+  'GET /v1/account/audit-log': {
+    tag: 'Account',
+    operationId: 'listAccountAuditLog',
+    summary: "The calling account's audit log of key changes, newest first",
+    description:
+      'One entry per change of the account\'s API keys (`key.created`, `key.renamed`, `key.revoked`, `key.rolled`), written in the change\'s own transaction: who made it (`actor`: `{ type: "key", key_id }` for the account through one of its keys, `{ type: "operator" }`; more types may come), which key, what changed (`details`, never a key) and when. Each account sees its own entries only. Counted like any request.',
+  },
+  'GET /v1/account/usage/daily': {
+    tag: 'Account',
+    operationId: 'getAccountDailyUsage',
+    summary: "The calling account's requests and overage per UTC day",
+    description:
+      "Every UTC day from `from` to `to` (both included, at most 400 days; by default the 30 days ending today), oldest first, a day without requests with 0: its `requests`, its `included` requests (the daily limit) and its `overage` (requests over the limit on a tier billed for overage; 0 on Free). The same figures as the billing period of `GET /v1/account/usage`: a month's days add up to them. Today's count is live and includes this request. `from` after `to`, a longer range, a `to` after today or an impossible date is a VALIDATION_ERROR naming the parameter. Counted like any request.",
+  },
   'GET /v1/account/statements': {
     tag: 'Account',
     operationId: 'listAccountStatements',

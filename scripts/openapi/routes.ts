@@ -12,6 +12,12 @@ import { publicRoutes as facilityRoutes } from '../../services/facility/src/rout
 import { CaseSchema, FacilitySchema, ViolationSchema } from '../../services/facility/src/routes/schemas';
 import { sourcesRoutes } from '../../services/facility/src/routes/sources';
 import {
+  AuditLogQuery,
+  AuditLogResponse,
+  DailyUsageQuery,
+  DailyUsageResponse,
+} from '../../services/gateway/src/routes/account-history-schema';
+import {
   CreatedKeyResponse,
   CreateKeyBody,
   KeyListResponse,
@@ -69,6 +75,9 @@ export async function collectRoutes(): Promise<{ routes: CollectedRoute[]; undoc
   found.set('DELETE /v1/account/keys/:', { params: KeyParams });
   found.set('GET /v1/account/statements', { querystring: NoQuery, response: { 200: StatementsResponse } });
   found.set('POST /v1/account/keys/:/roll', { params: KeyParams, body: RollKeyBody, response: { 201: RolledKeyResponse } });
+  // The account's history: its audit log of key changes and its usage per day (the usage service answers).
+  found.set('GET /v1/account/audit-log', { querystring: AuditLogQuery, response: { 200: AuditLogResponse } });
+  found.set('GET /v1/account/usage/daily', { querystring: DailyUsageQuery, response: { 200: DailyUsageResponse } });
   // Exports: the gateway walks the facility service's pages; rows are the list representations.
   const rowSchema = { facilities: FacilitySchema, violations: ViolationSchema, cases: CaseSchema };
   for (const kind of ['facilities', 'violations', 'cases'] as const) {
