@@ -186,21 +186,6 @@ export class SubscriptionStore {
   // -------------------------------------------------------------------------
   // For the dispatcher (no account filter: it acts for every account).
 
-  /**
-   * Active subscriptions that list `eventType` and watch every facility or at
-   * least one of `facilityIds`: `matches()`'s type and facility rule in SQL (not the filter, which needs the event).
-   */
-  async findActiveMatching(eventType: string, facilityIds: readonly string[]): Promise<Subscription[]> {
-    const { rows } = await this.pool.query<Row>(
-      `SELECT ${COLUMNS} FROM webhook.subscriptions
-        WHERE is_active AND events @> ARRAY[$1]::text[]
-          AND (facility_ids IS NULL OR facility_ids && $2::uuid[])
-        ORDER BY created_at, id`,
-      [eventType, facilityIds.map((f) => f.toLowerCase())],
-    );
-    return rows.map(toSubscription);
-  }
-
   /** The clear signing secret of a subscription (the dispatcher signs with it); undefined when it is gone. */
   async signingSecret(id: string): Promise<string | undefined> {
     const { rows } = await this.pool.query<{ secret_ciphertext: string }>(

@@ -2,7 +2,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { createLogger, createPool, migrate, type Pool } from '@fcd/service-kit';
 import { createTestDatabase, type TestDatabase } from '@fcd/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { generateSecret, SecretBox, SubscriptionStore, WEBHOOK_SCHEMA, webhookMigrations } from '../src/index';
+import { DeliveryStore, generateSecret, SecretBox, SubscriptionStore, WEBHOOK_SCHEMA, webhookMigrations } from '../src/index';
 
 let db: TestDatabase;
 let pool: Pool;
@@ -174,7 +174,7 @@ describe('SubscriptionStore', () => {
     expect(await store.update(a, created.id, { is_active: true }, T0)).toBeUndefined();
   });
 
-  it('finds the active subscriptions matching an event for the dispatcher', async () => {
+  it('fans an event out to the active subscriptions it matches, and deactivates once', async () => {
     const a = account();
     const all = await store.create(newSub(a, T0, { events: ['case.new'] }), 25);
     const watching = await store.create(newSub(a, T0, { events: ['case.new'], facility_ids: [F2] }), 25);
@@ -183,9 +183,13 @@ describe('SubscriptionStore', () => {
     await store.create(newSub(a, T0, { events: ['violation.new'] }), 25);
     expect(await store.deactivate(inactive.id, 'consecutive_failures', T0 + 1)).toBe(true);
     expect(await store.deactivate(inactive.id, 'consecutive_failures', T0 + 2)).toBe(false);
-    const found = (await store.findActiveMatching('case.new', [F2.toUpperCase()]))
-      .map((s) => s.id)
-      .filter((id) => [all.id, watching.id, other.id, inactive.id].includes(id));
+    const id = `evt_${randomUUID()}`;
+    const body = JSON.stringify({ id, type: 'case.new', created_at: new Date(T0).toISOString(), data: { case: { facility_ids: [F2] } } });
+    await new DeliveryStore(pool, box).fanOut({ id, type: 'case.new', body, facilityIds: [F2.toUpperCase()] }, T0 + 3);
+    const { rows } = await pool.query<{ subscription_id: string }>('SELECT subscription_id FROM webhook.deliveries WHERE event_id = $1', [
+      id,
+    ]);
+    const found = rows.map((r) => r.subscription_id).filter((s) => [all.id, watching.id, other.id, inactive.id].includes(s));
     expect(found.sort()).toEqual([all.id, watching.id].sort());
   });
 });

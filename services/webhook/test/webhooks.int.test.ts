@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { InternalAuth, ManualClock } from '@fcd/service-kit';
-import { matches, SubscriptionStore, sign, verify } from '@fcd/webhooks';
+import { DeliveryStore, matches, SubscriptionStore, sign, verify } from '@fcd/webhooks';
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -149,8 +149,18 @@ describe('POST /v1/webhooks', () => {
       data: { violation: { facility_id: facility } },
     });
     for (const facility of [F1, F3, randomUUID()]) expect(matches(data, violation(facility))).toBe(true);
-    const found = await new SubscriptionStore(ctx.pool, ctx.secretBox).findActiveMatching('case.new', [randomUUID()]);
-    expect(found.map((s) => s.id)).toContain(data.id);
+    const event = { id: `evt_${randomUUID()}`, type: 'case.new', facilityIds: [randomUUID()] };
+    const body = JSON.stringify({
+      id: event.id,
+      type: event.type,
+      created_at: data.created_at,
+      data: { case: { facility_ids: event.facilityIds } },
+    });
+    const created = await new DeliveryStore(ctx.pool, ctx.secretBox).fanOut({ ...event, body }, Date.now());
+    const fanned = await ctx.pool.query<{ subscription_id: string }>('SELECT subscription_id FROM webhook.deliveries WHERE id = ANY($1)', [
+      created,
+    ]);
+    expect(fanned.rows.map((r) => r.subscription_id)).toContain(data.id);
     // Explicit null is the same as omitted.
     expect((await create(account, { url: url(), events: ['case.new'], facility_ids: null })).json().data.facility_ids).toBeNull();
   });
