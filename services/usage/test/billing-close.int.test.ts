@@ -100,6 +100,16 @@ describe('billing close', () => {
       { tier: 'pro', daily_limit: 25_000, rate: '0.003000', effective_at: new Date('2026-09-01T00:00:00Z') },
       { tier: 'enterprise', daily_limit: 300_000, rate: '0.002000', effective_at: changedAt },
     ]);
+    // A change by SQL that leaves updated_at as it was is effective at its transaction's time, not at the old updated_at.
+    const { rows: sqlChange } = await pool.query(
+      `WITH c AS (UPDATE usage.accounts SET tier = 'pro', daily_limit_override = NULL WHERE id = $1 RETURNING now() AS at)
+       SELECT at FROM c`,
+      [later],
+    );
+    const last = await pool.query('SELECT tier, effective_at FROM usage.tier_history WHERE account_id = $1 ORDER BY id DESC LIMIT 1', [
+      later,
+    ]);
+    expect(last.rows).toEqual([{ tier: 'pro', effective_at: sqlChange[0].at }]);
 
     await close('2026-11-01T00:06:00Z', '2026-10');
     const [s] = await statements.list({ period: '2026-10', accountId: id });

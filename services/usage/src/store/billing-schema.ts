@@ -5,8 +5,9 @@
  * - tier_history: the tier in force from `effective_at` on, with the limit and rate of that moment.
  *   Written by triggers on usage.accounts, so every tier change (admin API, CLI, SQL) adds its row in
  *   the change's own transaction: at creation (effective at created_at) and at each change of tier
- *   or daily limit (effective at the row's updated_at). Existing accounts get one row at their
- *   creation with their current tier (the history before this migration is not known).
+ *   or daily limit (effective at the row's new updated_at, or the transaction's time when the
+ *   change leaves updated_at as it was). Existing accounts get one row at their creation with
+ *   their current tier (the history before this migration is not known).
  * - statements: one per account and period, never updated nor deleted (a trigger refuses both).
  * - statement_adjustments: a late correction of a statement, as the difference, never an edit.
  * - billing_closes: the periods whose close ran to the end (the alert "not closed by the 2nd").
@@ -26,7 +27,13 @@ export const BILLING_MIGRATION_SQL = `
   CREATE FUNCTION record_tier() RETURNS trigger LANGUAGE plpgsql AS $fn$
   BEGIN
     INSERT INTO usage.tier_history (account_id, effective_at, tier, daily_limit, hard_limit, overage_rate_usd)
-    SELECT NEW.id, CASE WHEN TG_OP = 'INSERT' THEN NEW.created_at ELSE NEW.updated_at END, t.name,
+    -- Effective at creation, or at the change's updated_at; a change that leaves updated_at as it
+    -- was takes the transaction's time instead.
+    SELECT NEW.id,
+           CASE WHEN TG_OP = 'INSERT' THEN NEW.created_at
+                WHEN NEW.updated_at IS DISTINCT FROM OLD.updated_at THEN NEW.updated_at
+                ELSE now() END,
+           t.name,
            COALESCE(NEW.daily_limit_override, t.daily_limit), t.hard_limit, t.overage_rate_usd
       FROM usage.tiers t WHERE t.name = NEW.tier;
     RETURN NULL;
