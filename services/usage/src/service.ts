@@ -101,7 +101,6 @@ export async function startUsage(config: UsageConfig, options: { clock?: Clock; 
     // down under fail-open (counted in Postgres).
     optionalChecks: config.USAGE_FAIL_OPEN ? ['redis'] : ['postgres'],
     adminToken: config.ADMIN_TOKEN,
-    clock,
     billing: billingHttpDeps({ pool, accounts, counters, flush: () => meter.flush(), clock, metrics, logger }),
     isShuttingDown: () => shuttingDown,
     http: config,
