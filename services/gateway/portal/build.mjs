@@ -34,13 +34,14 @@ const style = outputs.find((f) => /^styles\.[A-Z0-9]+\.css$/.test(f));
 if (!script || !style) throw new Error(`portal build: unexpected outputs ${outputs.join(', ')}`);
 
 // No inline script or style: the page's CSP allows only files from the gateway (docs/portal.md).
+// The empty icon keeps the browser from fetching /favicon.ico: every file the page loads is hashed.
 const html = `<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>Customer portal — Facility Compliance Data API</title>
-<link rel="icon" href="/favicon.ico" sizes="32x32">
+<link rel="icon" href="data:,">
 <link rel="stylesheet" href="/portal/assets/${style}">
 <script type="module" src="/portal/assets/${script}"></script>
 </head>

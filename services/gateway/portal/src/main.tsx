@@ -32,8 +32,14 @@ function Page({ path, session }: { path: string; session: Session }) {
 function Frame({ session, path, onSignedOut }: { session: Session; path: string; onSignedOut: () => void }) {
   const action = useAction();
   const leave = async () => {
-    await action.run(signOut);
-    onSignedOut();
+    const done = await action.run(async () => {
+      await signOut();
+      return true;
+    });
+    if (done) {
+      navigate('/portal/');
+      onSignedOut();
+    }
   };
   return (
     <>

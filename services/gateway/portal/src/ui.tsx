@@ -140,13 +140,17 @@ export function Link({ href, children, current }: { href: string; children: Comp
 /**
  * The page's heading. After a change of page within the portal it takes the focus, so keyboard
  * and screen-reader users start on the new page; on a load the focus stays at the document's
- * start (the skip link is the first Tab).
+ * start (the skip link is the first Tab). The document's title follows it.
  */
 export function PageTitle({ children }: { children: ComponentChildren }) {
   const heading = useRef<HTMLHeadingElement>(null);
   useEffect(() => {
     if (hasNavigated()) heading.current?.focus();
   }, []);
+  // The document's title names the page too (and follows the heading, e.g. a webhook's URL once loaded).
+  useEffect(() => {
+    document.title = `${heading.current?.textContent ?? ''} — Customer portal`;
+  });
   return (
     <h1 tabIndex={-1} ref={heading}>
       {children}
