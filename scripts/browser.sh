@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Installs Debian's Chromium for the /docs screenshot test when it is missing
-# (the browser is never downloaded by a test tool; playwright-core drives this one).
+# Installs Debian's Chromium for the browser tests (/docs, the customer portal) when it is missing
+# (the browser is never downloaded by a test tool; playwright-core drives this one). Idempotent.
 set -uo pipefail
 [ -x /usr/bin/chromium ] && exit 0
 echo "installing chromium from the OS packages"

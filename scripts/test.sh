@@ -20,7 +20,7 @@ else
   echo "Postgres, Redis and NATS are neither installed here nor startable with Docker" >&2
   echo "0 passed, 1 failed"; exit 1
 fi
-bash scripts/browser.sh || echo "warning: chromium unavailable; the /docs screenshot test will fail" >&2
+bash scripts/browser.sh || echo "warning: chromium unavailable; the /docs and customer portal browser tests will fail" >&2
 bash scripts/debian-tool.sh promtool prometheus || echo "warning: promtool unavailable; the metrics format test will fail" >&2
 bash scripts/debian-tool.sh pgbouncer pgbouncer || echo "warning: pgbouncer unavailable; the PgBouncer (transaction pooling) test will fail" >&2
 bash scripts/image/setup.sh || echo "warning: podman/buildah unavailable; the image build and chart play test (scripts/image/play.int.test.ts) will fail" >&2
