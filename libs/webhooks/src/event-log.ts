@@ -15,6 +15,17 @@ import { type RecoveryRequest, type RecoveryResult, recoverEvents } from './reco
  * /v1/webhooks/{id}/recover). All its SQL is here; times are epoch ms from the caller's clock.
  */
 
+/**
+ * The events list's condition for `subscriptionId`: the fan-out's rule (match-sql.ts) over the
+ * logged row `t` and its facets, the subscription read by its key. Inside CASE, so the planner
+ * takes it as one opaque condition (half the rows) and reads the log in position order until the
+ * page is full; given the rule's parts, it multiplies their default selectivities, expects a handful
+ * of rows, and reads and sorts the whole log instead (65 ms against 0.3 ms on 200,000 events). A
+ * subscription that matches few events still reads the log until it finds a page of them.
+ */
+const SUBSCRIPTION_MATCHES = `EXISTS (SELECT 1 FROM webhook.subscriptions s
+  WHERE s.id = $? AND CASE WHEN ${subscriptionMatchesSql('s', 't')} THEN true ELSE false END)`;
+
 /** Taken around every append: positions are assigned in commit order (see `append`). */
 const APPEND_LOCK = 'webhook.events:append';
 
@@ -72,13 +83,7 @@ export class EventLog {
     if (filter.type !== undefined) where.push(['type = $?', filter.type]);
     if (filter.facilityId !== undefined) where.push(['facility_ids @> ARRAY[$?::uuid]', filter.facilityId.toLowerCase()]);
     if (filter.since !== undefined) where.push(['created_at >= $?', new Date(filter.since)]);
-    if (filter.subscriptionId !== undefined) {
-      // The fan-out's rule over the logged row `t` and its facets (match-sql.ts); the subscription is read by its key.
-      where.push([
-        `EXISTS (SELECT 1 FROM webhook.subscriptions s WHERE s.id = $? AND ${subscriptionMatchesSql('s', 't')})`,
-        filter.subscriptionId,
-      ]);
-    }
+    if (filter.subscriptionId !== undefined) where.push([SUBSCRIPTION_MATCHES, filter.subscriptionId]);
     return selectKeysetPage<StoredEvent>(
       this.pool,
       { table: 'webhook.events', fields: EVENT_FIELDS, order: BY_POSITION, where, after: [after ?? '0'] },

@@ -24,7 +24,8 @@ import {
  * model (`matches`), over every pair of a grid of subscriptions and events: the fan-out creates a
  * delivery for exactly the pairs `matches` accepts, and the event log's list for a subscription
  * holds exactly its events. Then migration 0013's backfill: the facets it writes for events logged
- * before it are `eventFacets` of their bodies.
+ * before it are `eventFacets` of their bodies. And the list's plan on an analysed log: in position
+ * order, stopping at the page.
  */
 let db: TestDatabase;
 let pool: Pool;
@@ -150,5 +151,34 @@ describe('subscriptionMatchesSql', () => {
       listed.push(...page.items.map((e) => `${s.id} ${e.id}`));
     }
     expect(listed.sort()).toEqual(expected);
+  });
+
+  it("pages a subscription's events in log order, stopping at the page, on an analysed log (EXPLAIN)", async () => {
+    await migrate(pool, WEBHOOK_SCHEMA, webhookMigrations);
+    await pool.query(
+      `INSERT INTO webhook.events (id, type, created_at, facility_ids, body, recorded_at, states, epa_regions)
+       SELECT 'evt_' || gen_random_uuid(), (ARRAY['violation.new', 'case.new', 'facility.status_changed'])[1 + g % 3], $1,
+              ARRAY[gen_random_uuid()], '{}', $1, ARRAY[(ARRAY['OH', 'TX', 'CA', 'NY', 'PA'])[1 + g % 5]], ARRAY['05']
+         FROM generate_series(1, 40000) g`,
+      [new Date(T0)],
+    );
+    await pool.query('ANALYZE webhook.events');
+    const input = { id: `wh_${randomUUID()}`, account_id: 'acct_plan', url: 'https://hooks.example.com/fcd', events: ['violation.new'] };
+    const sub = await subs.create({ ...input, facility_ids: null, filter: { states: ['OH'] }, secret: generateSecret(), now: T0 }, 1000);
+    // The statement the list runs, as it runs it.
+    const statements: Array<[string, unknown[]]> = [];
+    const recording = {
+      query: (sql: string, params: unknown[]) => {
+        statements.push([sql, params]);
+        return pool.query(sql, params);
+      },
+    };
+    const page = await new EventLog(recording as unknown as Pool).list({ subscriptionId: sub.id }, 25);
+    expect(page.items).toHaveLength(25);
+    const [sql, params] = statements[0] ?? ['', []];
+    const { rows } = await pool.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${sql}`, params);
+    const plan = rows.map((r) => r['QUERY PLAN']).join('\n');
+    expect(plan, plan).toMatch(/Index Scan using events_pkey on events/);
+    expect(plan, plan).not.toMatch(/Sort|Seq Scan on events/);
   });
 });
