@@ -68,10 +68,13 @@ function loadBuilt(dir: string): Built {
 
 const acceptsGzip = (request: FastifyRequest) => /\bgzip\b/.test(String(request.headers['accept-encoding'] ?? ''));
 
-/** Registers GET /portal (and the UI's routes) and GET /portal/assets/:file. Outside /v1: not counted. */
+/**
+ * Registers GET /portal (and the UI's routes) and GET /portal/assets/:file, from `dir` (default:
+ * the built dist/portal). Outside /v1: not authenticated, not counted.
+ */
 export function registerPortalStatic(app: FastifyInstance, options: { dir?: string } = {}): void {
   const dir = options.dir ?? builtDir();
-  const built = dir ? loadBuilt(dir) : undefined;
+  const built = dir && existsSync(join(dir, 'index.html')) ? loadBuilt(dir) : undefined;
   if (!built) app.log.warn({ msg: 'the customer portal is not built (npm run build -w @fcd/gateway): /portal answers 404' });
   const missing = (request: FastifyRequest): never => {
     throw new AppError('NOT_FOUND', `No route ${request.method} ${request.url.split('?')[0]}.`);
