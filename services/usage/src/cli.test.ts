@@ -51,6 +51,9 @@ describe('usage-cli run(): argument errors are exit 1 and one line on stderr (JS
     [['keys', 'create', '--account', 'acct_1', '--name', ''], 'Invalid name: must not be empty.'],
     [['keys', 'create', '--account', 'acct_1', '--expires-at', 'tomorrow'], 'Invalid expires_at: must be an RFC 3339 date-time.'],
     [['keys', 'rotate'], 'unknown command: keys rotate'],
+    [['keys', 'audit'], '--account is required'],
+    [['keys', 'audit', '--account', 'acct_1', '--limit', '0'], 'Invalid request: limit: must be an integer from 1 to 100'],
+    [['keys', 'audit', '--account', 'acct_1', '--limit', '1e2'], 'Invalid request: limit: must be an integer from 1 to 100'],
   ];
   it.each(cases)('%j: %s', async (args, message) => {
     expect(await cli(args)).toEqual({ code: 1, stdout: '', stderr: `usage-cli: ${message}\n` });

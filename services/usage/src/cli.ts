@@ -12,6 +12,7 @@
  *   usage-cli keys rename --key KEY_ID --name N [--json]
  *   usage-cli keys revoke --key KEY_ID [--json]
  *   usage-cli keys roll --key KEY_ID --expires-in-seconds N [--json]   (cli/keys.ts; audited, actor operator)
+ *   usage-cli keys audit --account ID [--limit N] [--cursor C] [--json]   (the account's audit log, newest first)
  *   usage-cli demo [--json]                            (a demo Free and a demo Pro account, one key each)
  *   usage-cli billing close|statements|verify --period YYYY-MM   (billing/cli.ts)
  */
@@ -50,6 +51,8 @@ const OPTIONS = {
   'daily-limit': { type: 'string' },
   'expires-at': { type: 'string' },
   'expires-in-seconds': { type: 'string' },
+  limit: { type: 'string' },
+  cursor: { type: 'string' },
   'base-url': { type: 'string' },
   period: { type: 'string' },
   format: { type: 'string' },

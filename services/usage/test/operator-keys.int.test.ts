@@ -220,6 +220,17 @@ describe('CLI key verbs', () => {
         ['operator', null, 'key.rolled', a.id],
         ['operator', null, 'key.revoked', b.id],
       ]);
+      const audit = await cli(['keys', 'audit', '--account', account.id, '--limit', '2']);
+      expect(audit.data.map((e: { action: string; key_id: string; actor: unknown }) => [e.action, e.key_id, e.actor])).toEqual([
+        ['key.revoked', b.id, { type: 'operator' }],
+        ['key.rolled', a.id, { type: 'operator' }],
+      ]);
+      expect(audit.pagination).toEqual({ limit: 2, next_cursor: expect.any(String), has_more: true });
+      const rest = await cli(['keys', 'audit', '--account', account.id, '--cursor', audit.pagination.next_cursor]);
+      expect([rest.data.map((e: { action: string }) => e.action), rest.pagination.has_more]).toEqual([
+        ['key.renamed', 'key.created', 'key.created'],
+        false,
+      ]);
       // Published after the roll and the revocation; a sentinel on the channel shows nothing else came.
       const publisher = new Redis(testUrls.redis);
       await publisher.publish(`${prefix}keys:changed`, 'sentinel');

@@ -4,6 +4,8 @@ import {
   Env,
   errMessage,
   KeyId,
+  listBody,
+  pageLimit,
   parseConfig,
   RedisEnv,
   redisOptions,
@@ -12,7 +14,7 @@ import {
 import { Type } from '@sinclair/typebox';
 import { Redis } from 'ioredis';
 import { type AccountKey, DEFAULT_KEY_NAME, parseExpiresAt, parseKeyName, parseRollSeconds } from '../domain/account-keys';
-import { OPERATOR } from '../domain/audit';
+import { auditView, OPERATOR } from '../domain/audit';
 import type { AccountStore } from '../store/accounts';
 import type { RedisClient } from '../store/counters';
 
@@ -23,7 +25,7 @@ import type { RedisClient } from '../store/counters';
  * service's Redis channel (`<prefix>keys:changed`) when the CLI has the service's Redis settings,
  * so every replica drops the account's cached keys at once; without them, within KEY_CACHE_TTL_MS.
  */
-type KeyOption = 'account' | 'key' | 'name' | 'expires-at' | 'expires-in-seconds';
+type KeyOption = 'account' | 'key' | 'name' | 'expires-at' | 'expires-in-seconds' | 'limit' | 'cursor';
 
 export interface KeyCommand {
   option(name: KeyOption): string | undefined;
@@ -136,7 +138,26 @@ export async function keysCommand(action: string | undefined, c: KeyCommand): Pr
       );
       return true;
     }
+    case 'audit':
+      await auditCommand(c);
+      return true;
     default:
       return false;
   }
+}
+
+/** `keys audit`: one page of the account's audit log, newest first (JSON: `{ data, pagination }` as the API). */
+async function auditCommand(c: KeyCommand): Promise<void> {
+  const accountId = need(c, 'account');
+  const rawLimit = c.option('limit');
+  const limit = pageLimit(rawLimit === undefined ? undefined : /^\d{1,3}$/.test(rawLimit) ? Number(rawLimit) : Number.NaN);
+  const cursor = c.option('cursor');
+  if (!(await c.accounts.accountWithTier(accountId))) throw new AppError('NOT_FOUND', `No such account: ${accountId}`);
+  const page = await c.accounts.keys.auditLog(accountId, { limit, cursor });
+  const lines = page.items.map((e) => {
+    const actor = e.actor.type === 'key' ? `key ${e.actor.keyId}` : e.actor.type;
+    return `${e.occurredAt}\t${e.action}\t${e.targetKeyId}\t${actor}\t${JSON.stringify(e.details)}`;
+  });
+  if (page.next_cursor) lines.push(`(more: --cursor ${page.next_cursor})`);
+  c.out(listBody(page, auditView), lines.join('\n'));
 }

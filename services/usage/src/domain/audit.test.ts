@@ -1,6 +1,6 @@
 import { decodeListCursor, type KeyId } from '@fcd/service-kit/pure';
 import { describe, expect, it } from 'vitest';
-import { actorView, auditEntry, auditList, mayRevokeLastLiveKey, OPERATOR } from './audit';
+import { auditEntry, auditList, auditView, mayRevokeLastLiveKey, OPERATOR } from './audit';
 
 const NOW = Date.parse('2026-11-22T08:00:00.000Z');
 const KEY = 'key_7d3f3c1e-9a4b-4c2d-8e1f-0a1b2c3d4e5f' as KeyId;
@@ -23,9 +23,17 @@ describe('audit entries', () => {
     });
   });
 
-  it('show the actor as the API does', () => {
-    expect(actorView({ type: 'key', keyId: KEY })).toEqual({ type: 'key', key_id: KEY });
-    expect(actorView(OPERATOR)).toEqual({ type: 'operator' });
+  it('show as the API does, the actor with its key or without one', () => {
+    const entry = { accountId: 'acct_1', action: 'key.revoked' as const, targetKeyId: KEY, details: { was_live: true } };
+    expect(auditView(auditEntry({ ...entry, actor: { type: 'key', keyId: KEY } }, NOW, () => '1'))).toEqual({
+      id: 'aud_1',
+      actor: { type: 'key', key_id: KEY },
+      action: 'key.revoked',
+      key_id: KEY,
+      details: { was_live: true },
+      occurred_at: '2026-11-22T08:00:00.000Z',
+    });
+    expect(auditView(auditEntry({ ...entry, actor: OPERATOR }, NOW, () => '2')).actor).toEqual({ type: 'operator' });
   });
 
   it('let an operator revoke the last live key, never the account itself', () => {

@@ -60,8 +60,13 @@ export function mayRevokeLastLiveKey(actor: AuditActor): boolean {
 }
 
 /** The actor as the API shows it: `{ type: "key", key_id }` or `{ type: "operator" }`. */
-export function actorView(actor: AuditActor): { type: AuditActorType; key_id?: string } {
+function actorView(actor: AuditActor): { type: AuditActorType; key_id?: string } {
   return actor.type === 'key' ? { type: 'key', key_id: actor.keyId } : { type: actor.type };
+}
+
+/** An entry as the API shows it (the gateway's `GET /v1/account/audit-log`, the admin API, the CLI). */
+export function auditView(e: AuditEntry) {
+  return { id: e.id, actor: actorView(e.actor), action: e.action, key_id: e.targetKeyId, details: e.details, occurred_at: e.occurredAt };
 }
 
 /** An account's log, newest first: keyed by the entry's position, tagged per account. */

@@ -1,8 +1,8 @@
-import { AppError, KeyId, listBody, Nullable, validationError } from '@fcd/service-kit';
+import { AppError, KeyId, listBody, Nullable, PageQuery, Pagination, validationError } from '@fcd/service-kit';
 import { type Static, Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import { type AccountKey, DEFAULT_KEY_NAME, parseExpiresAt, parseKeyName, parseRollSeconds } from '../domain/account-keys';
-import { type AuditRecord, actorView, OPERATOR } from '../domain/audit';
+import { auditView, OPERATOR } from '../domain/audit';
 import type { AccountStore } from '../store/accounts';
 
 /**
@@ -39,10 +39,8 @@ const AuditOut = Type.Object({
   occurred_at: Type.String(),
 });
 const AccountParams = Type.Object({ id: Type.String() });
-const PageQuery = Type.Object(
-  { limit: Type.Optional(Type.Integer()), cursor: Type.Optional(Type.String()) },
-  { additionalProperties: false },
-);
+const AuditQuery = Type.Object(PageQuery, { additionalProperties: false });
+const AuditPage = Type.Object({ data: Type.Array(AuditOut), pagination: Pagination });
 
 function operatorKeyView(k: AccountKey): Static<typeof KeyOut> {
   return {
@@ -56,10 +54,6 @@ function operatorKeyView(k: AccountKey): Static<typeof KeyOut> {
     expires_at: k.expiresAt,
     revoked_at: k.revokedAt,
   };
-}
-
-function auditView(e: AuditRecord): Static<typeof AuditOut> {
-  return { id: e.id, actor: actorView(e.actor), action: e.action, key_id: e.targetKeyId, details: e.details, occurred_at: e.occurredAt };
 }
 
 /** A body's fields, refusing any but `allowed` (400 naming each); an absent body is `{}`. */
@@ -144,10 +138,14 @@ export function registerAdminKeyRoutes(admin: FastifyInstance, deps: AdminKeyDep
         .send({ data: { ...operatorKeyView(rolled.key), api_key: rolled.apiKey, previous: operatorKeyView(rolled.old) } });
     },
   );
-  admin.get('/admin/v1/accounts/:id/audit-log', { schema: { params: AccountParams, querystring: PageQuery } }, async (request) => {
-    const { id } = request.params as { id: string };
-    if (!(await deps.accounts.accountWithTier(id))) throw new AppError('NOT_FOUND', `No such account: ${id}`);
-    const page = await keys.auditLog(id, request.query as Static<typeof PageQuery>);
-    return listBody(page, auditView);
-  });
+  admin.get(
+    '/admin/v1/accounts/:id/audit-log',
+    { schema: { params: AccountParams, querystring: AuditQuery, response: { 200: AuditPage } } },
+    async (request) => {
+      const { id } = request.params as { id: string };
+      if (!(await deps.accounts.accountWithTier(id))) throw new AppError('NOT_FOUND', `No such account: ${id}`);
+      const page = await keys.auditLog(id, request.query as Static<typeof AuditQuery>);
+      return listBody(page, auditView);
+    },
+  );
 }
