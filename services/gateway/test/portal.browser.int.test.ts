@@ -168,7 +168,7 @@ describe('a new customer in the portal', () => {
     expect(response?.status()).toBe(200);
     await page.waitForURL(`${gateway}/portal/usage`);
     await expect.poll(() => page.getByRole('heading', { level: 1 }).textContent()).toBe('Usage');
-    expect(await page.title()).toBe('Usage — Customer portal');
+    await expect.poll(() => page.title()).toBe('Usage — Customer portal');
     expect(await page.locator('.account code').textContent()).toBe(account.accountId);
     expect(await page.locator('.tier').textContent()).toBe('pro');
     // The page as served: the strict CSP, no-cache, and only hashed assets of this origin.
@@ -279,6 +279,7 @@ describe('a new customer in the portal', () => {
     expect(order).toEqual(['a:Skip to the page', 'button:Sign out', 'a:Usage', 'a:API keys']);
     await page.keyboard.press('Enter');
     await page.waitForURL(`${gateway}/portal/keys`);
+    await expect.poll(async () => (await focused(page)).tag).toBe('h1');
     expect(await focused(page)).toMatchObject({ tag: 'h1', name: 'API keys' });
     // The form: each field reached by Tab, named by its label, with the focus ring.
     const fields: string[] = [];
@@ -414,6 +415,69 @@ describe('a new customer in the portal', () => {
       (status) => status === 401,
     );
     expect((await api('/v1/account/usage', account.apiKey)).status).toBe(200);
+    expect(errors).toEqual([]);
+  }, 60_000);
+  it('renames the first key and rolls it: the new key is shown once, and both work during the overlap', async () => {
+    const byName = (name: string) =>
+      page.getByTestId('key-item').filter({ has: page.getByRole('heading', { name: new RegExp(`^${name} `) }) });
+    const first = byName('default');
+    await first.getByRole('button', { name: 'Rename', exact: true }).click();
+    await first.getByLabel('New name for default').fill('production');
+    await first.getByRole('button', { name: 'Save name' }).click();
+    await expect.poll(() => byName('production').count()).toBe(1);
+    const production = byName('production');
+    await production.getByRole('button', { name: 'Roll', exact: true }).click();
+    await production.getByLabel('When the new key is made').selectOption({ label: 'Keep the old key 1 hour' });
+    await production.getByRole('button', { name: 'Roll production' }).click();
+    const secret = page.getByTestId('secret');
+    await secret.waitFor();
+    const rolled = (await secret.textContent()) as string;
+    expect(rolled).toMatch(/^fcd_/);
+    expect(await page.getByRole('status').filter({ hasText: 'rolled' }).textContent()).toMatch(
+      /^Key production rolled: the old key works until \d{4}-\d{2}-\d{2} \d{2}:\d{2} UTC\.$/,
+    );
+    await expect.poll(() => byName('production').count()).toBe(2);
+    await screenshot(page, 'key-renamed-and-rolled');
+    expect([(await api('/v1/account/usage', rolled)).status, (await api('/v1/account/usage', account.apiKey)).status]).toEqual([200, 200]);
+    expect(errors).toEqual([]);
+  }, 60_000);
+  it('rotates the webhook secret (the next test event is signed with the new one), counts a recovery window, and deletes another webhook', async () => {
+    await page.goto(`${gateway}/portal/webhooks/${webhookId}`);
+    await page.getByRole('button', { name: 'Rotate secret' }).click();
+    const secret = page.getByTestId('secret');
+    await secret.waitFor();
+    const rotated = (await secret.textContent()) as string;
+    expect(rotated).toMatch(/^whsec_/);
+    expect(rotated).not.toBe(webhookSecret);
+    await page.getByRole('button', { name: 'Send a test event' }).click();
+    const tests = () => receiver.requests.filter((r) => JSON.parse(r.body).type === 'webhook.test');
+    await eventually(
+      async () => tests().length,
+      (n) => n === 3,
+    );
+    expect([signedWith(rotated, tests()[2]), signedWith(webhookSecret, tests()[2])]).toEqual([true, false]);
+
+    // The violation of the events step reached the receiver: nothing in today's window is missing.
+    await eventually(
+      async () => receiver.requests.filter((r) => JSON.parse(r.body).type === 'violation.new').length,
+      (n) => n === 1,
+    );
+    await page.getByLabel('From (UTC)').fill(`${today}T00:00`);
+    await page.getByRole('button', { name: 'Count events' }).click();
+    await expect
+      .poll(() => page.getByRole('status').filter({ hasText: 're-delivered' }).textContent())
+      .toMatch(new RegExp(`^0 events would be re-delivered, ${today} \\d{2}:\\d{2} UTC to ${today} \\d{2}:\\d{2} UTC\\.$`));
+    await screenshot(page, 'webhook-rotated-and-recovery-counted');
+
+    await page.getByRole('link', { name: 'Webhooks', exact: true }).click();
+    await page.getByLabel('Endpoint URL (https)').fill(receiver.url('/other'));
+    await page.getByRole('button', { name: 'Create webhook' }).click();
+    await expect.poll(() => page.getByTestId('webhook-item').count()).toBe(2);
+    await page.getByRole('link', { name: receiver.url('/other') }).click();
+    await page.getByRole('button', { name: 'Delete…' }).click();
+    await page.getByRole('button', { name: 'Yes, delete it' }).click();
+    await page.waitForURL(`${gateway}/portal/webhooks`);
+    await expect.poll(() => page.getByTestId('webhook-item').allTextContents()).toEqual([expect.stringContaining(receiver.url('/hook'))]);
     expect(errors).toEqual([]);
   }, 60_000);
 });

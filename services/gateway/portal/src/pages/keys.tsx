@@ -177,7 +177,7 @@ function KeyItem({ apiKey, reload, onSecret }: { apiKey: Key; reload: () => Prom
 
 export function KeysPage() {
   const keys = useResource<Key[]>('/v1/account/keys');
-  const [fresh, setFresh] = useState<(Key & { key: string }) | undefined>(undefined);
+  const [fresh, setFresh] = useState<(Key & { key: string; previous?: Key }) | undefined>(undefined);
   const shown = async (k: Key & { key: string }) => {
     setFresh(k);
     await keys.reload();
@@ -187,7 +187,13 @@ export function KeysPage() {
       <PageTitle>API keys</PageTitle>
       <p>Each key works for the whole account and draws on the same daily limit. At most 10 keys can be live at once.</p>
       {fresh && <ShownOnce label={`Your new key “${fresh.name}”`} secret={fresh.key} onDone={() => setFresh(undefined)} />}
-      {fresh && <Notice>Key {fresh.name} created.</Notice>}
+      {fresh && (
+        <Notice>
+          {fresh.previous
+            ? `Key ${fresh.name} rolled: the old key ${fresh.previous.revoked_at ? 'is revoked' : `works until ${when(fresh.previous.expires_at)}`}.`
+            : `Key ${fresh.name} created.`}
+        </Notice>
+      )}
       <CreateKey onCreated={shown} />
       <section aria-labelledby="keys-title">
         <h2 id="keys-title">Your keys</h2>

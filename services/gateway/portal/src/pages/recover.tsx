@@ -50,8 +50,8 @@ export function Recover({ id, onRecovered }: { id: string; onRecovered: () => vo
       </form>
       {result && (
         <Notice>
-          {count(result.events)} events {result.dryRun ? 'would be' : 'are being'} re-delivered, {when(result.since)} to{' '}
-          {when(result.until)}
+          {count(result.events)} {result.events === 1 ? 'event' : 'events'} {result.dryRun ? 'would be' : 'are being'} re-delivered,{' '}
+          {when(result.since)} to {when(result.until)}
           {result.next_since && `; the window goes on from ${when(result.next_since)}: recover again from there once these are sent`}.
         </Notice>
       )}
