@@ -7,7 +7,7 @@ import { SignIn } from './pages/sign-in';
 import { UsagePage } from './pages/usage';
 import { WebhookPage } from './pages/webhook';
 import { WebhooksPage } from './pages/webhooks';
-import { navigate, useLocation } from './router';
+import { navigate, replace, useLocation } from './router';
 import { ErrorNote, Link, Loading, useAction } from './ui';
 
 /** The customer portal (docs/portal.md): the session, the frame and the page of the current path. */
@@ -28,6 +28,9 @@ function Page({ path, session }: { path: string; session: Session }) {
   if (route === '/portal/events') return <EventsPage />;
   return <UsagePage />;
 }
+
+/** One page per path; /portal/ is the usage page (and becomes /portal/usage without a new page). */
+const pageKey = (path: string) => (/^\/portal\/?$/.test(path.split('?')[0] as string) ? '/portal/usage' : path.split('?')[0]);
 
 function Frame({ session, path, onSignedOut }: { session: Session; path: string; onSignedOut: () => void }) {
   const action = useAction();
@@ -68,7 +71,7 @@ function Frame({ session, path, onSignedOut }: { session: Session; path: string;
       </nav>
       <main id="main">
         <ErrorNote error={action.error} />
-        <Page key={path.split('?')[0]} path={path} session={session} />
+        <Page key={pageKey(path)} path={path} session={session} />
       </main>
     </>
   );
@@ -90,7 +93,7 @@ function App() {
     return () => window.removeEventListener(SIGNED_OUT, ended);
   }, []);
   useEffect(() => {
-    if (session && (path === '/portal' || path === '/portal/')) history.replaceState(null, '', '/portal/usage');
+    if (session && (path === '/portal' || path === '/portal/')) replace('/portal/usage');
   }, [session, path]);
   if (failed)
     return (

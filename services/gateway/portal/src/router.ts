@@ -14,6 +14,12 @@ export function navigate(path: string): void {
   window.dispatchEvent(new Event(NAVIGATED));
 }
 
+/** Replaces the current path (no history entry, no focus move): /portal/ becomes /portal/usage. */
+export function replace(path: string): void {
+  history.replaceState(null, '', path);
+  window.dispatchEvent(new Event(NAVIGATED));
+}
+
 /** True once the page changed without a load (a link or the back button): focus then moves to the new page's heading. */
 export function hasNavigated(): boolean {
   return moved;
@@ -23,14 +29,15 @@ export function hasNavigated(): boolean {
 export function useLocation(): string {
   const [path, setPath] = useState(location.pathname + location.search);
   useEffect(() => {
-    const update = () => {
+    const update = () => setPath(location.pathname + location.search);
+    const back = () => {
       moved = true;
-      setPath(location.pathname + location.search);
+      update();
     };
-    window.addEventListener('popstate', update);
+    window.addEventListener('popstate', back);
     window.addEventListener(NAVIGATED, update);
     return () => {
-      window.removeEventListener('popstate', update);
+      window.removeEventListener('popstate', back);
       window.removeEventListener(NAVIGATED, update);
     };
   }, []);
