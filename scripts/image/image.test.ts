@@ -119,6 +119,13 @@ describe('Dockerfile', () => {
     ]);
   });
 
+  it("builds each service with its own build script, so the gateway's dist/ holds the customer portal (docs/portal.md)", () => {
+    const builds = instructions.filter((l) => l.startsWith('RUN for s in services/*/; do (cd "$s" && npm run build --silent); done'));
+    expect(builds).toHaveLength(1);
+    const gateway = JSON.parse(readFileSync(join(root, 'services/gateway/package.json'), 'utf8')) as { scripts: { build: string } };
+    expect(gateway.scripts.build).toBe('node ../../scripts/build-service.mjs && node portal/build.mjs');
+  });
+
   it('keeps dependencies, build output and secrets out of the build context', () => {
     const ignored = readFileSync(join(root, '.dockerignore'), 'utf8').split('\n');
     for (const entry of ['**/node_modules', '**/dist', '.git', '.env', '.env.*', '**/test']) expect(ignored).toContain(entry);
