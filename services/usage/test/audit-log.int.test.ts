@@ -1,8 +1,12 @@
+import { create } from '@bufbuild/protobuf';
+import { ActorType, CreateKeyRequestSchema, RenameKeyRequestSchema, RevokeKeyRequestSchema, RollKeyRequestSchema } from '@fcd/proto';
 import { AppError, createLogger, createPool, type KeyId, MAX_LIVE_KEYS, migrate, type Pool } from '@fcd/service-kit';
 import { createTestDatabase, type TestDatabase } from '@fcd/testing';
 import { type ListUnderTest, paginationSuite } from '@fcd/testing/pagination-suite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type AuditActor, type AuditRecord, OPERATOR } from '../src/domain/audit';
+import { keyHandlers } from '../src/grpc/keys';
+import type { UsageMeter } from '../src/meter/index';
 import { AccountStore } from '../src/store/accounts';
 import { migrations, USAGE_SCHEMA } from '../src/store/migrations';
 
@@ -55,6 +59,20 @@ async function accountWithKey(tier = 'pro') {
 }
 
 describe('audit log of key changes', () => {
+  it('refuses a key change over gRPC that names no actor (a gateway older than the log), writing nothing', async () => {
+    const { accountId, first } = await accountWithKey();
+    const handlers = keyHandlers(accounts, { now: () => T0, keysChanged: async () => undefined } as unknown as UsageMeter);
+    const calls = [
+      handlers.createKey(create(CreateKeyRequestSchema, { accountId, name: 'x' })),
+      handlers.renameKey(create(RenameKeyRequestSchema, { accountId, keyId: first.key.id, name: 'x' })),
+      handlers.revokeKey(create(RevokeKeyRequestSchema, { accountId, keyId: first.key.id, actor: { type: ActorType.OPERATOR } })),
+      handlers.rollKey(create(RollKeyRequestSchema, { accountId, keyId: first.key.id, actor: { type: ActorType.KEY, keyId: 'nope' } })),
+    ];
+    for (const call of calls) expect(await codeOf(call)).toBe('SERVICE_UNAVAILABLE');
+    expect((await rowsOf(accountId)).map((r) => r.action)).toEqual(['key.created']);
+    expect((await accounts.keys.list(accountId)).map((k) => [k.name, k.revokedAt])).toEqual([['first', null]]);
+  });
+
   it('writes exactly one entry per change, with its actor, action, key and details, never the key', async () => {
     const { accountId, first, actor } = await accountWithKey();
     const made = await accounts.keys.create(accountId, { name: 'ci', expiresAt: iso(T0 + 86_400_000) }, actor, T0 + 1000);

@@ -75,11 +75,13 @@ export function keyHandlers({ keys }: AccountStore, meter: UsageMeter) {
 
 /**
  * The actor of a change over gRPC: the key that authenticated the call. An operator acts through
- * the admin API or the CLI, never here; anything else is INVALID_ARGUMENT, nothing written.
+ * the admin API or the CLI, never here. Without one the caller is a gateway older than the audit
+ * log (a rollout under way): UNAVAILABLE, nothing written, so the client retries on a newer one.
  */
 function actorOf(actor: Actor | undefined): AuditActor {
   const keyId = actor?.type === ActorType.KEY ? KeyId.parse(actor.keyId) : undefined;
-  if (!keyId) throw new AppError('VALIDATION_ERROR', 'actor must be the key that authenticated the call (ACTOR_TYPE_KEY, key_id).');
+  if (!keyId)
+    throw new AppError('SERVICE_UNAVAILABLE', 'A key change must name its actor (ACTOR_TYPE_KEY, key_id).', { retryAfterSeconds: 1 });
   return { type: 'key', keyId };
 }
 

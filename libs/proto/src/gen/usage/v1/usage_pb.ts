@@ -598,7 +598,8 @@ export type CreateKeyRequest = Message<"usage.v1.CreateKeyRequest"> & {
   expiresAt?: string | undefined;
 
   /**
-   * Required on every key change (CreateKey, RenameKey, RevokeKey, RollKey): ACTOR_TYPE_KEY.
+   * Required on every key change (CreateKey, RenameKey, RevokeKey, RollKey): ACTOR_TYPE_KEY. Without
+   * it (a caller older than the audit log) the change is UNAVAILABLE and nothing is written.
    *
    * @generated from field: usage.v1.Actor actor = 4;
    */
