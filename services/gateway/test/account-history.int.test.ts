@@ -109,6 +109,11 @@ describe('usage per day through the gateway', () => {
         'INSERT INTO usage.daily_usage (account_id, day, request_count) VALUES ($1, $2, 30000), ($1, $3, 25000), ($1, $4, 7)',
         [account.accountId, dayOf(today - 3 * DAY_MS), dayOf(today - 2 * DAY_MS), dayOf(today - 400 * DAY_MS)],
       );
+      // The account existed on those days: its tier history starts before them.
+      await client.query('UPDATE usage.tier_history SET effective_at = $2 WHERE account_id = $1', [
+        account.accountId,
+        new Date(today - 500 * DAY_MS),
+      ]);
     } finally {
       await client.end();
     }

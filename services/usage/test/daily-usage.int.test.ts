@@ -46,6 +46,8 @@ afterAll(async () => {
 
 async function accountWithDays(tier: string, days: Record<string, number>, dailyLimit?: number) {
   const account = await accounts.createAccount({ name: `daily ${tier}`, tier, dailyLimit });
+  // The account exists from before the fixture's days (its tier history's first row says when).
+  await pool.query("UPDATE usage.tier_history SET effective_at = '2026-01-01T00:00:00Z' WHERE account_id = $1", [account.id]);
   const key = await accounts.keys.create(account.id, { name: 'default', expiresAt: null }, OPERATOR, NOW);
   await accounts.upsertDailyCounts(Object.entries(days).map(([day, count]) => ({ accountId: account.id, day, count })));
   return { accountId: account.id, apiKey: key.apiKey };
@@ -103,6 +105,18 @@ describe('usage per day', () => {
     expect(history?.days.filter((d) => d.requests > 0)).toEqual([
       { date: '2026-10-24', requests: 100, included: 100, overage: 0 },
       { date: '2026-11-21', requests: 150, included: 100, overage: 0 },
+    ]);
+  });
+
+  it('counts each day in the tier of its end, as the close bills it: a downgrade changes the days after it', async () => {
+    const { accountId } = await accountWithDays('pro', { '2026-11-09': 25_010, '2026-11-10': 120, '2026-11-11': 101 });
+    // Downgraded to Free at 10 Nov 15:00 UTC (the accounts trigger writes the history row).
+    await pool.query("UPDATE usage.accounts SET tier = 'free', updated_at = '2026-11-10T15:00:00Z' WHERE id = $1", [accountId]);
+    const history = await meter.dailyUsage(accountId, { from: '2026-11-09', to: '2026-11-11' });
+    expect(history?.days).toEqual([
+      { date: '2026-11-09', requests: 25_010, included: 25_000, overage: 10 },
+      { date: '2026-11-10', requests: 120, included: 100, overage: 0 },
+      { date: '2026-11-11', requests: 101, included: 100, overage: 0 },
     ]);
   });
 

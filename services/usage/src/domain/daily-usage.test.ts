@@ -2,6 +2,10 @@ import { AppError } from '@fcd/service-kit/pure';
 import { describe, expect, it } from 'vitest';
 import { computeBilling } from './billing';
 import { dailyHistory, parseDayRange } from './daily-usage';
+import { computeStatement, periodBounds, type TierChange } from './proration';
+
+const PRO: TierChange = { effectiveAt: 0, tier: 'pro', dailyLimit: 25_000, hardLimit: false, overageRateUsd: '0.003' };
+const FREE: TierChange = { effectiveAt: 0, tier: 'free', dailyLimit: 100, hardLimit: true, overageRateUsd: '0' };
 
 const NOW = Date.parse('2026-11-22T08:15:00.000Z');
 
@@ -55,7 +59,7 @@ describe('dailyHistory', () => {
   ];
 
   it('lists every day of the range, oldest first, 0 for a day without requests, overage over the limit', () => {
-    expect(dailyHistory({ from: '2026-11-01', to: '2026-11-05' }, counts, { dailyLimit: 25_000, overageAllowed: true })).toEqual([
+    expect(dailyHistory({ from: '2026-11-01', to: '2026-11-05' }, counts, [PRO])).toEqual([
       { date: '2026-11-01', requests: 25_000, included: 25_000, overage: 0 },
       { date: '2026-11-02', requests: 25_001, included: 25_000, overage: 1 },
       { date: '2026-11-03', requests: 0, included: 25_000, overage: 0 },
@@ -65,10 +69,7 @@ describe('dailyHistory', () => {
   });
 
   it('has no overage on a hard-limited tier', () => {
-    const days = dailyHistory({ from: '2026-11-01', to: '2026-11-02' }, [{ day: '2026-11-01', count: 150 }], {
-      dailyLimit: 100,
-      overageAllowed: false,
-    });
+    const days = dailyHistory({ from: '2026-11-01', to: '2026-11-02' }, [{ day: '2026-11-01', count: 150 }], [FREE]);
     expect(days.map((d) => [d.requests, d.included, d.overage])).toEqual([
       [150, 100, 0],
       [0, 100, 0],
@@ -77,7 +78,7 @@ describe('dailyHistory', () => {
 
   it("sums, over a month, to the billing period's figures", () => {
     const now = Date.parse('2026-11-30T12:00:00.000Z');
-    const days = dailyHistory({ from: '2026-11-01', to: '2026-11-30' }, counts, { dailyLimit: 25_000, overageAllowed: true });
+    const days = dailyHistory({ from: '2026-11-01', to: '2026-11-30' }, counts, [PRO]);
     const billing = computeBilling({ nowMs: now, dailyLimit: 25_000, overageAllowed: true, overageRateUsd: '0.003', days: counts });
     const sum = (f: (d: (typeof days)[number]) => number) => days.reduce((n, d) => n + f(d), 0);
     expect([sum((d) => d.requests), sum((d) => d.included), sum((d) => d.overage)]).toEqual([
@@ -87,8 +88,41 @@ describe('dailyHistory', () => {
     ]);
   });
 
+  it("counts each day in the tier in force at its end: a month sums to the close's statement", () => {
+    // Pro from before the month, Free from 10 Nov 15:00 (day 10 ends in Free, as the close bills it).
+    const history = [PRO, { ...FREE, effectiveAt: Date.parse('2026-11-10T15:00:00.000Z') }];
+    const nov = [...counts, { day: '2026-11-09', count: 26_000 }, { day: '2026-11-10', count: 300 }, { day: '2026-11-20', count: 90 }];
+    const days = dailyHistory({ from: '2026-10-31', to: '2026-11-30' }, nov, history);
+    expect(days.slice(9, 12).map((d) => [d.date, d.requests, d.included, d.overage])).toEqual([
+      ['2026-11-09', 26_000, 25_000, 1000],
+      ['2026-11-10', 300, 100, 0],
+      ['2026-11-11', 0, 100, 0],
+    ]);
+    const month = days.slice(1);
+    const statement = computeStatement({
+      bounds: periodBounds('2026-11') as NonNullable<ReturnType<typeof periodBounds>>,
+      history,
+      counts: new Map(nov.map((c) => [c.day, c.count])),
+    });
+    const sum = (f: (d: (typeof days)[number]) => number) => month.reduce((n, d) => n + f(d), 0);
+    expect([sum((d) => d.requests), sum((d) => d.included), sum((d) => d.overage)]).toEqual([
+      statement.totalRequests,
+      statement.includedRequests,
+      statement.overageRequests,
+    ]);
+  });
+
+  it('includes nothing on a day before the account existed', () => {
+    const days = dailyHistory(
+      { from: '2026-11-01', to: '2026-11-02' },
+      [],
+      [{ ...PRO, effectiveAt: Date.parse('2026-11-02T09:00:00.000Z') }],
+    );
+    expect(days.map((d) => d.included)).toEqual([0, 25_000]);
+  });
+
   it('spans 400 days across a leap day', () => {
-    const days = dailyHistory({ from: '2027-10-01', to: '2028-11-03' }, [], { dailyLimit: 1, overageAllowed: true });
+    const days = dailyHistory({ from: '2027-10-01', to: '2028-11-03' }, [], [PRO]);
     expect(days).toHaveLength(400);
     expect(days.map((d) => d.date)).toContain('2028-02-29');
     expect(days.at(-1)?.date).toBe('2028-11-03');

@@ -1,10 +1,13 @@
 import { utcDay, validationError } from '@fcd/service-kit/pure';
 import { type DayCount, dayOverage } from './billing';
+import { type TierChange, tiersByDay } from './proration';
 
 /**
  * Usage history (`GET /v1/account/usage/daily`, docs/metering.md "Usage history"): each UTC day's
- * count and its overage, computed as billing computes them (billing.ts `dayOverage`, the
- * account's current daily limit), over a full calendar: a day without requests is there with 0.
+ * count and its overage, computed as the billing close computes them: each day in the tier in
+ * force at its end, from the tier history (proration.ts `tiersByDay`), its overage as billing.ts
+ * `dayOverage`; over a full calendar: a day without requests is there with 0, a day before the
+ * account existed with nothing included.
  */
 
 /** The longest range asked for at once, in days (both ends included). */
@@ -54,19 +57,16 @@ export function parseDayRange(query: { from?: string | undefined; to?: string | 
   return { from: utcDay(from), to: utcDay(to) };
 }
 
-/** Every day of the range, oldest first, with its count (0 when none) and overage. */
-export function dailyHistory(
-  range: DayRange,
-  counts: readonly DayCount[],
-  tier: { dailyLimit: number; overageAllowed: boolean },
-): DailyUsage[] {
+/** Every day of the range, oldest first, with its count (0 when none), its tier's limit and overage. */
+export function dailyHistory(range: DayRange, counts: readonly DayCount[], history: readonly TierChange[]): DailyUsage[] {
   const byDay = new Map(counts.map((c) => [c.day, c.count]));
-  const out: DailyUsage[] = [];
-  const end = Date.parse(`${range.to}T00:00:00.000Z`);
-  for (let ms = Date.parse(`${range.from}T00:00:00.000Z`); ms <= end; ms += DAY_MS) {
-    const date = utcDay(ms);
+  const startMs = Date.parse(`${range.from}T00:00:00.000Z`);
+  const days = (Date.parse(`${range.to}T00:00:00.000Z`) - startMs) / DAY_MS + 1;
+  const tiers = tiersByDay(history, { period: '', start: range.from, end: range.to, days, startMs, endMs: startMs + days * DAY_MS });
+  return tiers.map((tier, i) => {
+    const date = utcDay(startMs + i * DAY_MS);
     const requests = byDay.get(date) ?? 0;
-    out.push({ date, requests, included: tier.dailyLimit, overage: dayOverage(requests, tier.dailyLimit, tier.overageAllowed) });
-  }
-  return out;
+    const included = tier?.dailyLimit ?? 0;
+    return { date, requests, included, overage: tier ? dayOverage(requests, tier.dailyLimit, !tier.hardLimit) : 0 };
+  });
 }

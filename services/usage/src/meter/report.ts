@@ -129,13 +129,14 @@ export class UsageReports {
     for (const q of writeBehind.daysOf(accountId, range.from, after)) days.set(q.day, Math.max(days.get(q.day) ?? 0, q.count));
     const today = utcDay(now);
     if (range.to === today) days.set(today, Math.max(days.get(today) ?? 0, (await counters.get(accountId, today)) ?? 0));
-    const tier = { dailyLimit: found.account.dailyLimit, overageAllowed: !found.tier.hardLimit };
+    // Each day in the tier in force at its end, as the billing close bills it.
+    const history = await accounts.tierHistory(accountId, Date.parse(`${after}T00:00:00.000Z`));
     return {
       range,
       days: dailyHistory(
         range,
         [...days].map(([day, count]) => ({ day, count })),
-        tier,
+        history,
       ),
     };
   }

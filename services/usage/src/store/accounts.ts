@@ -1,7 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { AppError, type Pool } from '@fcd/service-kit';
+import type { TierChange } from '../domain/proration';
 import type { KeyPrincipal, Tier } from '../domain/tiers';
 import { AccountKeys } from './account-keys';
+import { readTierHistory } from './statements';
 
 export interface AccountRow {
   id: string;
@@ -197,6 +199,11 @@ export class AccountStore {
       [accountId, from, to],
     );
     return rows.map((r) => ({ day: r.day, count: r.request_count }));
+  }
+
+  /** The account's tier history before `endMs` (the usage history's limit of each day). */
+  tierHistory(accountId: string, endMs: number): Promise<TierChange[]> {
+    return readTierHistory(this.pool, accountId, endMs);
   }
 
   /** Fail-open mode only: one exact atomic increment in Postgres (refused past a hard limit). */

@@ -85,6 +85,25 @@ function toStatement(r: StatementRow, adjustments: StoredAdjustment[]): StoredSt
   };
 }
 
+/**
+ * An account's tier history before `endMs` (Unix ms), oldest first: what the close bills each day
+ * in, and what the usage history (GET /v1/account/usage/daily) counts each day's limit from.
+ */
+export async function readTierHistory(db: Pool | PoolClient, accountId: string, endMs: number): Promise<TierChange[]> {
+  const { rows } = await db.query<{ effective_at: Date; tier: string; daily_limit: number; hard_limit: boolean; rate: string }>(
+    `SELECT effective_at, tier, daily_limit, hard_limit, overage_rate_usd::text AS rate FROM usage.tier_history
+      WHERE account_id = $1 AND effective_at < $2 ORDER BY effective_at, id`,
+    [accountId, new Date(endMs)],
+  );
+  return rows.map((r) => ({
+    effectiveAt: r.effective_at.getTime(),
+    tier: r.tier,
+    dailyLimit: r.daily_limit,
+    hardLimit: r.hard_limit,
+    overageRateUsd: rate(r.rate),
+  }));
+}
+
 /** The SQL of billing: tier history, stored counts of a period, statements and adjustments. */
 export class StatementStore {
   constructor(readonly pool: Pool) {}
@@ -99,19 +118,8 @@ export class StatementStore {
   }
 
   /** The account's tier history up to the period's end. */
-  async history(client: PoolClient, accountId: string, bounds: PeriodBounds): Promise<TierChange[]> {
-    const { rows } = await client.query<{ effective_at: Date; tier: string; daily_limit: number; hard_limit: boolean; rate: string }>(
-      `SELECT effective_at, tier, daily_limit, hard_limit, overage_rate_usd::text AS rate FROM usage.tier_history
-        WHERE account_id = $1 AND effective_at < $2 ORDER BY effective_at, id`,
-      [accountId, new Date(bounds.endMs)],
-    );
-    return rows.map((r) => ({
-      effectiveAt: r.effective_at.getTime(),
-      tier: r.tier,
-      dailyLimit: r.daily_limit,
-      hardLimit: r.hard_limit,
-      overageRateUsd: rate(r.rate),
-    }));
+  history(client: PoolClient, accountId: string, bounds: PeriodBounds): Promise<TierChange[]> {
+    return readTierHistory(client, accountId, bounds.endMs);
   }
 
   /** The stored daily counts of an account in the period, by day. */
