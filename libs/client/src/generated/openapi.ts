@@ -37,6 +37,26 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/v1/account/audit-log': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * The calling account's audit log of key changes, newest first
+     * @description One entry per change of the account's API keys (`key.created`, `key.renamed`, `key.revoked`, `key.rolled`), written in the change's own transaction: who made it (`actor`: `{ type: "key", key_id }` for the account through one of its keys, `{ type: "operator" }`; more types may come), which key, what changed (`details`, never a key) and when. Each account sees its own entries only. Counted like any request.
+     */
+    get: operations['listAccountAuditLog'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/v1/account/keys': {
     parameters: {
       query?: never;
@@ -102,6 +122,26 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/v1/account/statements': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * The calling account's closed monthly statements, newest first
+     * @description One statement per closed UTC month: the tiers in force and their days, total, included and overage requests, the rate and the amount in USD (exact decimal strings), and any late corrections as `adjustments` (a statement never changes). The current month is not there until it is closed (on the 1st). Counted like any request.
+     */
+    get: operations['listAccountStatements'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/v1/account/usage': {
     parameters: {
       query?: never;
@@ -114,6 +154,26 @@ export interface paths {
      * @description The call itself counts, and the figures include it. The billing period is the UTC calendar month. While the usage store (Postgres) is unreachable, an account the service knows is still answered: today is live, earlier days come from its cache, and the response carries `X-Usage-Stale: true`.
      */
     get: operations['getAccountUsage'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/account/usage/daily': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * The calling account's requests and overage per UTC day
+     * @description Every UTC day from `from` to `to` (both included, at most 400 days; by default the 30 days ending today), oldest first, a day without requests with 0: its `requests`, its `included` requests (the daily limit) and its `overage` (requests over the limit on a tier billed for overage; 0 on Free). The same figures as the billing period of `GET /v1/account/usage`: a month's days add up to them. Today's count is live and includes this request. `from` after `to`, a longer range, a `to` after today or an impossible date is a VALIDATION_ERROR naming the parameter. Counted like any request.
+     */
+    get: operations['getAccountDailyUsage'];
     put?: never;
     post?: never;
     delete?: never;
@@ -1480,6 +1540,91 @@ export interface operations {
       503: components['responses']['ServiceUnavailable'];
     };
   };
+  listAccountAuditLog: {
+    parameters: {
+      query?: {
+        /** @description Opaque cursor: `pagination.next_cursor` of the previous page. */
+        cursor?: string;
+        /** @description Page size, 1–100 (default 25), in decimal digits only: `Infinity`, `1e2`, `0x10` or `1.5` is a VALIDATION_ERROR. */
+        limit?: number;
+      };
+      header?: {
+        /** @description ETags of copies the client holds (or `*`). When one matches the current representation: 304, not counted. */
+        'If-None-Match'?: string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK. */
+      200: {
+        headers: {
+          'Cache-Control': components['headers']['Cache-Control'];
+          ETag: components['headers']['ETag'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: {
+              /** @description `key.created`, `key.renamed`, `key.revoked` or `key.rolled`; more actions may be added. */
+              action: string;
+              /** @description Who made the change. */
+              actor: {
+                /** @description For `key`: the key that made the call. */
+                key_id?: string;
+                /** @description `key` (the account, through one of its keys) or `operator`; more types may be added. */
+                type: string;
+              };
+              /** @description What changed: `name`, `previous_name`, `expires_at`, `new_key_id`, `expires_in_seconds`, `was_live`. Never a key. */
+              details: {
+                [key: string]: unknown;
+              };
+              /** @description Entry id (`aud_<uuid>`). */
+              id: string;
+              /** @description The key changed (for `key.rolled`, the key rolled). */
+              key_id: string;
+              /**
+               * Format: date-time
+               * @description When the change was made.
+               */
+              occurred_at: string;
+            }[];
+            pagination: {
+              has_more: boolean;
+              limit: number;
+              /** @description Pass as `cursor` for the next page; null on the last one. */
+              next_cursor: string | null;
+            };
+          };
+        };
+      };
+      /** @description Not Modified: `If-None-Match` names the current representation. No body. Authenticated like any request and carries the rate-limit headers, but **not counted** against the daily limit (a Free account over its limit still gets 429). */
+      304: {
+        headers: {
+          'Cache-Control': components['headers']['Cache-Control'];
+          ETag: components['headers']['ETag'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      408: components['responses']['RequestTimeout'];
+      429: components['responses']['TooManyRequests'];
+      431: components['responses']['HeadersTooLarge'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
   listAccountKeys: {
     parameters: {
       query?: never;
@@ -1801,6 +1946,92 @@ export interface operations {
       503: components['responses']['ServiceUnavailable'];
     };
   };
+  listAccountStatements: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description ETags of copies the client holds (or `*`). When one matches the current representation: 304, not counted. */
+        'If-None-Match'?: string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK. */
+      200: {
+        headers: {
+          'Cache-Control': components['headers']['Cache-Control'];
+          ETag: components['headers']['ETag'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: {
+              /** @description Late corrections, oldest first: differences added to the statement, which never changes. */
+              adjustments: {
+                /** @description The correction: added to the statement’s amount. */
+                amount_usd: string;
+                /** Format: date-time */
+                created_at: string;
+                included_requests: number;
+                overage_requests: number;
+                total_requests: number;
+              }[];
+              /** @description The sum of the tiers’ amounts, exact (a decimal string, never a float). */
+              amount_usd: string;
+              /** Format: date-time */
+              closed_at: string;
+              included_requests: number;
+              /** @description The rate of the tier in force at the end of the period. */
+              overage_rate_usd: string;
+              overage_requests: number;
+              /** @description The UTC month billed, YYYY-MM. */
+              period: string;
+              tiers: {
+                /** @description overage_requests × overage_rate_usd, exact. */
+                amount_usd: string;
+                daily_limit: number;
+                /** @description Days of the period billed in this tier (the tier in force at the end of each day). */
+                days: number;
+                /** @description days × daily_limit. */
+                included_requests: number;
+                /** @description USD per request over the daily limit. */
+                overage_rate_usd: string;
+                overage_requests: number;
+                tier: string;
+              }[];
+              total_requests: number;
+            }[];
+          };
+        };
+      };
+      /** @description Not Modified: `If-None-Match` names the current representation. No body. Authenticated like any request and carries the rate-limit headers, but **not counted** against the daily limit (a Free account over its limit still gets 429). */
+      304: {
+        headers: {
+          'Cache-Control': components['headers']['Cache-Control'];
+          ETag: components['headers']['ETag'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      408: components['responses']['RequestTimeout'];
+      429: components['responses']['TooManyRequests'];
+      431: components['responses']['HeadersTooLarge'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
   getAccountUsage: {
     parameters: {
       query?: never;
@@ -1847,6 +2078,78 @@ export interface operations {
                 /** Format: date-time */
                 resets_at: string;
               };
+            };
+          };
+        };
+      };
+      /** @description Not Modified: `If-None-Match` names the current representation. No body. Authenticated like any request and carries the rate-limit headers, but **not counted** against the daily limit (a Free account over its limit still gets 429). */
+      304: {
+        headers: {
+          'Cache-Control': components['headers']['Cache-Control'];
+          ETag: components['headers']['ETag'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      408: components['responses']['RequestTimeout'];
+      429: components['responses']['TooManyRequests'];
+      431: components['responses']['HeadersTooLarge'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  getAccountDailyUsage: {
+    parameters: {
+      query?: {
+        /** @description First day (UTC), YYYY-MM-DD. Default: 29 days before `to`.. */
+        from?: string;
+        /** @description Last day (UTC), YYYY-MM-DD, not after today. Default: today.. */
+        to?: string;
+      };
+      header?: {
+        /** @description ETags of copies the client holds (or `*`). When one matches the current representation: 304, not counted. */
+        'If-None-Match'?: string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK. */
+      200: {
+        headers: {
+          'Cache-Control': components['headers']['Cache-Control'];
+          ETag: components['headers']['ETag'];
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: {
+              /** @description Every day from `from` to `to`, oldest first; a day without requests has 0. */
+              days: {
+                /** Format: date */
+                date: string;
+                /** @description The day's included requests: the daily limit. */
+                included: number;
+                /** @description Requests over the daily limit, billed as overage (0 on a tier with a hard limit). */
+                overage: number;
+                /** @description Requests counted that day (today: so far). */
+                requests: number;
+              }[];
+              /** Format: date */
+              from: string;
+              /** Format: date */
+              to: string;
             };
           };
         };
@@ -2047,6 +2350,8 @@ export interface operations {
         limit?: number;
         /** @description Only events created at or after this time (RFC 3339 date-time). */
         since?: string;
+        /** @description Only the events this subscription of the caller's matches (its `events`, `facility_ids` and `filter`, as they are now): what the fan-out would send it. 404 for another account's or an unknown subscription.. */
+        subscription_id?: string;
         /** @description Only events of this type. */
         type?: 'violation.new' | 'case.new' | 'case.updated' | 'facility.status_changed';
       };
@@ -2111,6 +2416,7 @@ export interface operations {
       };
       400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
+      404: components['responses']['NotFound'];
       408: components['responses']['RequestTimeout'];
       429: components['responses']['TooManyRequests'];
       431: components['responses']['HeadersTooLarge'];
