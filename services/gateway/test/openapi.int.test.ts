@@ -475,6 +475,25 @@ describe('every documented operation answers as documented', () => {
     check('GET /v1/account/keys', await call(keys), 401);
   });
 
+  it("the account's history and statements: 200 with a Pro key, 400 for a bad range or cursor, 401 without a key", async () => {
+    // The keys test above ran first (vitest runs a file's tests in order): its changes are in the audit log.
+    const audit = await call('/v1/account/audit-log?limit=2', { key: proKey });
+    check('GET /v1/account/audit-log', audit, 200);
+    expect((audit.body as { data: Array<{ action: string }> }).data.map((e) => e.action)).toEqual(['key.revoked', 'key.rolled']);
+    check('GET /v1/account/audit-log', await call('/v1/account/audit-log?cursor=not-a-cursor', { key: proKey }), 400);
+    check('GET /v1/account/audit-log', await call('/v1/account/audit-log'), 401);
+    const daily = await call('/v1/account/usage/daily', { key: proKey });
+    check('GET /v1/account/usage/daily', daily, 200);
+    expect((daily.body as { data: { days: unknown[] } }).data.days).toHaveLength(30);
+    check('GET /v1/account/usage/daily', await call('/v1/account/usage/daily?from=2026-02-30', { key: proKey }), 400);
+    check('GET /v1/account/usage/daily', await call('/v1/account/usage/daily'), 401);
+    // No month of this account is closed: the list is empty.
+    const statements = await call('/v1/account/statements', { key: proKey });
+    check('GET /v1/account/statements', statements, 200);
+    expect((statements.body as { data: unknown[] }).data).toEqual([]);
+    check('GET /v1/account/statements', await call('/v1/account/statements'), 401);
+  });
+
   it('exercised every documented operation at least with its success status', () => {
     for (const op of documented) {
       const [method, path] = op.split(' ') as [string, string];
