@@ -18,6 +18,7 @@ let accounts: AccountStore;
 const logger = createLogger({ service: 'usage-audit-log-test', level: 'silent' });
 const T0 = Date.parse('2026-11-22T08:00:00.000Z');
 const iso = (ms: number) => new Date(ms).toISOString();
+const SESSION = 'pses_0b6c1d2e-3f40-4a5b-8c6d-7e8f9a0b1c2d';
 
 beforeAll(async () => {
   db = await createTestDatabase('usage_audit_log');
@@ -161,6 +162,48 @@ describe('audit log of key changes', () => {
       ['operator', 'key.created', { name: 'first', expires_at: null }],
       ['operator', 'key.revoked', { name: 'first', was_live: true }],
     ]);
+  });
+
+  it('records a portal session as the actor over gRPC, by its id; the database refuses one without it', async () => {
+    const { accountId, first } = await accountWithKey('free');
+    const handlers = keyHandlers(accounts, { now: () => T0 + 1000, keysChanged: async () => undefined } as unknown as UsageMeter);
+    const actor = { type: ActorType.PORTAL_SESSION, sessionId: SESSION };
+    const made = await handlers.createKey(create(CreateKeyRequestSchema, { accountId, name: 'ci', actor }));
+    await handlers.renameKey(create(RenameKeyRequestSchema, { accountId, keyId: first.key.id, name: 'renamed', actor }));
+    await handlers.revokeKey(create(RevokeKeyRequestSchema, { accountId, keyId: made.key?.id as string, actor }));
+    const last = handlers.revokeKey(create(RevokeKeyRequestSchema, { accountId, keyId: first.key.id, actor }));
+    expect(await codeOf(last)).toBe('LIMIT_REACHED');
+    const malformed = { type: ActorType.PORTAL_SESSION, sessionId: 'sess_1' };
+    expect(await codeOf(handlers.createKey(create(CreateKeyRequestSchema, { accountId, name: 'x', actor: malformed })))).toBe(
+      'SERVICE_UNAVAILABLE',
+    );
+    const session: AuditActor = { type: 'portal_session', sessionId: SESSION };
+    expect((await accounts.keys.auditLog(accountId, {})).items.map((e) => [e.action, e.actor])).toEqual([
+      ['key.revoked', session],
+      ['key.renamed', session],
+      ['key.created', session],
+      ['key.created', OPERATOR],
+    ]);
+    const { rows } = await pool.query(
+      'SELECT actor_type, actor_key_id, actor_session_id FROM usage.audit_log WHERE account_id = $1 ORDER BY seq DESC LIMIT 1',
+      [accountId],
+    );
+    expect(rows).toEqual([{ actor_type: 'portal_session', actor_key_id: null, actor_session_id: SESSION }]);
+
+    const insert = (type: string, keyId: string | null, sessionId: string | null) =>
+      pool.query(
+        `INSERT INTO usage.audit_log (id, account_id, actor_type, actor_key_id, actor_session_id, action, target_key_id, occurred_at)
+         VALUES ($1, $2, $3, $4, $5, 'key.renamed', $6, now())`,
+        [`aud_${type}_${keyId}_${sessionId}`, accountId, type, keyId, sessionId, first.key.id],
+      );
+    for (const [type, keyId, sessionId] of [
+      ['portal_session', null, null],
+      ['portal_session', first.key.id, SESSION],
+      ['key', first.key.id, SESSION],
+      ['operator', null, SESSION],
+      ['someone', null, null],
+    ] as const)
+      await expect(insert(type, keyId, sessionId)).rejects.toMatchObject({ code: '23514' });
   });
 
   it("lists an account's own entries only, newest first", async () => {

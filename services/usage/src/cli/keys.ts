@@ -155,7 +155,12 @@ async function auditCommand(c: KeyCommand): Promise<void> {
   if (!(await c.accounts.accountWithTier(accountId))) throw new AppError('NOT_FOUND', `No such account: ${accountId}`);
   const page = await c.accounts.keys.auditLog(accountId, { limit, cursor });
   const lines = page.items.map((e) => {
-    const actor = e.actor.type === 'key' ? `key ${e.actor.keyId}` : e.actor.type;
+    const actor =
+      e.actor.type === 'key'
+        ? `key ${e.actor.keyId}`
+        : e.actor.type === 'portal_session'
+          ? `portal_session ${e.actor.sessionId}`
+          : e.actor.type;
     return `${e.occurredAt}\t${e.action}\t${e.targetKeyId}\t${actor}\t${JSON.stringify(e.details)}`;
   });
   if (page.next_cursor) lines.push(`(more: --cursor ${page.next_cursor})`);

@@ -4,6 +4,7 @@ import { auditEntry, auditList, auditView, mayRevokeLastLiveKey, OPERATOR } from
 
 const NOW = Date.parse('2026-11-22T08:00:00.000Z');
 const KEY = 'key_7d3f3c1e-9a4b-4c2d-8e1f-0a1b2c3d4e5f' as KeyId;
+const SESSION = 'pses_0b6c1d2e-3f40-4a5b-8c6d-7e8f9a0b1c2d';
 
 describe('audit entries', () => {
   it('are aud_<id>, stamped with the injected time', () => {
@@ -34,11 +35,16 @@ describe('audit entries', () => {
       occurred_at: '2026-11-22T08:00:00.000Z',
     });
     expect(auditView(auditEntry({ ...entry, actor: OPERATOR }, NOW, () => '2')).actor).toEqual({ type: 'operator' });
+    expect(auditView(auditEntry({ ...entry, actor: { type: 'portal_session', sessionId: SESSION } }, NOW, () => '3')).actor).toEqual({
+      type: 'portal_session',
+      session_id: SESSION,
+    });
   });
 
   it('let an operator revoke the last live key, never the account itself', () => {
     expect(mayRevokeLastLiveKey(OPERATOR)).toBe(true);
     expect(mayRevokeLastLiveKey({ type: 'key', keyId: KEY })).toBe(false);
+    expect(mayRevokeLastLiveKey({ type: 'portal_session', sessionId: SESSION })).toBe(false);
   });
 });
 

@@ -10,11 +10,14 @@ import { type IdSource, isoTimestamp, type KeyId, type KeysetList, listTag, uuid
  * Who acts. Extended by adding a type here and to the migration's `audit_log_actor_type_check`
  * (a named CHECK, dropped and added again with the wider list).
  */
-const AUDIT_ACTOR_TYPES = ['key', 'operator'] as const;
+const AUDIT_ACTOR_TYPES = ['key', 'operator', 'portal_session'] as const;
 export type AuditActorType = (typeof AUDIT_ACTOR_TYPES)[number];
 
-/** The account itself, through one of its keys; or an operator (admin API or CLI). */
-export type AuditActor = { type: 'key'; keyId: KeyId } | { type: 'operator' };
+/**
+ * The account itself, through one of its keys or a customer-portal session (its public id
+ * `pses_…`, never its token); or an operator (admin API or CLI).
+ */
+export type AuditActor = { type: 'key'; keyId: KeyId } | { type: 'portal_session'; sessionId: string } | { type: 'operator' };
 
 export const OPERATOR: AuditActor = { type: 'operator' };
 
@@ -59,9 +62,11 @@ export function mayRevokeLastLiveKey(actor: AuditActor): boolean {
   return actor.type === 'operator';
 }
 
-/** The actor as the API shows it: `{ type: "key", key_id }` or `{ type: "operator" }`. */
-function actorView(actor: AuditActor): { type: AuditActorType; key_id?: string } {
-  return actor.type === 'key' ? { type: 'key', key_id: actor.keyId } : { type: actor.type };
+/** The actor as the API shows it: `{ type: "key", key_id }`, `{ type: "portal_session", session_id }` or `{ type: "operator" }`. */
+function actorView(actor: AuditActor): { type: AuditActorType; key_id?: string; session_id?: string } {
+  if (actor.type === 'key') return { type: 'key', key_id: actor.keyId };
+  if (actor.type === 'portal_session') return { type: 'portal_session', session_id: actor.sessionId };
+  return { type: actor.type };
 }
 
 /** An entry as the API shows it (the gateway's `GET /v1/account/audit-log`, the admin API, the CLI). */

@@ -23,4 +23,6 @@ export interface KeyPrincipal {
   revoked: boolean;
   /** Unix ms after which the key no longer authenticates (set when rolled or created with an expiry); null: never. */
   expiresAt?: number | null;
+  /** Set when the credential is a customer-portal session: its public id (`pses_<uuid>`), the actor of its key changes. */
+  sessionId?: string;
 }

@@ -9,7 +9,7 @@ import {
   ListAuditLogResponseSchema,
 } from '@fcd/proto';
 import { AppError } from '@fcd/service-kit';
-import type { AuditRecord } from '../domain/audit';
+import type { AuditActor, AuditRecord } from '../domain/audit';
 import type { UsageMeter } from '../meter/index';
 import type { AccountStore } from '../store/accounts';
 
@@ -55,10 +55,16 @@ export function historyHandlers(accounts: AccountStore, meter: UsageMeter) {
   };
 }
 
+function toActor(actor: AuditActor) {
+  if (actor.type === 'key') return { type: ActorType.KEY, keyId: actor.keyId };
+  if (actor.type === 'portal_session') return { type: ActorType.PORTAL_SESSION, sessionId: actor.sessionId };
+  return { type: ActorType.OPERATOR };
+}
+
 function toEntry(r: AuditRecord) {
   return {
     id: r.id,
-    actor: r.actor.type === 'key' ? { type: ActorType.KEY, keyId: r.actor.keyId } : { type: ActorType.OPERATOR },
+    actor: toActor(r.actor),
     action: r.action,
     targetKeyId: r.targetKeyId,
     detailsJson: JSON.stringify(r.details),

@@ -30,7 +30,7 @@ import type { AccountStore } from '../store/accounts';
  * The account's own key management over gRPC (the gateway's /v1/account/keys routes). The gateway
  * validates first; the same rules run here so no caller can store what the API would refuse.
  * After a change the account's cached keys are dropped (`meter.keysChanged`). Every change names
- * its actor, the key that authenticated the call, and is audited (store/account-keys.ts).
+ * its actor, the key or portal session that authenticated the call, and is audited (store/account-keys.ts).
  */
 export function keyHandlers({ keys }: AccountStore, meter: UsageMeter) {
   const account = (id: string) => {
@@ -73,15 +73,25 @@ export function keyHandlers({ keys }: AccountStore, meter: UsageMeter) {
   };
 }
 
+/** A portal session's public id (`pses_<uuid>`, portal/store.ts). */
+const SESSION_ID = /^pses_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
 /**
- * The actor of a change over gRPC: the key that authenticated the call. An operator acts through
- * the admin API or the CLI, never here. Without one the caller is a gateway older than the audit
- * log (a rollout under way): UNAVAILABLE, nothing written, so the client retries on a newer one.
+ * The actor of a change over gRPC: the key or the portal session that authenticated the call. An
+ * operator acts through the admin API or the CLI, never here. Without one the caller is a gateway
+ * older than the audit log (a rollout under way): UNAVAILABLE, nothing written, so the client
+ * retries on a newer one.
  */
 function actorOf(actor: Actor | undefined): AuditActor {
+  if (actor?.type === ActorType.PORTAL_SESSION && SESSION_ID.test(actor.sessionId))
+    return { type: 'portal_session', sessionId: actor.sessionId };
   const keyId = actor?.type === ActorType.KEY ? KeyId.parse(actor.keyId) : undefined;
   if (!keyId)
-    throw new AppError('SERVICE_UNAVAILABLE', 'A key change must name its actor (ACTOR_TYPE_KEY, key_id).', { retryAfterSeconds: 1 });
+    throw new AppError(
+      'SERVICE_UNAVAILABLE',
+      'A key change must name its actor (ACTOR_TYPE_KEY with key_id, ACTOR_TYPE_PORTAL_SESSION with session_id).',
+      { retryAfterSeconds: 1 },
+    );
   return { type: 'key', keyId };
 }
 

@@ -37,6 +37,7 @@ function toResult(r: MeterResult): AuthorizeResult {
     tier: r.principal?.tier ?? '',
     tierRank: r.principal?.tierRank ?? 0,
     keyId: r.decision === 'allowed' ? (r.principal?.keyId ?? '') : '',
+    sessionId: r.decision === 'allowed' ? (r.principal?.sessionId ?? '') : '',
     dailyLimit: r.principal?.dailyLimit ?? 0,
     count: r.count,
     remaining: r.remaining,

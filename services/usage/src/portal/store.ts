@@ -22,7 +22,7 @@ export interface OpenedSession {
  * while that key is live too. Its principal (for the meter) says the same with `revoked` and
  * `expiresAt`, so the meter's own checks refuse it at the same moment.
  */
-const PRINCIPAL_COLUMNS = `s.digest, COALESCE(s.key_id, '') AS key_id, s.account_id, t.name AS tier, t.rank,
+const PRINCIPAL_COLUMNS = `s.digest, s.id, COALESCE(s.key_id, '') AS key_id, s.account_id, t.name AS tier, t.rank,
        COALESCE(a.daily_limit_override, t.daily_limit) AS daily_limit, t.hard_limit, t.overage_rate_usd::text,
        (s.revoked_at IS NOT NULL OR k.revoked_at IS NOT NULL) AS revoked, LEAST(s.expires_at, k.expires_at) AS expires_at`;
 const PRINCIPAL_JOINS = `JOIN usage.accounts a ON a.id = s.account_id
@@ -31,6 +31,7 @@ const PRINCIPAL_JOINS = `JOIN usage.accounts a ON a.id = s.account_id
 
 interface PrincipalRow {
   digest: string;
+  id: string;
   key_id: string;
   account_id: string;
   tier: string;
@@ -119,7 +120,7 @@ export class PortalStore {
 
   /**
    * Session digest → the principal the meter counts it as: the account's, with the key the session
-   * was made from (its last use is the session's; a link's session has none).
+   * was made from (its last use is the session's; a link's session has none) and the session's id.
    */
   async principalsByDigest(digests: string[]): Promise<Map<string, KeyPrincipal>> {
     if (digests.length === 0) return new Map();
@@ -140,6 +141,7 @@ export class PortalStore {
           overageRateUsd: normalizeRate(r.overage_rate_usd),
           revoked: r.revoked,
           expiresAt: r.expires_at.getTime(),
+          sessionId: r.id,
         },
       ]),
     );

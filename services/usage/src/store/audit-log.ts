@@ -24,14 +24,21 @@ interface AuditRow {
   account_id: string;
   actor_type: string;
   actor_key_id: string | null;
+  actor_session_id: string | null;
   action: AuditAction;
   target_key_id: string;
   details: AuditDetails;
   occurred_at: Date;
 }
 
+function actorOf(r: AuditRow): AuditActor {
+  if (r.actor_type === 'key') return { type: 'key', keyId: r.actor_key_id as KeyId };
+  if (r.actor_type === 'portal_session') return { type: 'portal_session', sessionId: r.actor_session_id as string };
+  return { type: 'operator' };
+}
+
 function toRecord(r: AuditRow): AuditRecord {
-  const actor: AuditActor = r.actor_type === 'key' ? { type: 'key', keyId: r.actor_key_id as KeyId } : { type: 'operator' };
+  const actor = actorOf(r);
   return {
     seq: Number(r.seq),
     id: r.id,
@@ -52,13 +59,14 @@ export async function recordAudit(
 ): Promise<AuditEntry> {
   const entry = auditEntry(input, now);
   await client.query(
-    `INSERT INTO usage.audit_log (id, account_id, actor_type, actor_key_id, action, target_key_id, details, occurred_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+    `INSERT INTO usage.audit_log (id, account_id, actor_type, actor_key_id, actor_session_id, action, target_key_id, details, occurred_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
     [
       entry.id,
       entry.accountId,
       entry.actor.type,
       entry.actor.type === 'key' ? entry.actor.keyId : null,
+      entry.actor.type === 'portal_session' ? entry.actor.sessionId : null,
       entry.action,
       entry.targetKeyId,
       JSON.stringify(entry.details),
@@ -72,7 +80,7 @@ export async function recordAudit(
 export async function auditLogPage(pool: Pool, accountId: string, request: PageRequest): Promise<KeysetPage<AuditRecord>> {
   return keysetPage(auditList(accountId), request, async (limit, after) => {
     const { rows } = await pool.query<AuditRow>(
-      `SELECT seq::text, id, account_id, actor_type, actor_key_id, action, target_key_id, details, occurred_at
+      `SELECT seq::text, id, account_id, actor_type, actor_key_id, actor_session_id, action, target_key_id, details, occurred_at
          FROM usage.audit_log
         WHERE account_id = $1 AND ($2::bigint IS NULL OR seq < $2::bigint)
         ORDER BY seq DESC

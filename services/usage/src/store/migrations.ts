@@ -100,4 +100,19 @@ export const migrations: Migration[] = [
     id: '0005_billing',
     sql: BILLING_MIGRATION_SQL,
   },
+  {
+    // A customer-portal session as the actor of a key change (docs/api.md, "Audit log"; ADR 0016):
+    // its public id (pses_…), never its token. key ⇔ actor_key_id, portal_session ⇔ actor_session_id.
+    id: '0006_audit_portal_actor',
+    sql: `
+      ALTER TABLE audit_log
+        DROP CONSTRAINT audit_log_actor_type_check,
+        ADD CONSTRAINT audit_log_actor_type_check CHECK (actor_type IN ('key', 'operator', 'portal_session')),
+        ADD COLUMN actor_session_id text,
+        DROP CONSTRAINT audit_log_actor_key_check,
+        ADD CONSTRAINT audit_log_actor_key_check CHECK (
+          (actor_type = 'key') = (actor_key_id IS NOT NULL) AND (actor_type = 'portal_session') = (actor_session_id IS NOT NULL)
+        );
+    `,
+  },
 ];
