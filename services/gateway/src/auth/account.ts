@@ -13,6 +13,8 @@ export interface AuthenticatedAccount {
   tierRank: number;
   /** The key that authenticated (`key_<uuid>`): the actor of the account's key changes (audit log). */
   keyId?: string;
+  /** Set when the credential is a portal session (`pses_<uuid>`): then the actor of its key changes. */
+  sessionId?: string;
 }
 
 declare module 'fastify' {

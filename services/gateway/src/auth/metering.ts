@@ -102,7 +102,13 @@ function admit(
       // Before the body is read: a Free caller gets 403 whatever it sends.
       const refused = tierGate(target.route, result);
       if (refused) return refused;
-      request.account = { accountId: result.accountId, tier: result.tier, tierRank: result.tierRank, keyId: result.keyId };
+      request.account = {
+        accountId: result.accountId,
+        tier: result.tier,
+        tierRank: result.tierRank,
+        keyId: result.keyId,
+        sessionId: result.sessionId,
+      };
       request.usageReport = result.usage;
       return undefined;
     }

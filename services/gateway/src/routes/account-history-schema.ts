@@ -10,8 +10,17 @@ const AuditEntrySchema = Type.Object({
   id: Type.String({ pattern: '^aud_[0-9a-f-]{36}$', description: 'Entry id (`aud_<uuid>`).' }),
   actor: Type.Object(
     {
-      type: Type.String({ description: '`key` (the account, through one of its keys) or `operator`; more types may be added.' }),
+      type: Type.String({
+        description:
+          '`key` (the account, through one of its keys), `portal_session` (the account, in a customer-portal session) or `operator`; more types may be added.',
+      }),
       key_id: Type.Optional(Type.String({ pattern: KeyId.pattern, description: 'For `key`: the key that made the call.' })),
+      session_id: Type.Optional(
+        Type.String({
+          pattern: '^pses_[0-9a-f-]{36}$',
+          description: "For `portal_session`: the session's id (`pses_<uuid>`; never its token).",
+        }),
+      ),
     },
     { description: 'Who made the change.' },
   ),

@@ -17,10 +17,16 @@ async function call<T>(op: () => Promise<T>): Promise<T> {
   }
 }
 
+function actorView(actor: AuditEntry['actor']) {
+  if (actor?.type === ActorType.KEY) return { type: 'key', key_id: actor.keyId };
+  if (actor?.type === ActorType.PORTAL_SESSION) return { type: 'portal_session', session_id: actor.sessionId };
+  return { type: 'operator' };
+}
+
 function entryView(e: AuditEntry) {
   return {
     id: e.id,
-    actor: e.actor?.type === ActorType.KEY ? { type: 'key', key_id: e.actor.keyId } : { type: 'operator' },
+    actor: actorView(e.actor),
     action: e.action,
     key_id: e.targetKeyId,
     details: JSON.parse(e.detailsJson) as Record<string, unknown>,

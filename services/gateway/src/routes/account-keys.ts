@@ -81,8 +81,12 @@ async function call<T>(op: () => Promise<T>): Promise<T> {
   }
 }
 
-/** Who makes a change, for the audit log: the key that authenticated the call. */
+/**
+ * Who makes a change, for the audit log: the portal session that authenticated the call (even one
+ * made from a key: the change was made in the portal), else the key.
+ */
 function actorOf(account: AuthenticatedAccount) {
+  if (account.sessionId) return { type: ActorType.PORTAL_SESSION, sessionId: account.sessionId };
   // A usage service older than the audit log names no key; it cannot record the change either.
   if (!account.keyId)
     throw new AppError('SERVICE_UNAVAILABLE', 'The service is temporarily unavailable (usage). Retry after 1 s.', { retryAfterSeconds: 1 });
