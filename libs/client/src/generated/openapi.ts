@@ -1577,7 +1577,9 @@ export interface operations {
               actor: {
                 /** @description For `key`: the key that made the call. */
                 key_id?: string;
-                /** @description `key` (the account, through one of its keys) or `operator`; more types may be added. */
+                /** @description For `portal_session`: the session's id (`pses_<uuid>`; never its token). */
+                session_id?: string;
+                /** @description `key` (the account, through one of its keys), `portal_session` (the account, in a customer-portal session) or `operator`; more types may be added. */
                 type: string;
               };
               /** @description What changed: `name`, `previous_name`, `expires_at`, `new_key_id`, `expires_in_seconds`, `was_live`. Never a key. */
