@@ -144,7 +144,7 @@ describe('exports at once per account', () => {
 });
 
 describe('a stalled reader', () => {
-  it('is cut at the configured send timeout: the rest of the page and the resume line are queued, and resuming loses nothing', async () => {
+  it('is cut at the configured send timeout: the rows read and the resume line are queued, and resuming loses nothing', async () => {
     const account = await stack.createAccount('pro');
     const stalled = await stalledExport(stack.gateway, account.apiKey);
     const pausedAt = Date.now();
@@ -171,7 +171,9 @@ describe('a stalled reader', () => {
         error: { code: 'REQUEST_TIMEOUT', message: `The export was not read for ${SEND_TIMEOUT_MS / 1000} s. Resume with \`after\`.` },
       },
     });
-    expect(ids.length % 1000).toBe(0); // whole pages: the cut ends the page in memory
+    // Whole rows (each line above parsed as one): the cut ends after the last whole row read, which
+    // may be part-way through a page (pages are streamed, not held: docs/api.md, "Bulk export").
+    expect(ids.length).toBeGreaterThan(0);
     expect(ids.length).toBeLessThan(ROWS);
 
     const rest = await get(stack.gateway, `/v1/exports/facilities?state=WY&after=${ids.at(-1)}`, account.apiKey);

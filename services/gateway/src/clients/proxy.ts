@@ -12,13 +12,25 @@ export interface UpstreamAnswer {
 }
 
 /**
- * An export page: its body as the chunks it was read in, not copied into one buffer (an export
- * reads tens of megabytes, and each page's copy is memory the gateway's bound has to hold).
+ * An export page, its headers read and its body not: the body is read chunk by chunk as the
+ * client takes them (the socket is paused meanwhile), so no page is ever held whole. Reading it
+ * throws when the connection fails part-way; leaving it unread ends with the iterator's `return`.
  */
 export interface UpstreamPage {
   status: number;
   headers: Record<string, string>;
-  chunks: Buffer[];
+  body: AsyncIterable<Buffer>;
+}
+
+/** A (small) body read whole: an export's refusal. Throws 503 when it cannot be read. */
+export async function readWhole(body: AsyncIterable<Buffer>): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  try {
+    for await (const chunk of body) chunks.push(chunk);
+  } catch (err) {
+    throw serviceUnavailable('facility', 1, err);
+  }
+  return Buffer.concat(chunks);
 }
 
 export function sendAnswer(reply: FastifyReply, answer: UpstreamAnswer): FastifyReply {
@@ -40,6 +52,12 @@ export function sendAnswer(reply: FastifyReply, answer: UpstreamAnswer): Fastify
  */
 export class Upstream {
   private readonly pool: Pool;
+  /**
+   * Export pages' own connections: a page is read as slowly as its client takes it, holding its
+   * connection meanwhile, so exports must not take the proxied path's. Not capped here: the
+   * gateway's exports at once (EXPORT_MAX_PER_REPLICA) bound them.
+   */
+  private readonly pages: Pool;
 
   constructor(
     readonly name: string,
@@ -49,6 +67,14 @@ export class Upstream {
   ) {
     this.pool = new Pool(baseUrl, {
       connections,
+      pipelining: 1,
+      keepAliveTimeout: 30_000,
+      connectTimeout: 5_000,
+      headersTimeout: timeoutMs,
+      bodyTimeout: timeoutMs,
+    });
+    // The body timeout counts silence while the body flows, not while it is paused for the client.
+    this.pages = new Pool(baseUrl, {
       pipelining: 1,
       keepAliveTimeout: 30_000,
       connectTimeout: 5_000,
@@ -117,23 +143,22 @@ export class Upstream {
 
   /**
    * GET of an internal path (an export page) with the signed account header: status, every
-   * `x-export-*` header and the whole body, read before it returns. Throws the client's AppError
-   * when the upstream is unreachable.
+   * `x-export-*` header, and the body to read (UpstreamPage). Throws the client's AppError when the
+   * upstream is unreachable or fails.
    */
   async getInternal(path: string, accountHeader: string, requestId: string): Promise<UpstreamPage> {
     let res: Awaited<ReturnType<Pool['request']>>;
-    const chunks: Buffer[] = [];
     try {
-      res = await this.pool.request({
+      res = await this.pages.request({
         method: 'GET',
         path,
         headers: { 'x-request-id': requestId, 'x-fcd-account': accountHeader, accept: '*/*' },
       });
-      for await (const chunk of res.body) chunks.push(chunk as Buffer);
     } catch (err) {
       throw serviceUnavailable(this.name, 1, err);
     }
     if (res.statusCode === 401 || (res.statusCode >= 500 && res.statusCode !== 503)) {
+      await res.body.dump().catch(() => undefined);
       throw res.statusCode === 401
         ? serviceUnavailable(this.name, 1)
         : new AppError('INTERNAL_ERROR', `An internal error occurred. Quote request id ${requestId} when reporting it.`);
@@ -142,7 +167,7 @@ export class Upstream {
     for (const [name, v] of Object.entries(res.headers)) {
       if (typeof v === 'string' && (name.startsWith('x-export-') || PASS_HEADERS.includes(name))) headers[name] = v;
     }
-    return { status: res.statusCode, headers, chunks };
+    return { status: res.statusCode, headers, body: res.body };
   }
 
   /** Reachability (the service's /healthz); its own dependencies are its own readiness. */
@@ -152,7 +177,7 @@ export class Upstream {
     if (res.statusCode !== 200) throw new Error(`status ${res.statusCode}`);
   }
 
-  close(): Promise<void> {
-    return this.pool.close();
+  async close(): Promise<void> {
+    await Promise.all([this.pool.close(), this.pages.close()]);
   }
 }

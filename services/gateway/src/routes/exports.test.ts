@@ -12,13 +12,29 @@ import { type ExportLimits, registerExports } from './exports';
 // later page fails or cannot be counted (docs/api.md, "Bulk export"). The happy path over the real
 // services, 50,000 rows and its memory bound are test/exports.int.test.ts.
 
+/** A body read as `chunks`, then failing with `error` when one is given. */
+async function* body(chunks: string[], error?: Error): AsyncGenerator<Buffer> {
+  for (const chunk of chunks) yield Buffer.from(chunk);
+  if (error) throw error;
+}
+
 /** A page of NDJSON rows `ids`, read in one chunk per row; `more`: another page follows. */
 function page(ids: string[], more: boolean): UpstreamPage {
   return {
     status: 200,
     headers: { 'x-export-rows': String(ids.length), 'x-export-more': String(more), 'x-export-last': ids.at(-1) ?? '' },
-    chunks: ids.map((id) => Buffer.from(`${JSON.stringify({ id })}\n`)),
+    body: body(ids.map((id) => `${JSON.stringify({ id })}\n`)),
   };
+}
+
+/** A page of rows `ids` read in chunks of `size` bytes (records cut anywhere), its body failing after `failAfter` bytes when given. */
+function cutPage(ids: string[], more: boolean, size: number, failAfter?: number): UpstreamPage {
+  const text = ids.map((id) => `${JSON.stringify({ id, name: `Plant ${id}, "Unit" B` })}\n`).join('');
+  const sent = failAfter === undefined ? text : text.slice(0, failAfter);
+  const chunks: string[] = [];
+  for (let at = 0; at < sent.length; at += size) chunks.push(sent.slice(at, at + size));
+  const failed = page(ids, more);
+  return { ...failed, body: body(chunks, failAfter === undefined ? undefined : new Error('other side closed')) };
 }
 
 const ALLOWED = create(AuthorizeResultSchema, { decision: Decision.ALLOWED });
@@ -127,6 +143,35 @@ describe('GET /v1/exports/{kind}, pages that fail or are not counted', () => {
       export: { complete: false, rows: 3, after: 'c', error: { code: 'SERVICE_UNAVAILABLE', message: (outage as AppError).message } },
     });
     expect(lines).toHaveLength(4);
+  });
+
+  it('streams pages read in chunks that cut records anywhere as exactly the rows, whole, in order', async () => {
+    const ids = Array.from({ length: 40 }, (_, i) => `id-${String(i).padStart(2, '0')}`);
+    const { lines } = await exportWith([cutPage(ids.slice(0, 25), true, 7), cutPage(ids.slice(25), false, 64)]);
+    expect(lines).toEqual([
+      ...ids.map((id) => JSON.stringify({ id, name: `Plant ${id}, "Unit" B` })),
+      '{"export":{"complete":true,"rows":40,"after":null}}',
+    ]);
+  });
+
+  it('a page failing part-way ends after its last whole row: no half row, and the line resumes after that row', async () => {
+    // The second page's body breaks 10 bytes into its third row (each row is 42 bytes).
+    const { res, lines } = await exportWith([page(['a0', 'b0'], true), cutPage(['c0', 'd0', 'e0', 'f0'], true, 16, 2 * 42 + 10)]);
+    expect(res.statusCode).toBe(200);
+    expect(lines).toEqual([
+      '{"id":"a0"}',
+      '{"id":"b0"}',
+      '{"id":"c0","name":"Plant c0, \\"Unit\\" B"}',
+      '{"id":"d0","name":"Plant d0, \\"Unit\\" B"}',
+      JSON.stringify({
+        export: {
+          complete: false,
+          rows: 4,
+          after: 'd0',
+          error: { code: 'SERVICE_UNAVAILABLE', message: 'The facility service is unavailable. Resume with `after`.' },
+        },
+      }),
+    ]);
   });
 
   it('a page that cannot be counted is not sent: the export ends before it, resumable from the last row sent', async () => {

@@ -1,9 +1,9 @@
-import { Decision } from '@fcd/proto';
 import { AppError, type InternalAuth, serviceUnavailable, UNAUTHORIZED_MESSAGE, validationError } from '@fcd/service-kit';
-import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { AuthorizationBatcher } from '../auth/batcher';
-import { sendAnswer, type Upstream, type UpstreamPage } from '../clients/proxy';
+import { readWhole, sendAnswer, type Upstream, type UpstreamPage } from '../clients/proxy';
 import type { ExportSlot, ExportSlots } from '../store/export-slots';
+import { discard, line, newWalkState, type Walk, walkPages } from './export-walk';
 import { SendGuard } from './send-guard';
 import { EXPORT_KINDS, EXPORT_PAGE_ROWS } from './table';
 
@@ -12,19 +12,21 @@ import { EXPORT_KINDS, EXPORT_PAGE_ROWS } from './table';
  * docs/metering.md, "Exports"; ADR 0005).
  *
  * The gateway walks the facility service's export pages of 1,000 rows (keyset on id) and streams
- * them as they come: memory is one page. The request's own authorization counts the first page;
- * every further page is counted with an ordinary authorization item *before* it is written, so an
- * export of N rows is counted exactly ⌈N / 1000⌉ times (at least once) and a page that could not
- * be counted is never sent. When a page cannot be fetched or counted the export stops: NDJSON ends
- * with a line `{"export":{"complete":false,"rows":…,"after":"<id>","error":…}}`; CSV, which has no
- * place for it, is cut (no terminating chunk). Either way `after=<id of the last row received>`
- * resumes with no gap and no duplicate. A complete NDJSON export ends with
+ * each as it is read, whole records only, a chunk at a time as the reader takes them
+ * (./export-walk.ts): memory is a few chunks, not a page. The request's own authorization counts
+ * the first page; every further page is counted with an ordinary authorization item when its
+ * headers arrive, *before* any of it is written, so an export of N rows is counted exactly
+ * ⌈N / 1000⌉ times (at least once) and a page that could not be counted is never sent. When a page
+ * cannot be fetched or counted, or fails part-way, the export stops after the last whole record:
+ * NDJSON ends with a line `{"export":{"complete":false,"rows":…,"after":"<id>","error":…}}`; CSV,
+ * which has no place for it, is cut (no terminating chunk). Either way `after=<id of the last row
+ * received>` resumes with no gap and no duplicate. A complete NDJSON export ends with
  * `{"export":{"complete":true,"rows":…,"after":null}}`.
  *
  * Bounded (docs/api.md, "Bulk export"): at most `concurrency` exports of one account at once,
  * across replicas (store/export-slots.ts; the next is 429 CONCURRENCY_LIMIT_EXCEEDED), and a
  * reader that takes nothing for `sendTimeoutMs` is cut (./send-guard.ts): no further page is
- * fetched, the rest of the page in memory and the resume line (error REQUEST_TIMEOUT) are queued,
+ * fetched, the pieces already cut and the resume line (error REQUEST_TIMEOUT) are queued,
  * and the connection is closed `graceMs` later if the reader has not taken them.
  */
 const RESERVED = ['page_size', 'format', 'header'];
@@ -53,78 +55,6 @@ function wantsCsv(request: FastifyRequest): boolean {
   return /(^|,)\s*text\/csv\s*(;|,|$)/i.test(accept);
 }
 
-/** Where the walk is: the current page's chunks not handed on yet, and what the resume line says. */
-interface WalkState {
-  rows: number;
-  pending: Buffer[];
-  /** The id of the current page's last row. */
-  last: string | undefined;
-  more: boolean;
-  /** The closing line (or the CSV's cut) was handed on. */
-  closed: boolean;
-}
-
-interface Walk {
-  kind: string;
-  publicPath: string;
-  key: string;
-  csv: boolean;
-  log: FastifyBaseLogger;
-  batcher: AuthorizationBatcher;
-  fetchPage(after: string | undefined, header: boolean): Promise<UpstreamPage>;
-}
-
-function take(state: WalkState, page: UpstreamPage): void {
-  state.rows += Number(page.headers['x-export-rows'] ?? 0);
-  // Taken out of the page, and each chunk let go as it is handed on: no page outlives its writing.
-  state.pending = page.chunks.splice(0);
-  state.more = page.headers['x-export-more'] === 'true';
-  state.last = page.headers['x-export-last'];
-}
-
-function line(state: WalkState, error?: AppError): string {
-  state.closed = true;
-  const end = error
-    ? { complete: false, rows: state.rows, after: state.last ?? null, error: { code: error.code, message: error.message } }
-    : { complete: true, rows: state.rows, after: null };
-  return `${JSON.stringify({ export: end })}\n`;
-}
-
-/** The next page, counted before it is written; an AppError when it cannot be fetched or counted. */
-async function nextPage(w: Walk, after: string | undefined): Promise<UpstreamPage | AppError> {
-  let next: UpstreamPage;
-  try {
-    next = await w.fetchPage(after, false);
-  } catch (err) {
-    return err instanceof AppError ? err : new AppError('SERVICE_UNAVAILABLE', 'The facility service is unavailable.');
-  }
-  if (next.status !== 200) return new AppError('SERVICE_UNAVAILABLE', 'The facility service is unavailable. Resume with `after`.');
-  // Counted before it is written: a page that cannot be counted is not sent.
-  const counted = await w.batcher.authorize(w.key, 'GET', w.publicPath);
-  if (counted.decision === Decision.ALLOWED) return next;
-  return counted.decision === Decision.RATE_LIMITED
-    ? new AppError('RATE_LIMIT_EXCEEDED', `Daily request limit of ${counted.dailyLimit} requests exceeded.`)
-    : new AppError('SERVICE_UNAVAILABLE', 'Metering is unavailable. Resume with `after`.');
-}
-
-async function* walkPages(w: Walk, first: UpstreamPage, state: WalkState): AsyncGenerator<Buffer | string, void> {
-  take(state, first);
-  for (;;) {
-    while (state.pending.length > 0) yield state.pending.shift() as Buffer;
-    if (!state.more) break;
-    const next = await nextPage(w, state.last);
-    if (next instanceof AppError) {
-      w.log.warn({ kind: w.kind, rows: state.rows, code: next.code }, 'export stopped before its end');
-      // CSV has no place for the reason: the response is cut, and the client resumes from its last row.
-      if (w.csv) throw next;
-      yield line(state, next);
-      return;
-    }
-    take(state, next);
-  }
-  if (!w.csv) yield line(state);
-}
-
 /** The account's slot, or the 429 (or 503 when Redis cannot say). */
 async function acquireSlot(limits: ExportLimits, accountId: string, tierRank: number): Promise<ExportSlot> {
   const limit = tierRank >= 2 ? limits.concurrency.enterprise : limits.concurrency.pro;
@@ -144,7 +74,7 @@ async function acquireSlot(limits: ExportLimits, accountId: string, tierRank: nu
 
 /** The body of a started export: its pages, behind the send timeout. */
 function exportBody(w: Walk, first: UpstreamPage, reply: FastifyReply, limits: ExportLimits): SendGuard {
-  const state: WalkState = { rows: 0, pending: [], last: undefined, more: false, closed: false };
+  const state = newWalkState();
   return new SendGuard(walkPages(w, first, state), {
     sendTimeoutMs: limits.sendTimeoutMs,
     onStall: () => {
@@ -209,10 +139,13 @@ export function registerExports(app: FastifyInstance, deps: ExportDeps): void {
       // The first page answers for the request: a bad filter or cursor is its 400, an outage its 503.
       const first = await fetchPage(query.get('after') ?? undefined, csv);
       if (first.status !== 200)
-        return sendAnswer(reply, { status: first.status, headers: first.headers, body: Buffer.concat(first.chunks) });
+        return sendAnswer(reply, { status: first.status, headers: first.headers, body: await readWhole(first.body) });
       reply.header('content-type', csv ? 'text/csv; charset=utf-8' : 'application/x-ndjson');
       reply.header('cache-control', 'private, no-store');
-      if (request.method === 'HEAD') return reply.send();
+      if (request.method === 'HEAD') {
+        discard(first);
+        return reply.send();
+      }
 
       const walk: Walk = { kind, publicPath, key: apiKey, csv, log: request.log, batcher: deps.batcher, fetchPage };
       return reply.send(exportBody(walk, first, reply, deps.limits));

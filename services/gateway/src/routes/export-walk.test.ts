@@ -1,0 +1,124 @@
+import { AppError } from '@fcd/service-kit';
+import type { FastifyBaseLogger } from 'fastify';
+import { describe, expect, it } from 'vitest';
+import type { AuthorizationBatcher } from '../auth/batcher';
+import type { UpstreamPage } from '../clients/proxy';
+import { RecordCut } from './export-records';
+import { line, newWalkState, type Walk, walkPages } from './export-walk';
+import { SendGuard } from './send-guard';
+
+// An export page streamed through the walk and the send guard (./export-walk.ts): what the gateway
+// holds while its reader takes nothing, and where records are cut. The route is ./exports.test.ts.
+
+const ROW_BYTES = 1000;
+const CHUNK_BYTES = 4096;
+const ROWS = 1000;
+
+/** A page of ROWS rows of ROW_BYTES bytes each, read in CHUNK_BYTES chunks only as they are asked for. */
+function lazyPage() {
+  const read = { chunks: 0 };
+  async function* body(): AsyncGenerator<Buffer> {
+    const rows = Array.from({ length: ROWS }, (_, i) => {
+      const id = `row-${String(i).padStart(4, '0')}`;
+      return `${JSON.stringify({ id, pad: 'x'.repeat(ROW_BYTES - 27) })}\n`;
+    }).join('');
+    for (let at = 0; at < rows.length; at += CHUNK_BYTES) {
+      read.chunks++;
+      yield Buffer.from(rows.slice(at, at + CHUNK_BYTES));
+    }
+  }
+  const page: UpstreamPage = {
+    status: 200,
+    headers: { 'x-export-rows': String(ROWS), 'x-export-more': 'true', 'x-export-last': 'row-0999' },
+    body: body(),
+  };
+  return { page, read };
+}
+
+const log = { warn: () => undefined, info: () => undefined } as unknown as FastifyBaseLogger;
+
+function walk(): Walk {
+  return {
+    kind: 'facilities',
+    publicPath: '/v1/exports/facilities',
+    key: 'fcd_test',
+    csv: false,
+    log,
+    batcher: {} as AuthorizationBatcher,
+    fetchPage: async () => {
+      throw new Error('no further page is fetched while the reader stalls');
+    },
+  };
+}
+
+/** Lets the guard pull until its buffer is full (each pull is a chain of resolved promises). */
+async function settle(): Promise<void> {
+  for (let i = 0; i < 20; i++) await new Promise((r) => setImmediate(r));
+}
+
+describe('an export page streamed to a reader that takes nothing', () => {
+  it('reads only until the body’s buffer is full: five 4 KiB chunks of a 250-chunk page held', async () => {
+    const { page, read } = lazyPage();
+    const state = newWalkState();
+    const stalls: Array<() => void> = [];
+    const guard = new SendGuard(walkPages(walk(), page, state), {
+      sendTimeoutMs: 30_000,
+      onStall: () => [...state.pending.splice(0), line(state, new AppError('REQUEST_TIMEOUT', 'cut'))],
+      timers: { setTimeout: ((fn: () => void) => stalls.push(fn)) as unknown as typeof setTimeout, clearTimeout: () => undefined },
+    });
+    guard.pause();
+    guard.read(0);
+    await settle();
+    // 16 KiB is the body's high-water mark: the fifth chunk's whole rows pass it, and then nothing
+    // more is read from the facility service however long the reader stalls. Held: five chunks.
+    expect(read.chunks).toBe(5);
+    expect(guard.readableLength).toBe(16_384);
+    // Waiting besides: the rest of the fifth chunk's whole rows, and the start of row 21.
+    expect(state.pending.map((piece) => piece.length)).toEqual([20 * ROW_BYTES - 16_384]);
+    expect(state.rows).toBe(20);
+
+    // The cut: what was read and cut is queued, the resume line names the last whole row handed on.
+    expect(stalls).toHaveLength(1);
+    stalls[0]?.();
+    const chunks: Buffer[] = [];
+    guard.resume();
+    for await (const chunk of guard) chunks.push(Buffer.from(chunk));
+    const lines = Buffer.concat(chunks).toString().trimEnd().split('\n');
+    expect(lines).toHaveLength(21);
+    expect(lines.slice(0, 20).map((l) => JSON.parse(l).id)).toEqual(
+      Array.from({ length: 20 }, (_, i) => `row-${String(i).padStart(4, '0')}`),
+    );
+    expect(JSON.parse(lines[20] as string)).toEqual({
+      export: { complete: false, rows: 20, after: 'row-0019', error: { code: 'REQUEST_TIMEOUT', message: 'cut' } },
+    });
+    expect(read.chunks).toBe(5);
+  });
+});
+
+describe('RecordCut', () => {
+  it('cuts CSV at line ends outside quotes only: a quoted field may hold a line break', () => {
+    const csv = 'id,name\r\n1,"Plant ""A""\r\nNorth"\r\n2,"B, Inc"\r\n3,C\r\n';
+    const cut = new RecordCut(true);
+    const out: string[] = [];
+    for (let at = 0; at < csv.length; at += 5) {
+      const pieces = cut.take(Buffer.from(csv.slice(at, at + 5)));
+      if (pieces.length > 0) out.push(Buffer.concat(pieces).toString());
+    }
+    expect(out.join('')).toBe(csv);
+    expect(out.every((piece) => piece.endsWith('\r\n'))).toBe(true);
+    expect(out.some((piece) => piece.endsWith('"Plant ""A""\r\n'))).toBe(false);
+    expect(cut.records).toBe(4);
+    expect(cut.partial).toBe(false);
+  });
+
+  it('holds back the bytes of a record not ended and names the last whole NDJSON record', () => {
+    const cut = new RecordCut(false);
+    expect(cut.take(Buffer.from('{"id":"a"}\n{"id":"b'))).toEqual([Buffer.from('{"id":"a"}\n')]);
+    expect(cut.lastId()).toBe('a');
+    expect(cut.partial).toBe(true);
+    expect(Buffer.concat(cut.take(Buffer.from('"}\n{"id"')))).toEqual(Buffer.from('{"id":"b"}\n'));
+    expect(cut.lastId()).toBe('b');
+    expect(cut.records).toBe(2);
+    expect(cut.partial).toBe(true);
+  });
+});

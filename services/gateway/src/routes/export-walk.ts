@@ -1,0 +1,129 @@
+import { Decision } from '@fcd/proto';
+import { AppError } from '@fcd/service-kit';
+import type { FastifyBaseLogger } from 'fastify';
+import type { AuthorizationBatcher } from '../auth/batcher';
+import type { UpstreamPage } from '../clients/proxy';
+import { RecordCut } from './export-records';
+
+/**
+ * The walk over an export's pages (./exports.ts), each page streamed as it is read: a chunk read
+ * from the facility service is cut at its last record boundary (./export-records.ts) and handed
+ * on, and the next chunk is read only when the reader has taken it (the body's pull, through
+ * ./send-guard.ts). So the gateway holds a few chunks of an export, never a page, and no record is
+ * half sent: when a page fails part-way, what follows its last whole record is dropped and the
+ * resume line names that record (docs/api.md, "Bulk export").
+ */
+
+/** Where the walk is: pieces read and cut but not handed on yet, and what the resume line says. */
+export interface WalkState {
+  rows: number;
+  pending: Buffer[];
+  /** The id of the last row handed on at a page's end (x-export-last). */
+  last: string | undefined;
+  /** Within a page: its rows handed on so far, and the last one's id. */
+  cut: RecordCut | undefined;
+  /** Rows may follow what was handed on. */
+  more: boolean;
+  /** The closing line (or the CSV's cut) was handed on. */
+  closed: boolean;
+}
+
+export interface Walk {
+  kind: string;
+  publicPath: string;
+  key: string;
+  csv: boolean;
+  log: FastifyBaseLogger;
+  batcher: AuthorizationBatcher;
+  fetchPage(after: string | undefined, header: boolean): Promise<UpstreamPage>;
+}
+
+export function newWalkState(): WalkState {
+  return { rows: 0, pending: [], last: undefined, cut: undefined, more: true, closed: false };
+}
+
+/** The NDJSON closing line: complete, or where to resume (the last whole row handed on) and why not. */
+export function line(state: WalkState, error?: AppError): string {
+  state.closed = true;
+  const after = state.cut?.lastId() ?? state.last ?? null;
+  const end = error
+    ? { complete: false, rows: state.rows, after, error: { code: error.code, message: error.message } }
+    : { complete: true, rows: state.rows, after: null };
+  return `${JSON.stringify({ export: end })}\n`;
+}
+
+/** Lets go of a page's body not read (its connection is closed, not reused mid-body). */
+export function discard(page: UpstreamPage): void {
+  page.body[Symbol.asyncIterator]()
+    .return?.()
+    ?.catch(() => undefined);
+}
+
+const UNAVAILABLE = 'The facility service is unavailable. Resume with `after`.';
+
+/** The next page, counted before any of it is written; an AppError when it cannot be fetched or counted. */
+async function nextPage(w: Walk, after: string | undefined): Promise<UpstreamPage | AppError> {
+  let next: UpstreamPage;
+  try {
+    next = await w.fetchPage(after, false);
+  } catch (err) {
+    return err instanceof AppError ? err : new AppError('SERVICE_UNAVAILABLE', 'The facility service is unavailable.');
+  }
+  if (next.status !== 200) {
+    discard(next);
+    return new AppError('SERVICE_UNAVAILABLE', UNAVAILABLE);
+  }
+  // Counted before it is written: a page that cannot be counted is not sent.
+  const counted = await w.batcher.authorize(w.key, 'GET', w.publicPath);
+  if (counted.decision === Decision.ALLOWED) return next;
+  discard(next);
+  return counted.decision === Decision.RATE_LIMITED
+    ? new AppError('RATE_LIMIT_EXCEEDED', `Daily request limit of ${counted.dailyLimit} requests exceeded.`)
+    : new AppError('SERVICE_UNAVAILABLE', 'Metering is unavailable. Resume with `after`.');
+}
+
+/** Streams one page: true when it ended whole, false when its body failed (or ended inside a record). */
+async function* streamPage(page: UpstreamPage, csv: boolean, state: WalkState): AsyncGenerator<Buffer, boolean> {
+  const cut = new RecordCut(csv);
+  state.cut = cut;
+  state.more = true;
+  const rowsBefore = state.rows;
+  try {
+    for await (const chunk of page.body) {
+      state.pending = cut.take(chunk as Buffer);
+      // Counted as it is queued: what is queued is handed on, now or at a stall's cut.
+      state.rows = rowsBefore + cut.records;
+      while (state.pending.length > 0) yield state.pending.shift() as Buffer;
+    }
+  } catch {
+    return false;
+  }
+  if (cut.partial) return false;
+  state.rows = rowsBefore + Number(page.headers['x-export-rows'] ?? cut.records);
+  state.last = page.headers['x-export-last'] ?? state.last;
+  state.cut = undefined;
+  state.more = page.headers['x-export-more'] === 'true';
+  return true;
+}
+
+export async function* walkPages(w: Walk, first: UpstreamPage, state: WalkState): AsyncGenerator<Buffer | string, void> {
+  let page = first;
+  for (;;) {
+    const whole = yield* streamPage(page, w.csv, state);
+    let stop: AppError | undefined = whole ? undefined : new AppError('SERVICE_UNAVAILABLE', UNAVAILABLE);
+    if (whole && !state.more) break;
+    if (!stop) {
+      const next = await nextPage(w, state.last);
+      if (next instanceof AppError) stop = next;
+      else page = next;
+    }
+    if (stop) {
+      w.log.warn({ kind: w.kind, rows: state.rows, code: stop.code }, 'export stopped before its end');
+      // CSV has no place for the reason: the response is cut, and the client resumes from its last row.
+      if (w.csv) throw stop;
+      yield line(state, stop);
+      return;
+    }
+  }
+  if (!w.csv) yield line(state);
+}
