@@ -1,4 +1,5 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -150,7 +151,10 @@ const SECURITY_HEADERS = {
 
 /** Registers GET /openapi.json, /asyncapi.json, /docs, its assets and /favicon.ico. */
 export function registerApiReference(app: FastifyInstance): void {
-  const bundle = readFileSync(scalarBundleFile());
+  // Found at start-up (a missing bundle stops the gateway), read on first use: 4 MiB an idle
+  // gateway that no one asks for /docs does not hold (docs/benchmarks.md, "Exports").
+  const bundleFile = scalarBundleFile();
+  let bundle: Promise<Buffer> | undefined;
   let gzipped: Promise<Buffer> | undefined;
   const icon = favicon();
   const asset = (reply: FastifyReply, type: string) => reply.headers(SECURITY_HEADERS).type(type);
@@ -167,8 +171,13 @@ export function registerApiReference(app: FastifyInstance): void {
     asset(reply, 'text/javascript; charset=utf-8')
       .header('cache-control', 'public, max-age=31536000, immutable')
       .header('vary', 'accept-encoding');
-    if (!/\bgzip\b/.test(String(request.headers['accept-encoding'] ?? ''))) return reply.send(bundle);
-    gzipped ??= promisify(gzip)(bundle);
+    // A failed read is not kept: the next request reads again.
+    bundle ??= readFile(bundleFile).catch((err: unknown) => {
+      bundle = undefined;
+      throw err;
+    });
+    if (!/\bgzip\b/.test(String(request.headers['accept-encoding'] ?? ''))) return reply.send(await bundle);
+    gzipped ??= bundle.then((raw) => promisify(gzip)(raw));
     return reply.header('content-encoding', 'gzip').send(await gzipped);
   });
   app.get(DOCS_INIT_PATH, async (_request, reply) =>
