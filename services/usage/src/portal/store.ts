@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { AppError, type Pool } from '@fcd/service-kit';
 import { digestApiKey } from '../domain/api-key';
 import type { KeyPrincipal } from '../domain/tiers';
+import { type PrincipalRow, principalOf } from '../store/accounts';
 import { LINK_TTL_MS, newLinkToken, newSessionToken, SESSION_TTL_MS, tokenDigest } from './tokens';
 
 /** A live session as the portal sees it (times in Unix ms). */
@@ -28,20 +29,6 @@ const PRINCIPAL_COLUMNS = `s.digest, s.id, COALESCE(s.key_id, '') AS key_id, s.a
 const PRINCIPAL_JOINS = `JOIN usage.accounts a ON a.id = s.account_id
   JOIN usage.tiers t ON t.name = a.tier
   LEFT JOIN usage.api_keys k ON k.id = s.key_id`;
-
-interface PrincipalRow {
-  digest: string;
-  id: string;
-  key_id: string;
-  account_id: string;
-  tier: string;
-  rank: number;
-  daily_limit: number;
-  hard_limit: boolean;
-  overage_rate_usd: string;
-  revoked: boolean;
-  expires_at: Date;
-}
 
 /** The SQL of portal links and sessions (schema `usage`, migration 0004_portal_sessions). */
 export class PortalStore {
@@ -124,32 +111,10 @@ export class PortalStore {
    */
   async principalsByDigest(digests: string[]): Promise<Map<string, KeyPrincipal>> {
     if (digests.length === 0) return new Map();
-    const { rows } = await this.pool.query<PrincipalRow>(
+    const { rows } = await this.pool.query<PrincipalRow & { id: string }>(
       `SELECT ${PRINCIPAL_COLUMNS} FROM usage.portal_sessions s ${PRINCIPAL_JOINS} WHERE s.digest = ANY($1::text[])`,
       [digests],
     );
-    return new Map(
-      rows.map((r) => [
-        r.digest,
-        {
-          keyId: r.key_id,
-          accountId: r.account_id,
-          tier: r.tier,
-          tierRank: r.rank,
-          dailyLimit: r.daily_limit,
-          hardLimit: r.hard_limit,
-          overageRateUsd: normalizeRate(r.overage_rate_usd),
-          revoked: r.revoked,
-          expiresAt: r.expires_at.getTime(),
-          sessionId: r.id,
-        },
-      ]),
-    );
+    return new Map(rows.map((r) => [r.digest, { ...principalOf(r), sessionId: r.id }]));
   }
-}
-
-/** A rate as AccountStore gives it (trailing zeros dropped, at least three decimals), so a session's usage report is a key's. */
-function normalizeRate(value: string): string {
-  const [int, frac = ''] = value.split('.');
-  return `${int}.${frac.replace(/0+$/, '').padEnd(3, '0')}`;
 }

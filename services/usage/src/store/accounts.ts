@@ -23,18 +23,7 @@ export class AccountStore {
   }
 
   async principalsByDigest(digests: string[]): Promise<Map<string, KeyPrincipal>> {
-    const { rows } = await this.pool.query<{
-      digest: string;
-      key_id: string;
-      account_id: string;
-      tier: string;
-      rank: number;
-      daily_limit: number;
-      hard_limit: boolean;
-      overage_rate_usd: string;
-      revoked: boolean;
-      expires_at: Date | null;
-    }>(
+    const { rows } = await this.pool.query<PrincipalRow>(
       `SELECT k.digest, k.id AS key_id, a.id AS account_id, t.name AS tier, t.rank,
               COALESCE(a.daily_limit_override, t.daily_limit) AS daily_limit, t.hard_limit, t.overage_rate_usd::text,
               k.revoked_at IS NOT NULL AS revoked, k.expires_at
@@ -44,22 +33,7 @@ export class AccountStore {
         WHERE k.digest = ANY($1::text[])`,
       [digests],
     );
-    return new Map(
-      rows.map((r) => [
-        r.digest,
-        {
-          keyId: r.key_id,
-          accountId: r.account_id,
-          tier: r.tier,
-          tierRank: r.rank,
-          dailyLimit: r.daily_limit,
-          hardLimit: r.hard_limit,
-          overageRateUsd: normalizeRate(r.overage_rate_usd),
-          revoked: r.revoked,
-          expiresAt: r.expires_at?.getTime() ?? null,
-        },
-      ]),
-    );
+    return new Map(rows.map((r) => [r.digest, principalOf(r)]));
   }
 
   async tiers(): Promise<Tier[]> {
@@ -230,6 +204,35 @@ export class AccountStore {
 }
 
 /** "0.003000" → "0.003", "0.000000" → "0.000" (at least 3 decimals, trailing zeros trimmed). */
+/** A credential's row as the key and portal-session lookups select it (digest → principal). */
+export interface PrincipalRow {
+  digest: string;
+  key_id: string;
+  account_id: string;
+  tier: string;
+  rank: number;
+  daily_limit: number;
+  hard_limit: boolean;
+  overage_rate_usd: string;
+  revoked: boolean;
+  expires_at: Date | null;
+}
+
+/** The principal the meter counts a credential as, from its row. */
+export function principalOf(r: PrincipalRow): KeyPrincipal {
+  return {
+    keyId: r.key_id,
+    accountId: r.account_id,
+    tier: r.tier,
+    tierRank: r.rank,
+    dailyLimit: r.daily_limit,
+    hardLimit: r.hard_limit,
+    overageRateUsd: normalizeRate(r.overage_rate_usd),
+    revoked: r.revoked,
+    expiresAt: r.expires_at?.getTime() ?? null,
+  };
+}
+
 function normalizeRate(value: string): string {
   const [int, frac = ''] = value.split('.');
   return `${int}.${frac.replace(/0+$/, '').padEnd(3, '0')}`;
