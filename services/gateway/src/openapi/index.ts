@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { gzip } from 'node:zlib';
 import type { FastifyInstance, FastifyReply } from 'fastify';
+import { PAGE_SECURITY_HEADERS } from '../http/page-headers';
 import asyncapi from './asyncapi.json';
 import { favicon } from './favicon';
 import document from './openapi.json';
@@ -142,13 +143,6 @@ export function renderDocsPage(doc: JsonObject = OPENAPI_DOCUMENT): string {
 `;
 }
 
-const SECURITY_HEADERS = {
-  'x-content-type-options': 'nosniff',
-  'referrer-policy': 'no-referrer',
-  'cross-origin-opener-policy': 'same-origin',
-  'cross-origin-resource-policy': 'same-origin',
-} as const;
-
 /** Registers GET /openapi.json, /asyncapi.json, /docs, its assets and /favicon.ico. */
 export function registerApiReference(app: FastifyInstance): void {
   // Found at start-up (a missing bundle stops the gateway), read on first use: 4 MiB an idle
@@ -157,7 +151,7 @@ export function registerApiReference(app: FastifyInstance): void {
   let bundle: Promise<Buffer> | undefined;
   let gzipped: Promise<Buffer> | undefined;
   const icon = favicon();
-  const asset = (reply: FastifyReply, type: string) => reply.headers(SECURITY_HEADERS).type(type);
+  const asset = (reply: FastifyReply, type: string) => reply.headers(PAGE_SECURITY_HEADERS).type(type);
 
   app.get('/openapi.json', async (_request, reply) => reply.type('application/json; charset=utf-8').send(OPENAPI_DOCUMENT));
   app.get('/asyncapi.json', async (_request, reply) => reply.type('application/json; charset=utf-8').send(ASYNCAPI_DOCUMENT));

@@ -4,6 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
 import { AppError } from '@fcd/service-kit';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { PAGE_SECURITY_HEADERS } from '../http/page-headers';
 
 /**
  * The customer portal's page and assets (docs/portal.md): the UI built by
@@ -30,13 +31,6 @@ const PAGE_PATHS = ['/portal', '/portal/', '/portal/usage', '/portal/keys', '/po
 
 const ASSET_NAME = /^[a-z][a-z0-9-]*\.[A-Z0-9]{8,}\.(js|css)$/;
 const TYPES = { js: 'text/javascript; charset=utf-8', css: 'text/css; charset=utf-8' } as const;
-
-const SECURITY_HEADERS = {
-  'x-content-type-options': 'nosniff',
-  'referrer-policy': 'no-referrer',
-  'cross-origin-opener-policy': 'same-origin',
-  'cross-origin-resource-policy': 'same-origin',
-} as const;
 
 interface Asset {
   type: string;
@@ -83,7 +77,7 @@ export function registerPortalStatic(app: FastifyInstance, options: { dir?: stri
   const page = async (request: FastifyRequest, reply: FastifyReply) => {
     if (!built) return missing(request);
     return reply
-      .headers(SECURITY_HEADERS)
+      .headers(PAGE_SECURITY_HEADERS)
       .header('content-security-policy', PORTAL_CSP)
       .header('cache-control', 'no-cache')
       .type('text/html; charset=utf-8')
@@ -96,7 +90,7 @@ export function registerPortalStatic(app: FastifyInstance, options: { dir?: stri
     if (!asset) return missing(request);
     // A hashed name never changes content: cached for a year, never revalidated.
     reply
-      .headers(SECURITY_HEADERS)
+      .headers(PAGE_SECURITY_HEADERS)
       .header('cache-control', 'public, max-age=31536000, immutable')
       .header('vary', 'accept-encoding')
       .type(asset.type);
