@@ -11,6 +11,33 @@ interface Node {
   port: number;
   dir: string;
   proc: ChildProcess;
+  nodeTimeoutMs: number;
+}
+
+/** One cluster node on `port`, its nodes.conf (the cluster's view, kept across restarts) in `dir`. */
+function spawnNode(port: number, dir: string, nodeTimeoutMs: number): ChildProcess {
+  return spawn(
+    'redis-server',
+    [
+      '--port',
+      String(port),
+      '--bind',
+      '127.0.0.1',
+      '--dir',
+      dir,
+      '--cluster-enabled',
+      'yes',
+      '--cluster-config-file',
+      'nodes.conf',
+      '--cluster-node-timeout',
+      String(nodeTimeoutMs),
+      '--save',
+      '',
+      '--appendonly',
+      'no',
+    ],
+    { stdio: 'ignore' },
+  );
 }
 
 /**
@@ -34,29 +61,7 @@ export class PrivateRedisCluster {
         const port = await freePort();
         const dir = join(root, String(port));
         await run('mkdir', ['-p', dir]);
-        const proc = spawn(
-          'redis-server',
-          [
-            '--port',
-            String(port),
-            '--bind',
-            '127.0.0.1',
-            '--dir',
-            dir,
-            '--cluster-enabled',
-            'yes',
-            '--cluster-config-file',
-            'nodes.conf',
-            '--cluster-node-timeout',
-            String(options.nodeTimeoutMs ?? 1000),
-            '--save',
-            '',
-            '--appendonly',
-            'no',
-          ],
-          { stdio: 'ignore' },
-        );
-        nodes.push({ port, dir, proc });
+        nodes.push({ port, dir, proc: spawnNode(port, dir, options.nodeTimeoutMs ?? 1000), nodeTimeoutMs: options.nodeTimeoutMs ?? 1000 });
       }
       for (const n of nodes) await cluster.waitFor(() => cluster.cli(n.port, 'PING').then((r) => r === 'PONG'), `node ${n.port} to start`);
       await run('redis-cli', [
@@ -112,6 +117,22 @@ export class PrivateRedisCluster {
     const exited = new Promise((r) => node.proc.once('exit', r));
     node.proc.kill('SIGKILL');
     await exited;
+  }
+
+  /**
+   * Starts a killed node again on its port and nodes.conf: it rejoins the cluster (as a replica of
+   * the primary that took over its slots, with no data: nothing is persisted) and syncs from it.
+   */
+  async restart(port: number): Promise<void> {
+    const node = this.nodes.find((n) => n.port === port);
+    if (!node || (node.proc.exitCode === null && node.proc.signalCode === null)) return;
+    node.proc = spawnNode(node.port, node.dir, node.nodeTimeoutMs);
+    await this.waitFor(() => this.cli(port, 'PING').then((r) => r === 'PONG'), `node ${port} to restart`);
+  }
+
+  /** Every node's port. */
+  get ports(): number[] {
+    return this.nodes.map((n) => n.port);
   }
 
   /** Until every live node says `cluster_state:ok` and every live replica's link to its primary is up. */
