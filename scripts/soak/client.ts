@@ -1,0 +1,60 @@
+import type { HistoryWriter, RequestRecord } from './history';
+import type { Receivers } from './receivers';
+
+/** The states the soak's facilities are in; subscriptions filter on some of them. */
+export const STATES = ['OH', 'TX', 'CA', 'PA', 'NY', 'IL', 'MI', 'LA'];
+/** A client gives up on an answer after this long (a paused gateway holds the request). */
+const CLIENT_TIMEOUT_MS = 15_000;
+
+export interface Account {
+  account: string;
+  apiKey: string;
+  tier: 'free' | 'pro';
+}
+
+export interface WorkloadContext {
+  gatewayUrl: string;
+  facilityUrl: string;
+  directUrl: string;
+  history: HistoryWriter;
+  receivers: Receivers;
+  random: () => number;
+}
+
+export function pick<T>(random: () => number, items: readonly T[]): T {
+  return items[Math.floor(random() * items.length)] as T;
+}
+
+/** One HTTP call, recorded with its outcome (never throws). */
+export async function call(
+  ctx: WorkloadContext,
+  base: Omit<RequestRecord, 'k' | 't0' | 't1' | 'status'>,
+  url: string,
+  init: RequestInit,
+): Promise<{ status: number | null; body: unknown }> {
+  const t0 = Date.now();
+  try {
+    const res = await fetch(url, { ...init, signal: AbortSignal.timeout(CLIENT_TIMEOUT_MS) });
+    const text = await res.text();
+    let body: unknown;
+    try {
+      body = text ? JSON.parse(text) : undefined;
+    } catch {
+      body = undefined;
+    }
+    const code = (body as { error?: { code?: string } } | undefined)?.error?.code;
+    ctx.history.write({
+      k: 'req',
+      ...base,
+      t0,
+      t1: Date.now(),
+      status: res.status,
+      retryAfter: res.headers.get('retry-after'),
+      ...(code ? { code } : {}),
+    });
+    return { status: res.status, body };
+  } catch (err) {
+    ctx.history.write({ k: 'req', ...base, t0, t1: Date.now(), status: null, error: (err as Error).name });
+    return { status: null, body: undefined };
+  }
+}
