@@ -106,6 +106,13 @@ export function checkDelivery(run: Run, tls: Map<string, Timeline>): { result: P
       if (!received?.has(e.id)) checkMissing(tally, tl.id, e, unfinished.get(pairKey(tl.id, e.id)) ?? []);
     }
   }
+  const drain = run.end?.drain;
+  if (drain && !drain.drained) {
+    tally.checked++;
+    tally.fail(
+      `the system had not caught up after the run: ${drain.pending} deliveries pending, ${drain.unsent} events not yet fanned out`,
+    );
+  }
   for (const u of snapshot.unfinished) {
     const why = scheduleBreak(u, meta);
     if (why) tally.fail(`the ${u.status} delivery of ${u.event} to sub ${u.sub} broke the retry schedule: ${why}`);

@@ -337,7 +337,7 @@ describe('the soak checker finds each planted violation', () => {
     expectOnly(withRecords([ingest(400_000, 503, '5')]), 'errors', new Date(T0 + 400_000).toISOString(), 'outside any fault window');
   });
 
-  const withEnd = (processes: Array<{ name: string; alive: boolean; peakRssBytes: number; limitBytes: number }>) => {
+  const withEnd = (processes: Array<{ name: string; alive: boolean; peakRssBytes: number; limitBytes: number; crashes?: number }>) => {
     const base = clean();
     base.history = base.history.map((r) => (r.k === 'end' ? { ...r, processes } : r));
     return check(base.history, base.snapshot);
@@ -358,6 +358,20 @@ describe('the soak checker finds each planted violation', () => {
       { name: 'usage-1', alive: true, peakRssBytes: 1, limitBytes: LIMIT },
     ]);
     expectOnly(report, 'processes', 'gateway-1 peaked at 513.0 MiB');
+  });
+
+  it('processes: a replica that exited with no fault to cause it (restarted since)', () => {
+    const report = withEnd([
+      { name: 'gateway-1', alive: true, peakRssBytes: 1, limitBytes: LIMIT, crashes: 0 },
+      { name: 'dispatcher-2', alive: true, peakRssBytes: 1, limitBytes: LIMIT, crashes: 1 },
+    ]);
+    expectOnly(report, 'processes', 'dispatcher-2 exited 1 time(s) with no fault to cause it');
+  });
+
+  it('delivery: a system that had not caught up after the run', () => {
+    const base = clean();
+    base.history = base.history.map((r) => (r.k === 'end' ? { ...r, drain: { drained: false, pending: 3, unsent: 0 } } : r));
+    expectOnly(check(base.history, base.snapshot), 'delivery', 'had not caught up', '3 deliveries pending');
   });
 
   it('processes: a run without an end record', () => {

@@ -167,6 +167,7 @@ function checkProcesses(run: Run): PromiseResult {
     if (!p.alive) tally.fail(`${p.name} is not alive at the end`);
     else if (limit === undefined) tally.fail(`${p.name} has no memory limit to hold its peak RSS of ${mib(p.peakRssBytes)} to`);
     else if (p.peakRssBytes > limit) tally.fail(`${p.name} peaked at ${mib(p.peakRssBytes)} RSS, over its limit of ${mib(limit)}`);
+    else if ((p.crashes ?? 0) > 0) tally.fail(`${p.name} exited ${p.crashes} time(s) with no fault to cause it`);
   }
   return tally.result();
 }

@@ -116,7 +116,10 @@ export interface ProcessRecord {
 export interface EndRecord {
   k: 'end';
   t: number;
-  processes: Array<{ name: string; alive: boolean; peakRssBytes: number; limitBytes: number }>;
+  /** crashes: exits no fault caused (the replica was restarted after each). */
+  processes: Array<{ name: string; alive: boolean; peakRssBytes: number; limitBytes: number; crashes?: number }>;
+  /** Whether the system caught up after the workload stopped: no delivery pending, no event unpublished or not fanned out. */
+  drain?: { drained: boolean; pending: number; unsent: number };
 }
 
 export type HistoryRecord = SoakMeta | FaultRecord | RequestRecord | SubscriptionRecord | ReceiptRecord | ProcessRecord | EndRecord;
