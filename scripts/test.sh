@@ -61,6 +61,10 @@ if [ $# -eq 0 ]; then
   load_rc=$?
   [ "$vitest_rc" -eq 0 ] && vitest_rc=$load_rc
   reports+=(.run/vitest-load.json)
+  # The seeded fault soak (docs/soak.md): the whole system under load and every kind of fault for
+  # 4 minutes, then the checker of its promises. Last, alone on the machine like the load tests.
+  echo "== seeded fault soak (4 min, seed 20261128)"
+  check "soak: 4 minutes, seed 20261128, 0 violations" npx tsx --conditions=source scripts/soak/run.ts --minutes 4 --seed 20261128
 fi
 
 node scripts/test-summary.mjs "$static_passed" "$static_failed" "$vitest_rc" "${reports[@]}"
