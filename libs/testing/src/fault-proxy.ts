@@ -87,11 +87,37 @@ export class FaultProxy {
     this.pipe(upstream, client);
   }
 
+  /**
+   * Forwards one direction. Delayed chunks wait in a queue in arrival order, each due no earlier
+   * than the one before it: when the latency drops (or ends), a new chunk waits for the delayed
+   * ones, so bytes are never reordered, as TCP never reorders them. (Scheduling each chunk on its
+   * own timer did reorder them at the end of a latency fault, which scrambled Redis's replies.)
+   */
   private pipe(from: Socket, to: Socket): void {
+    const queue: Array<{ due: number; chunk: Buffer }> = [];
+    let timer: NodeJS.Timeout | undefined;
+    const drain = () => {
+      timer = undefined;
+      const now = Date.now();
+      while (queue.length > 0 && (queue[0] as { due: number }).due <= now) {
+        const { chunk } = queue.shift() as { chunk: Buffer };
+        if (!to.destroyed) to.write(chunk);
+      }
+      if (queue.length > 0) timer = setTimeout(drain, (queue[0] as { due: number }).due - now);
+    };
     from.on('data', (chunk: Buffer) => {
       if (this.mode === 'blackhole') return;
-      if (this.latencyMs > 0) setTimeout(() => to.destroyed || to.write(chunk), this.latencyMs);
-      else to.write(chunk);
+      if (this.latencyMs === 0 && queue.length === 0) {
+        to.write(chunk);
+        return;
+      }
+      const last = queue.at(-1)?.due ?? 0;
+      queue.push({ due: Math.max(Date.now() + this.latencyMs, last), chunk });
+      timer ??= setTimeout(drain, Math.max(0, (queue[0] as { due: number }).due - Date.now()));
+    });
+    from.on('close', () => {
+      if (timer) clearTimeout(timer);
+      queue.length = 0;
     });
   }
 }
