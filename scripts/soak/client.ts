@@ -42,7 +42,8 @@ export async function call(
     } catch {
       body = undefined;
     }
-    const code = (body as { error?: { code?: string } } | undefined)?.error?.code;
+    const error = (body as { error?: { code?: string; message?: string } } | undefined)?.error;
+    const code = error?.code;
     ctx.history.write({
       k: 'req',
       ...base,
@@ -51,6 +52,8 @@ export async function call(
       status: res.status,
       retryAfter: res.headers.get('retry-after'),
       ...(code ? { code } : {}),
+      // What a 4xx/5xx said, to chase it (an error envelope never carries a secret).
+      ...(res.status >= 400 && error?.message ? { message: JSON.stringify(error).slice(0, 300) } : {}),
     });
     return { status: res.status, body };
   } catch (err) {

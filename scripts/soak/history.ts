@@ -63,6 +63,8 @@ export interface RequestRecord {
   error?: string;
   retryAfter?: string | null;
   code?: string;
+  /** A 4xx or 5xx answer's error envelope (shortened). */
+  message?: string;
   account?: string;
   tier?: 'free' | 'pro';
 }
