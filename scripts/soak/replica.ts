@@ -1,3 +1,4 @@
+import { createWriteStream } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { type ServiceProcess, startService } from '@fcd/testing';
 import type { HistoryWriter } from './history';
@@ -23,6 +24,8 @@ export class Replica {
     private readonly history: HistoryWriter,
     /** Called when the replica is ready (put it back in its Service) or gone (take it out). */
     private readonly onReady: (ready: boolean) => void = () => undefined,
+    /** Where its output goes (appended across restarts), to chase a counter-example. */
+    private readonly logFile?: string,
   ) {}
 
   get process(): ServiceProcess | undefined {
@@ -38,6 +41,14 @@ export class Replica {
     const sp = await startService(this.service, this.env, { readyTimeoutMs: 90_000 });
     this.current = sp;
     this.history.write({ k: 'proc', t: Date.now(), name: this.name, event: 'start', pid: sp.proc.pid });
+    if (this.logFile) {
+      // Every line the process writes from now on (what it wrote before being ready is in sp.output).
+      const out = createWriteStream(this.logFile, { flags: 'a' });
+      out.write(`${sp.output.join('\n')}\n`);
+      sp.proc.stdout?.pipe(out, { end: false });
+      sp.proc.stderr?.pipe(out, { end: false });
+      sp.proc.once('exit', () => out.end());
+    }
     sp.proc.once('exit', (code, signal) => {
       this.history.write({ k: 'proc', t: Date.now(), name: this.name, event: 'exit', code, signal });
       this.onReady(false);

@@ -2,10 +2,10 @@
 // The seeded fault soak (docs/soak.md): `npm run soak -- --minutes N --seed S [--redis cluster]`.
 // The whole system on private backends, the workload and the nemesis at once for N minutes, then
 // the checker reads the history and the databases against the system's promises. Writes
-// .run/soak/<seed>-<redis>/{history.jsonl,snapshot.json,report.json,summary.md}; exits 1 on any
+// .run/soak/<seed>-<redis>/{history.jsonl,snapshot.json,report.json,summary.md,logs/}; exits 1 on any
 // violation. `--check <dir>` runs the checker again on a run's history and snapshot (after a fix
 // to the checker, or to read a counter-example again) without running anything.
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { repoRoot } from '@fcd/testing';
@@ -168,7 +168,9 @@ async function main(): Promise<number> {
   const receivers = new Receivers(cert, history, seededRandom(seed ^ 0x5eed));
   await receivers.start();
   log(`starting the topology (redis ${redis})`);
-  const topology = await startTopology({ redis, history, caFile: cert.caFile });
+  await rm(join(out, 'logs'), { recursive: true, force: true });
+  await mkdir(join(out, 'logs'), { recursive: true });
+  const topology = await startTopology({ redis, history, caFile: cert.caFile, logDir: join(out, 'logs') });
   const run: Run = { out, seed, minutes, redis, history, receivers, topology };
   try {
     return await finish(run, await play(run));

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { join } from 'node:path';
 import {
   FaultProxy,
   freePort,
@@ -35,6 +36,8 @@ export interface TopologyOptions {
   history: HistoryWriter;
   /** The receivers' CA (NODE_EXTRA_CA_CERTS of the dispatchers). */
   caFile: string;
+  /** A directory for each replica's log (`<name>.log`); none: logs are kept in memory only. */
+  logDir?: string;
 }
 
 export interface Topology {
@@ -124,14 +127,21 @@ async function serviceReplicas(
   env: Record<string, string>,
   portVar: 'PORT' | 'GRPC_PORT',
   history: HistoryWriter,
+  logDir?: string,
 ): Promise<{ replicas: Replica[]; balancer: TcpBalancer }> {
   const balancer = await TcpBalancer.start([]);
   const replicas: Replica[] = [];
   for (let i = 1; i <= REPLICAS[service]; i++) {
     const port = await freePort();
     const own: Record<string, string> = portVar === 'PORT' ? { PORT: String(port) } : { PORT: '0', GRPC_PORT: String(port) };
-    const replica = new Replica(`${service}-${i}`, service, { ...env, ...own }, history, (ready) =>
-      ready ? balancer.add(port) : balancer.remove(port),
+    const name = `${service}-${i}`;
+    const replica = new Replica(
+      name,
+      service,
+      { ...env, ...own },
+      history,
+      (ready) => (ready ? balancer.add(port) : balancer.remove(port)),
+      logDir ? join(logDir, `${name}.log`) : undefined,
     );
     // One at a time: the first replica runs the migrations.
     await replica.start();
@@ -148,7 +158,7 @@ export async function startTopology(options: TopologyOptions): Promise<Topology>
   const ports = { usageGrpc: 0, facility: 0, webhook: 0 };
   const add = async (service: keyof typeof REPLICAS, portVar: 'PORT' | 'GRPC_PORT' = 'PORT') => {
     const env = serviceEnvs(b, ports, options.caFile, key)[service];
-    const started = await serviceReplicas(service, env, portVar, options.history);
+    const started = await serviceReplicas(service, env, portVar, options.history, options.logDir);
     balancers.push(started.balancer);
     replicas.push(...started.replicas);
     return started.balancer;
