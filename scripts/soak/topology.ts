@@ -40,13 +40,17 @@ export interface TopologyOptions {
   logDir?: string;
 }
 
-export interface Topology {
+/** The private backends, and the fault proxies in front of them. */
+interface Backends {
   pg: PrivatePostgres;
   pgProxy: FaultProxy;
   redis?: PrivateRedis;
   redisProxy?: FaultProxy;
   redisCluster?: PrivateRedisCluster;
   nats: PrivateNatsCluster;
+}
+
+export interface Topology extends Backends {
   usageProxy: FaultProxy;
   /** The ingress: clients' URL of the gateways. */
   gatewayUrl: string;
@@ -56,15 +60,6 @@ export interface Topology {
   /** The database as the harness reads it (no proxy). */
   directUrl: string;
   stop(): Promise<void>;
-}
-
-interface Backends {
-  pg: PrivatePostgres;
-  pgProxy: FaultProxy;
-  redis?: PrivateRedis;
-  redisProxy?: FaultProxy;
-  redisCluster?: PrivateRedisCluster;
-  nats: PrivateNatsCluster;
 }
 
 async function startBackends(redis: 'single' | 'cluster'): Promise<Backends> {
