@@ -1,3 +1,5 @@
+export { pick } from './schedule';
+
 import type { HistoryWriter, RequestRecord } from './history';
 import type { Receivers } from './receivers';
 
@@ -19,10 +21,6 @@ export interface WorkloadContext {
   history: HistoryWriter;
   receivers: Receivers;
   random: () => number;
-}
-
-export function pick<T>(random: () => number, items: readonly T[]): T {
-  return items[Math.floor(random() * items.length)] as T;
 }
 
 /** One HTTP call, recorded with its outcome (never throws). */

@@ -1,26 +1,6 @@
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import type { HistoryWriter, ReceiptRecord } from './history';
-
-/** A self-signed certificate for 127.0.0.1, made with the openssl CLI (the dispatchers trust it). */
-export function receiverCertificate(): { caFile: string; cert: string; key: string } {
-  const dir = mkdtempSync(join(tmpdir(), 'fcd-soak-cert-'));
-  const caFile = join(dir, 'cert.pem');
-  const keyFile = join(dir, 'key.pem');
-  execFileSync(
-    'openssl',
-    [
-      ...['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', keyFile, '-out', caFile, '-days', '2'],
-      ...['-subj', '/CN=localhost', '-addext', 'subjectAltName=DNS:localhost,IP:127.0.0.1'],
-    ],
-    { stdio: 'ignore' },
-  );
-  return { caFile, cert: readFileSync(caFile, 'utf8'), key: readFileSync(keyFile, 'utf8') };
-}
 
 /** How a receiver answers: mostly 2xx; sometimes 500, 429 with Retry-After, a hang past the dispatcher's timeout, or slowly. */
 type Answer = { status: number; delayMs: number; headers?: Record<string, string> } | 'hang';

@@ -5,15 +5,16 @@
 // .run/soak/<seed>-<redis>/{history.jsonl,snapshot.json,report.json,summary.md,logs/}; exits 1 on any
 // violation. `--check <dir>` runs the checker again on a run's history and snapshot (after a fix
 // to the checker, or to read a counter-example again) without running anything.
+import { readFileSync } from 'node:fs';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { repoRoot } from '@fcd/testing';
+import { repoRoot, TestCertificates } from '@fcd/testing';
 import { parse } from 'yaml';
 import { check } from './checker';
 import { HistoryWriter, readHistory, type Snapshot, type SoakMeta } from './history';
 import { Nemesis } from './nemesis';
-import { Receivers, receiverCertificate } from './receivers';
+import { Receivers } from './receivers';
 import { planFaults, seededRandom } from './schedule';
 import { takeSnapshot, waitForDrain } from './snapshot';
 import { renderSummary } from './summary';
@@ -164,7 +165,9 @@ async function main(): Promise<number> {
   const out = join(repoRoot, '.run/soak', `${seed}-${redis}`);
   await mkdir(out, { recursive: true });
   const history = new HistoryWriter(join(out, 'history.jsonl'));
-  const cert = receiverCertificate();
+  // A self-signed certificate for 127.0.0.1 that is its own CA (the dispatchers trust it).
+  const tls = new TestCertificates();
+  const cert = { cert: readFileSync(tls.certFile, 'utf8'), key: readFileSync(tls.keyFile, 'utf8'), caFile: tls.caFile };
   const receivers = new Receivers(cert, history, seededRandom(seed ^ 0x5eed));
   await receivers.start();
   log(`starting the topology (redis ${redis})`);

@@ -60,7 +60,8 @@ function links(redis: 'single' | 'cluster'): string[] {
   return redis === 'single' ? ['link:postgres', 'link:redis', 'link:usage'] : ['link:postgres', 'link:usage'];
 }
 
-function pick<T>(random: () => number, items: readonly T[]): T {
+/** One of the items, drawn with `random`. */
+export function pick<T>(random: () => number, items: readonly T[]): T {
   return items[Math.floor(random() * items.length)] as T;
 }
 
