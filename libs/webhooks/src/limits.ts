@@ -63,7 +63,8 @@ export function nextStartAt(rate: number, allowance: RateAllowance, taken: numbe
  * clock's now; what the receiver sees is that time plus the delay to the start (the claim's
  * round trips, the local queueing before the send) plus the start→arrival latency. Only the
  * spread of those delays can crowd a one-second window, so half of the margin bounds the first
- * (measured, and enforced: a later start is given back unsent), the other half is left to the
+ * (measured, and enforced: a later start is given back unsent — checked before the send and again
+ * once its connection is up, just before the request is written), the other half is left to the
  * second. Measured from just before the claim's statements were sent, it is an upper bound of the
  * time since the database read its clock.
  */

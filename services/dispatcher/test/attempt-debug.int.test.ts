@@ -34,6 +34,9 @@ const EXACT = 'e'.repeat(4096);
 let cert: ReturnType<typeof testCertificate>;
 let server: Server;
 let port = 0;
+/** The paths of the requests the receiver got, and the TLS connections it accepted. */
+const received: string[] = [];
+let connections = 0;
 
 /** What the receiver answers per path. */
 function answer(path: string, res: import('node:http').ServerResponse): void {
@@ -83,8 +86,12 @@ const SENT_HEADERS = {
 beforeAll(async () => {
   cert = testCertificate(['receiver.test']);
   server = createServer({ cert: cert.cert, key: cert.key }, (req, res) => {
+    received.push(req.url ?? '/');
     req.resume();
     req.on('end', () => answer(req.url ?? '/', res));
+  });
+  server.on('secureConnection', () => {
+    connections++;
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   port = (server.address() as { port: number }).port;
@@ -137,6 +144,29 @@ describe('the sender keeps what the delivery log shows', () => {
         connectionReused: true,
       });
       expect(second.timings.firstByteMs as number).toBeGreaterThanOrEqual(0);
+    } finally {
+      await sender.close();
+    }
+  });
+
+  it('a start gate closed when the connection is up: nothing is written (late_start), and the connection serves the next send', async () => {
+    const sender = newSender(1);
+    const path = `/gate-${randomUUID()}`;
+    const connectionsBefore = connections;
+    let asked = 0;
+    try {
+      const stopped = await sender.send(`https://127.0.0.1:${port}${path}`, '{}', SENT_HEADERS, () => {
+        asked++;
+        return false;
+      });
+      expect(stopped).toMatchObject({ status: null, success: false, kind: 'late_start', permanent: false, responseBody: null });
+      expect(asked).toBe(1);
+      const sent = await sender.send(`https://127.0.0.1:${port}${path}`, '{}', SENT_HEADERS, () => true);
+      expect(sent).toMatchObject({ status: 200, success: true, kind: null });
+      // The gate was asked with the connection up (one TLS connection, made for the first send and kept).
+      expect(sent.timings.connectionReused).toBe(true);
+      expect(connections - connectionsBefore).toBe(1);
+      expect(received.filter((p) => p === path)).toEqual([path]);
     } finally {
       await sender.close();
     }

@@ -1,6 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import { parseWebhookUrl, type Resolver, safeLookup } from '@fcd/webhooks';
-import { Agent, request } from 'undici';
+import { Agent, type Dispatcher, request } from 'undici';
 import { type AttemptTimings, NO_TIMINGS, type TimingProbe, timedConnector, timingInterceptor, timingsOf } from './timing';
 
 /**
@@ -21,7 +21,44 @@ const MAX_RESPONSE_HEADER_BYTES = 8192;
 /** The response body kept for the log (and read at most, plus one byte to know it was cut). */
 const MAX_RESPONSE_BODY_BYTES = 4096;
 
-type FailureKind = 'http_status' | 'timeout' | 'connect_timeout' | 'blocked' | 'dns' | 'tls' | 'connection' | 'invalid_url';
+type FailureKind =
+  | 'http_status'
+  | 'timeout'
+  | 'connect_timeout'
+  | 'blocked'
+  | 'dns'
+  | 'tls'
+  | 'connection'
+  | 'invalid_url'
+  /** Not sent: `mayStart` said no when the request was about to be written (nothing reached the receiver). */
+  | 'late_start';
+
+/** Thrown by the start gate: the request is not written; its connection stays in the pool. */
+class LateStartError extends Error {
+  readonly code = 'FCD_LATE_START';
+}
+
+/**
+ * An interceptor that asks `mayStart` at the last moment before the request is written on its
+ * socket (undici's `onRequestStart`: the connection is up, DNS, TCP and TLS done). Throwing there
+ * fails the request without writing it and without destroying the socket, which goes back to the
+ * pool for the next request.
+ */
+function startGate(mayStart: () => boolean): Dispatcher.DispatcherComposeInterceptor {
+  return (dispatch) => (opts, handler) =>
+    dispatch(opts, {
+      onRequestStart(controller, context) {
+        if (!mayStart()) throw new LateStartError('start gate closed');
+        handler.onRequestStart?.(controller, context);
+      },
+      onRequestUpgrade: (controller, statusCode, headers, socket) => handler.onRequestUpgrade?.(controller, statusCode, headers, socket),
+      onResponseStart: (controller, statusCode, headers, statusMessage) =>
+        handler.onResponseStart?.(controller, statusCode, headers, statusMessage),
+      onResponseData: (controller, chunk) => handler.onResponseData?.(controller, chunk),
+      onResponseEnd: (controller, trailers) => handler.onResponseEnd?.(controller, trailers),
+      onResponseError: (controller, error) => handler.onResponseError?.(controller, error),
+    });
+}
 
 export interface SendResult {
   status: number | null;
@@ -152,7 +189,12 @@ export class Sender {
     });
   }
 
-  async send(url: string, body: string, headers: Record<string, string>): Promise<SendResult> {
+  /**
+   * `mayStart`, when given, is asked once the connection is ready, just before the request is
+   * written: false → not sent (kind `late_start`), so a slow new connection (TCP and TLS under
+   * load) counts towards a rate-limited delivery's start bound.
+   */
+  async send(url: string, body: string, headers: Record<string, string>, mayStart?: () => boolean): Promise<SendResult> {
     const started = performance.now();
     const probe: TimingProbe = {};
     const done = (
@@ -186,7 +228,10 @@ export class Sender {
         method: 'POST',
         body,
         headers,
-        dispatcher: this.agent.compose(timingInterceptor(probe)),
+        // The gate first: a request it stops is never noted as written on its socket.
+        dispatcher: mayStart
+          ? this.agent.compose(startGate(mayStart), timingInterceptor(probe))
+          : this.agent.compose(timingInterceptor(probe)),
         signal: controller.signal,
       });
       // The first maxResponseBytes are kept; one byte more says the body was cut, and the rest is not read.
@@ -221,6 +266,8 @@ export class Sender {
         responseBodyTruncated: truncated,
       });
     } catch (err) {
+      if (err instanceof LateStartError)
+        return done({ status: null, success: false, kind: 'late_start', error: 'not sent: started too late' });
       return done({ status: null, success: false, ...classify(err, timedOut) });
     } finally {
       clearTimeout(timer);

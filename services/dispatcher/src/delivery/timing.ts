@@ -19,7 +19,8 @@ import { buildConnector, type Dispatcher } from 'undici';
  * - First byte is the time from the request being written to its response
  *   head arriving (the handler's `onResponseStart`).
  *
- * A request sent on a kept-alive connection made no DNS, connect or TLS step:
+ * A request sent on a kept-alive connection (or on one begun before it was dispatched, for a request
+ * that was then stopped unwritten) made no DNS, connect or TLS step:
  * those are null and `connectionReused` is true. A phase that did not finish
  * (a DNS failure, a refused connection) is null as well.
  */
@@ -45,6 +46,8 @@ interface ConnectionTiming {
 
 /** What one attempt learns while undici sends it. */
 export interface TimingProbe {
+  /** When the request was handed to undici. */
+  dispatchedAt?: number;
   connection?: ConnectionTiming;
   /** This request was the n-th on its connection. */
   requestNumber?: number;
@@ -97,8 +100,9 @@ export function timedConnector(options: buildConnector.BuildOptions): buildConne
 
 /** A dispatcher interceptor that fills `probe` for the one request sent through it. */
 export function timingInterceptor(probe: TimingProbe): Dispatcher.DispatcherComposeInterceptor {
-  return (dispatch) => (opts, handler) =>
-    dispatch(opts, {
+  return (dispatch) => (opts, handler) => {
+    probe.dispatchedAt = performance.now();
+    return dispatch(opts, {
       onRequestStart(controller, context) {
         probe.requestAt = performance.now();
         writing = probe;
@@ -121,6 +125,7 @@ export function timingInterceptor(probe: TimingProbe): Dispatcher.DispatcherComp
         handler.onResponseError?.(controller, error);
       },
     });
+  };
 }
 
 const ms = (from: number | null | undefined, to: number | null | undefined): number | null =>
@@ -131,7 +136,11 @@ export function timingsOf(probe: TimingProbe): AttemptTimings {
   const c = probe.connection;
   const firstByteMs = ms(probe.requestAt, probe.firstByteAt);
   if (!c) return { ...NO_TIMINGS, firstByteMs };
-  if ((probe.requestNumber ?? 1) > 1) return { dnsMs: null, connectMs: null, tlsMs: null, firstByteMs, connectionReused: true };
+  // Reused: not its connection's first request, or a connection begun before this request was
+  // dispatched (for one that was stopped unwritten, ./sender.ts's start gate).
+  const begunBefore = probe.dispatchedAt !== undefined && c.startedAt < probe.dispatchedAt;
+  if ((probe.requestNumber ?? 1) > 1 || begunBefore)
+    return { dnsMs: null, connectMs: null, tlsMs: null, firstByteMs, connectionReused: true };
   // An IP-literal host is not looked up (no `lookup` event): DNS took no time.
   const dnsEnd = c.lookupAt ?? (c.connectAt !== null ? c.startedAt : null);
   return {

@@ -1,10 +1,11 @@
 import { ManualClock } from '@fcd/service-kit';
 import { type ClaimedDelivery, type ClaimRef, generateSecret, type RecordOutcome, startDeadline } from '@fcd/webhooks';
 import { describe, expect, it } from 'vitest';
+import { eventCreatedAt } from '../domain/envelope';
 import { createDispatcherMetrics } from '../metrics';
 import type { SendResult } from './sender';
 import { NO_TIMINGS } from './timing';
-import { DeliveryWorker, eventCreatedAt } from './worker';
+import { DeliveryWorker } from './worker';
 
 const HOUR_MS = 3_600_000;
 const silent = { info: () => undefined, warn: () => undefined, error: () => undefined, debug: () => undefined };
@@ -102,10 +103,11 @@ describe('DeliveryWorker: the start bound of rate-limited deliveries', () => {
 
   /**
    * One claim of `make(issuedAt)`'s deliveries; `claimMs` passes on the clock while the claim is
-   * out, `admitMs` while they are admitted (the local queueing before the send). Resolves once
-   * every delivery was sent or given back and the worker stopped.
+   * out, `admitMs` while they are admitted (the local queueing before the send), `connectMs` while
+   * the sender's connection comes up (before it asks its start gate). Resolves once every delivery
+   * was sent or given back and the worker stopped.
    */
-  async function runOnce(make: (issuedAt: number) => ClaimedDelivery[], claimMs: number, admitMs: number) {
+  async function runOnce(make: (issuedAt: number) => ClaimedDelivery[], claimMs: number, admitMs: number, connectMs = 0) {
     const clock = new ManualClock(T);
     const metrics = createDispatcherMetrics();
     const sent: string[] = [];
@@ -145,7 +147,9 @@ describe('DeliveryWorker: the start bound of rate-limited deliveries', () => {
     const worker = new DeliveryWorker({
       store: store as never,
       sender: {
-        send: async (_url: string, _body: string, headers: Record<string, string>) => {
+        send: async (_url: string, _body: string, headers: Record<string, string>, mayStart?: () => boolean) => {
+          clock.advance(connectMs);
+          if (mayStart && !mayStart()) return { ...ok(headers), status: null, success: false, kind: 'late_start' };
           sent.push(headers['x-service-delivery-id'] as string);
           check();
           return ok(headers);
@@ -197,6 +201,22 @@ describe('DeliveryWorker: the start bound of rate-limited deliveries', () => {
     // Both in one statement.
     expect(r.released.map((x) => x.claims.map((c) => c.id).sort())).toEqual([['dlv_a', 'dlv_b']]);
     expect(r.late).toBe(2);
+  }, 5000);
+
+  it('the bound counts the connection too: a send whose connection comes up past it is stopped at the gate and given back', async () => {
+    // Claimed in 10 ms, admitted in 10: on time before the send; the connection's 35 ms end past the 50 ms of a 5/s subscription.
+    const r = await runOnce((at) => [delivery('dlv_rate', startDeadline(5, at)), delivery('dlv_free', null)], 10, 10, 35);
+    expect(r.sent).toEqual(['dlv_free']);
+    expect(r.recorded).toEqual(['dlv_free']);
+    expect(r.released.map((x) => x.claims.map((c) => c.id))).toEqual([['dlv_rate']]);
+    expect(r.late).toBe(1);
+  }, 5000);
+
+  it('a connection that comes up exactly at the bound is on time', async () => {
+    const r = await runOnce((at) => [delivery('dlv_edge', startDeadline(5, at))], 10, 10, 30);
+    expect(r.sent).toEqual(['dlv_edge']);
+    expect(r.released).toEqual([]);
+    expect(r.late).toBe(0);
   }, 5000);
 
   it('a start exactly at the bound is on time', async () => {

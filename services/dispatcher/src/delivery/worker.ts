@@ -11,12 +11,14 @@ import {
   WakeableSleep,
 } from '@fcd/service-kit';
 import { type ClaimedDelivery, type ClaimRef, type DeliveryStore, startsTooLate } from '@fcd/webhooks';
+import { eventCreatedAt } from '../domain/envelope';
 import { deliveryHeaders } from '../domain/headers';
 import { decideAfterAttempt, type RetryOptions } from '../domain/retry';
 import type { DispatcherMetrics } from '../metrics';
 import { Batcher } from './batcher';
 import { AttemptRecorder } from './recorder';
 import type { Sender } from './sender';
+import { StartGates } from './start-gate';
 
 export interface WorkerOptions {
   store: DeliveryStore;
@@ -50,21 +52,6 @@ const CLAIM_GATHER_MS = 2;
 const tracer = trace.getTracer('@fcd/dispatcher');
 
 /**
- * The event's created_at, for the commit-to-attempt metric. The envelope's keys come in the
- * contract's order (id, type, created_at, data), so it is read from the body's start rather than
- * by parsing every body in full; a body in another shape is parsed.
- */
-export function eventCreatedAt(body: string): number | undefined {
-  const head = /^\{"id":"[^"]*","type":"[^"]*","created_at":"([^"]{1,40})"/.exec(body);
-  try {
-    const t = Date.parse(head?.[1] ?? (JSON.parse(body) as { created_at?: string }).created_at ?? '');
-    return Number.isNaN(t) ? undefined : t;
-  } catch {
-    return undefined;
-  }
-}
-
-/**
  * The sending loop: claims due deliveries (FOR UPDATE SKIP LOCKED, leased) to
  * fill every free slot in one statement, sends each, records the attempts and
  * their next steps in batches (AttemptRecorder: one transaction for the
@@ -86,6 +73,8 @@ export class DeliveryWorker {
   private readonly recorder: AttemptRecorder;
   /** Claims given back unsent (a rate-limited start too late): those of one turn in one statement. */
   private readonly giveBacks: Batcher<ClaimRef, void>;
+  /** The start bound checked again where each rate-limited request is written (./start-gate.ts). */
+  private readonly gates = new StartGates();
   private stopping = false;
   private loop: Promise<void> | undefined;
   /**
@@ -243,8 +232,9 @@ export class DeliveryWorker {
 
   /**
    * Sends; resolves once sent, with the recording of the attempt (which never rejects). A
-   * rate-limited delivery whose send would start past its `startBy` is not sent: its claim is
-   * given back (`giveBack`), which stands in for the recording (not a success: its lease keeps
+   * rate-limited delivery whose send would start past its `startBy` — checked before the send,
+   * and again by the sender once its connection is up (./start-gate.ts) — is not sent: its claim
+   * is given back (`giveBack`), which stands in for the recording (not a success: its lease keeps
    * its place under max_in_flight until given back).
    */
   private async attemptTraced(d: ClaimedDelivery, span: Span): Promise<{ recorded: Promise<void>; success: boolean }> {
@@ -265,11 +255,22 @@ export class DeliveryWorker {
       span.setAttribute('fcd.delivery.result', 'late_start');
       return { recorded: this.giveBack(d), success: false };
     }
+    const result = await this.o.sender.send(
+      d.url,
+      d.body,
+      headers,
+      this.gates.gate(d.subscriptionId, d.startBy, () => clock.now()),
+    );
+    this.gates.settled(d.subscriptionId, result.kind === 'late_start');
+    if (result.kind === 'late_start') {
+      // Its connection took the time (a new one, under load): stopped before anything was written.
+      span.setAttribute('fcd.delivery.result', 'late_start');
+      return { recorded: this.giveBack(d), success: false };
+    }
     if (d.attempt === 1 && !d.manual && metrics) {
       const created = eventCreatedAt(d.body);
       if (created !== undefined) metrics.eventToFirstAttempt.observe(Math.max(0, startedAt - created) / 1000);
     }
-    const result = await this.o.sender.send(d.url, d.body, headers);
     span.setAttribute('fcd.delivery.result', result.kind ?? 'success');
     if (result.status !== null) span.setAttribute('http.response.status_code', result.status);
     if (!result.success) span.setStatus({ code: SpanStatusCode.ERROR, message: result.kind ?? 'failed' });

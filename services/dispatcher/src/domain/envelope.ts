@@ -27,3 +27,18 @@ export function parseEvent(body: string): ParsedEvent {
     createdAt: Number.isNaN(createdAt) ? 0 : createdAt,
   };
 }
+
+/**
+ * The event's created_at, for the commit-to-attempt metric. The envelope's keys come in the
+ * contract's order (id, type, created_at, data), so it is read from the body's start rather than
+ * by parsing every body in full; a body in another shape is parsed.
+ */
+export function eventCreatedAt(body: string): number | undefined {
+  const head = /^\{"id":"[^"]*","type":"[^"]*","created_at":"([^"]{1,40})"/.exec(body);
+  try {
+    const t = Date.parse(head?.[1] ?? (JSON.parse(body) as { created_at?: string }).created_at ?? '');
+    return Number.isNaN(t) ? undefined : t;
+  } catch {
+    return undefined;
+  }
+}
