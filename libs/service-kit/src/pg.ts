@@ -298,18 +298,44 @@ export async function migrate(pool: pg.Pool, schema: string, migrations: Migrati
   return applied;
 }
 
-const UNAVAILABLE_SQLSTATE = /^(08|53|57P0[1-3])/;
+/**
+ * SQLSTATEs of a database that cannot serve now, where a retry later may succeed: connection
+ * exceptions (class 08), insufficient resources (53), an administrator's or a crash's shutdown and
+ * "cannot connect now" (57P01–57P03), a statement cancelled (57014: a statement timeout, or a
+ * pooler or failover cancelling it), and the transaction conflicts Postgres itself says to retry
+ * (40001 serialization failure, 40P01 deadlock).
+ */
+const UNAVAILABLE_SQLSTATE = /^(08...|53...|57P0[1-3]|57014|40001|40P01)$/;
+/** Node's socket and DNS errors (the driver passes them on as they are). */
+const UNAVAILABLE_NODE_CODE = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'EPIPE',
+  'ETIMEDOUT',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EADDRNOTAVAIL',
+]);
 const UNAVAILABLE_MESSAGE =
-  /timeout|ECONNREFUSED|ECONNRESET|ENOTFOUND|EHOSTUNREACH|Connection terminated|connection.*closed|Client has encountered a connection error/i;
+  /timeout|timed out|ECONNREFUSED|ECONNRESET|ENOTFOUND|EHOSTUNREACH|Connection terminated|connection.*closed|Client has encountered a connection error|not queryable|terminating connection/i;
 /** Values Postgres cannot store in text (NUL bytes, bad encodings): the client's input, not a bug. */
 const BAD_INPUT_SQLSTATE = new Set(['22021', '22P05']);
 
-/** True when a Postgres error means "the database is unreachable or overloaded", not a bug. */
-export function isDatabaseUnavailable(err: unknown): boolean {
-  if (err === null || typeof err !== 'object' || err instanceof AppError) return false;
-  const e = err as { code?: unknown; message?: unknown };
-  if (typeof e.code === 'string' && UNAVAILABLE_SQLSTATE.test(e.code)) return true;
-  return typeof e.message === 'string' && UNAVAILABLE_MESSAGE.test(e.message);
+/**
+ * True when an error means "the database is unreachable, overloaded or asks for a retry", not a
+ * bug: by its SQLSTATE or Node error code, or by the driver's messages for a connection that
+ * ended. The causes an error wraps (`cause`, an AggregateError's `errors`, e.g. one per address
+ * of a host name) are looked at too.
+ */
+export function isDatabaseUnavailable(err: unknown, depth = 0): boolean {
+  if (err === null || typeof err !== 'object' || err instanceof AppError || depth > 4) return false;
+  const e = err as { code?: unknown; message?: unknown; cause?: unknown; errors?: unknown };
+  if (typeof e.code === 'string' && (UNAVAILABLE_SQLSTATE.test(e.code) || UNAVAILABLE_NODE_CODE.has(e.code))) return true;
+  if (typeof e.message === 'string' && UNAVAILABLE_MESSAGE.test(e.message)) return true;
+  if (isDatabaseUnavailable(e.cause, depth + 1)) return true;
+  return Array.isArray(e.errors) && e.errors.some((inner) => isDatabaseUnavailable(inner, depth + 1));
 }
 
 /**
