@@ -62,6 +62,9 @@ describe('the event list', () => {
     const cursor = cursorAfter(EVENT_LIST, { position: '1234567890123' });
     expect(cursor).toMatch(/^[A-Za-z0-9_-]+$/);
     expect(read(EVENT_LIST, cursor)).toBe('1234567890123');
+    // An event cursor is no cursor of another list.
+    expect(read(deliveryList<ListPosition>(position.id), cursor)).toBe('VALIDATION_ERROR');
+    expect(read(subscriptionList<ListPosition>('acct-a'), cursor)).toBe('VALIDATION_ERROR');
     const tag = tagOf(cursor);
     for (const bad of [
       '',
