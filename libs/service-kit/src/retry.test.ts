@@ -49,7 +49,7 @@ describe('withRetry', () => {
         isRetryable: retryable,
         initialDelayMs: 200,
         maxDelayMs: 400,
-        random: () => 0,
+        random: () => 0.999,
         onRetry: (i) => retries.push(i.attempt),
         ...t,
       },

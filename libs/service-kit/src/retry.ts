@@ -12,7 +12,10 @@ export interface RetryOptions {
   maxDelayMs?: number;
   clock?: Clock;
   sleep?: (ms: number) => Promise<void>;
-  /** In [0, 1): spreads each backoff over its upper half ("equal jitter", `Backoff` with jitter 0.5). */
+  /**
+   * In [0, 1): spreads each backoff over its upper half ("equal jitter", `Backoff` with jitter 0.5),
+   * rising with the draw: 0 waits half the backoff, towards 1 the whole of it (as before `Backoff`).
+   */
   random?: () => number;
   /** Called before each wait (log a line there). */
   onRetry?: (info: { err: unknown; attempt: number; delayMs: number; elapsedMs: number }) => void;
@@ -39,11 +42,13 @@ export class RetryExhaustedError extends Error {
 export async function withRetry<T>(fn: () => Promise<T>, o: RetryOptions): Promise<T> {
   const clock = o.clock ?? systemClock;
   const sleep = o.sleep ?? ((ms: number) => delay(ms));
+  const draw = o.random;
   const backoff = new Backoff({
     initialMs: o.initialDelayMs ?? 200,
     maxMs: o.maxDelayMs ?? 5000,
     jitter: 0.5,
-    ...(o.random ? { random: o.random } : {}),
+    // `Backoff` falls with its draw; this option's contract rises with it.
+    ...(draw ? { random: () => 1 - draw() } : {}),
   });
   let firstFailure: number | undefined;
   for (let attempt = 1; ; attempt++) {
