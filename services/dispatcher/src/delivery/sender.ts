@@ -1,6 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import { parseWebhookUrl, type Resolver, safeLookup } from '@fcd/webhooks';
-import { Agent, type Dispatcher, request } from 'undici';
+import { Agent, request } from 'undici';
 import { type AttemptTimings, NO_TIMINGS, type TimingProbe, timedConnector, timingInterceptor, timingsOf } from './timing';
 
 /**
@@ -38,26 +38,8 @@ class LateStartError extends Error {
   readonly code = 'FCD_LATE_START';
 }
 
-/**
- * An interceptor that asks `mayStart` at the last moment before the request is written on its
- * socket (undici's `onRequestStart`: the connection is up, DNS, TCP and TLS done). Throwing there
- * fails the request without writing it and without destroying the socket, which goes back to the
- * pool for the next request.
- */
-function startGate(mayStart: () => boolean): Dispatcher.DispatcherComposeInterceptor {
-  return (dispatch) => (opts, handler) =>
-    dispatch(opts, {
-      onRequestStart(controller, context) {
-        if (!mayStart()) throw new LateStartError('start gate closed');
-        handler.onRequestStart?.(controller, context);
-      },
-      onRequestUpgrade: (controller, statusCode, headers, socket) => handler.onRequestUpgrade?.(controller, statusCode, headers, socket),
-      onResponseStart: (controller, statusCode, headers, statusMessage) =>
-        handler.onResponseStart?.(controller, statusCode, headers, statusMessage),
-      onResponseData: (controller, chunk) => handler.onResponseData?.(controller, chunk),
-      onResponseEnd: (controller, trailers) => handler.onResponseEnd?.(controller, trailers),
-      onResponseError: (controller, error) => handler.onResponseError?.(controller, error),
-    });
+function gateOrThrow(mayStart: () => boolean): void {
+  if (!mayStart()) throw new LateStartError('start gate closed');
 }
 
 export interface SendResult {
@@ -228,10 +210,9 @@ export class Sender {
         method: 'POST',
         body,
         headers,
-        // The gate first: a request it stops is never noted as written on its socket.
-        dispatcher: mayStart
-          ? this.agent.compose(startGate(mayStart), timingInterceptor(probe))
-          : this.agent.compose(timingInterceptor(probe)),
+        // Asked in undici's onRequestStart (connection up, nothing written yet): throwing there fails
+        // the request unwritten and leaves the socket in the pool for the next request.
+        dispatcher: this.agent.compose(timingInterceptor(probe, mayStart && (() => gateOrThrow(mayStart)))),
         signal: controller.signal,
       });
       // The first maxResponseBytes are kept; one byte more says the body was cut, and the rest is not read.

@@ -98,12 +98,17 @@ export function timedConnector(options: buildConnector.BuildOptions): buildConne
   };
 }
 
-/** A dispatcher interceptor that fills `probe` for the one request sent through it. */
-export function timingInterceptor(probe: TimingProbe): Dispatcher.DispatcherComposeInterceptor {
+/**
+ * A dispatcher interceptor that fills `probe` for the one request sent through it. `beforeWrite`,
+ * when given, runs first in `onRequestStart` (the connection is up, nothing is written yet); if it
+ * throws, the request fails unwritten and is not noted as written on its socket.
+ */
+export function timingInterceptor(probe: TimingProbe, beforeWrite?: () => void): Dispatcher.DispatcherComposeInterceptor {
   return (dispatch) => (opts, handler) => {
     probe.dispatchedAt = performance.now();
     return dispatch(opts, {
       onRequestStart(controller, context) {
+        beforeWrite?.();
         probe.requestAt = performance.now();
         writing = probe;
         handler.onRequestStart?.(controller, context);
