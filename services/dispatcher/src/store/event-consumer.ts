@@ -6,6 +6,7 @@ import {
   extractTraceContext,
   type Logger,
   type NatsAuthOptions,
+  realTimer,
   SpanKind,
   SpanStatusCode,
   type TraceCarrier,
@@ -46,6 +47,8 @@ function traceCarrier(m: JsMsg): TraceCarrier | undefined {
   return tracestate ? { traceparent, tracestate } : { traceparent };
 }
 const ACK_WAIT_MS = 30_000;
+/** How long stop() lets the consume loop nak what it pulled but did not handle: a stuck NATS must not hang shutdown. */
+const STOP_DRAIN_MS = 3000;
 
 /**
  * The durable pull consumer of EVENTS, shared by every dispatcher replica
@@ -61,11 +64,15 @@ export class EventConsumer {
   private ready = false;
   private stopping = false;
   private loop: Promise<void> | undefined;
+  /** The current consume pass; stop() waits for it to nak what it holds before closing the connection. */
+  private consuming: Promise<void> | undefined;
   private stopCurrent: (() => void) | undefined;
   private pendingTimer: NodeJS.Timeout | undefined;
   private readonly handling = new Set<Promise<void>>();
   /** The wait between tries; woken at stop. */
   private readonly sleep = new WakeableSleep();
+  /** Ends the wait for a free handler (`waitForSlot`); called at stop. */
+  private wakeSlotWait: (() => void) | undefined;
 
   constructor(private readonly s: EventConsumerSettings) {
     this.session = new JetStreamSession({ ...s, name: `dispatcher-${s.consumer}`, pingIntervalMs: 5000, sleep: this.sleep });
@@ -107,7 +114,8 @@ export class EventConsumer {
         backoff.reset();
         warned = false;
         this.pollPending();
-        await this.consume();
+        this.consuming = this.consume();
+        await this.consuming;
       } catch (err) {
         this.ready = false;
         // Ensured again before the next consume: the consumer may be gone with its stream.
@@ -126,6 +134,8 @@ export class EventConsumer {
     const consumer = await js.consumers.get(this.s.stream, this.s.consumer);
     const messages = await consumer.consume({ max_messages: this.s.batch, expires: 5000, idle_heartbeat: 2000 });
     this.stopCurrent = () => messages.stop();
+    // Stopped while the consume call was in flight: the iterator still ends after what it holds.
+    if (this.stopping) messages.stop();
     void (async () => {
       for await (const st of messages.status()) {
         if (st.type === 'consumer_not_found' || st.type === 'consumer_deleted' || st.type === 'stream_not_found') {
@@ -135,14 +145,28 @@ export class EventConsumer {
         }
       }
     })().catch(() => undefined);
+    // After stop the iterator still yields what it had pulled, then ends (messages.stop() queues its
+    // end behind them). Those are naked without delay so another replica takes them now, not after
+    // the ack wait.
     for await (const m of messages) {
-      if (this.handling.size >= this.s.batch) await Promise.race(this.handling);
+      if (!this.stopping && this.handling.size >= this.s.batch) await this.waitForSlot();
+      if (this.stopping) {
+        m.nak();
+        continue;
+      }
       const p: Promise<void> = this.handleOne(m).finally(() => this.handling.delete(p));
       this.handling.add(p);
-      if (this.stopping) break;
     }
     await Promise.allSettled([...this.handling]);
     if (!this.stopping) throw new Error('consume ended');
+  }
+
+  /** Until a handler finishes, or stop (then the message waiting for it is naked, not handled). */
+  private waitForSlot(): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      this.wakeSlotWait = resolve;
+      Promise.race(this.handling).then(resolve, reject);
+    });
   }
 
   /** One message, traced as a CONSUMER span, child of the publisher's span carried in the headers. */
@@ -203,13 +227,24 @@ export class EventConsumer {
     await this.session.check();
   }
 
-  /** Stops fetching, finishes the messages in hand (acked), closes the connection. */
+  /**
+   * Stops fetching, finishes the messages in hand (acked), naks those pulled but not handed to a
+   * handler, closes the connection. No handler starts after `stopping` is set, so the set is whole.
+   */
   async stop(): Promise<void> {
     this.stopping = true;
+    this.wakeSlotWait?.();
     this.sleep.wake();
     clearInterval(this.pendingTimer);
     this.stopCurrent?.();
     await Promise.allSettled([...this.handling]);
+    // The naks are sent before the close, whose drain flushes them to the server.
+    let cancel: (() => void) | undefined;
+    const bound = new Promise<void>((resolve) => {
+      cancel = realTimer(STOP_DRAIN_MS, resolve);
+    });
+    await Promise.race([this.consuming?.catch(() => undefined), bound]);
+    cancel?.();
     await this.session.close();
     await this.loop?.catch(() => undefined);
   }
