@@ -1,6 +1,6 @@
 import { Writable } from 'node:stream';
 import Fastify from 'fastify';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { baseFastifyOptions, exceedsJsonDepth, installHttpConventions, MAX_JSON_DEPTH, MAX_PARAM_LENGTH } from './http';
 import { createLogger } from './logger';
 
@@ -161,5 +161,42 @@ describe('request loggers', () => {
     ]);
     expect(mine[0]).toMatchObject({ service: 'lazy-test', apiKey: '[redacted]', n: 1 });
     expect(mine[1]).toMatchObject({ service: 'lazy-test', extra: 'x' });
+  });
+
+  it('bind fields in a child without making a pino child until a line is logged', async () => {
+    const lines: Array<Record<string, unknown>> = [];
+    const destination = new Writable({
+      write(chunk, _enc, done) {
+        lines.push(JSON.parse(String(chunk)));
+        done();
+      },
+    });
+    const root = createLogger({ service: 'lazy-child', level: 'info', destination });
+    const logged = Fastify(baseFastifyOptions(root));
+    installHttpConventions(logged);
+    let made = 0;
+    logged.addHook('onRequest', async (request) => {
+      request.log = request.log.child({ account_id: 'acct_1' });
+    });
+    logged.get('/quiet', async () => ({ ok: true }));
+    logged.get('/loud', async (request) => {
+      request.log.child({ extra: 'x' }).info('bound twice');
+      return { ok: true };
+    });
+    await logged.ready();
+    // Counted from here: the app's own loggers are made at start-up.
+    const child = root.child.bind(root);
+    vi.spyOn(root, 'child').mockImplementation((...args) => {
+      made++;
+      return child(...args);
+    });
+    await logged.inject({ method: 'GET', url: '/quiet', headers: { 'x-request-id': 'req-quiet' } });
+    expect(made).toBe(0);
+    await logged.inject({ method: 'GET', url: '/loud', headers: { 'x-request-id': 'req-loud' } });
+    await logged.close();
+    expect(made).toBe(1);
+    const mine = lines.filter((l) => l.request_id !== undefined);
+    expect(mine).toHaveLength(1);
+    expect(mine[0]).toMatchObject({ request_id: 'req-loud', account_id: 'acct_1', extra: 'x', msg: 'bound twice' });
   });
 });

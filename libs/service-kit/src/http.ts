@@ -66,8 +66,14 @@ class LazyChildLogger {
     this.real().level = level;
   }
 
+  /**
+   * A child that is lazy too, its bindings merged into this one's, so a hook that binds a field to
+   * every request (the facility's account_id) makes no pino child until a line is logged.
+   */
   child(bindings: Bindings, options?: ChildLoggerOptions): FastifyBaseLogger {
-    return this.real().child(bindings, options);
+    if (this.made !== undefined) return this.made.child(bindings, options);
+    const merged = options === undefined ? this.options : { ...this.options, ...options };
+    return lazyChildLogger(this.parent, { ...this.bound, ...bindings }, merged);
   }
 }
 
