@@ -17,20 +17,29 @@ type RowOf<V> = { [K in keyof V]: K extends 'updated_at' | 'data_as_of' ? Date :
  */
 function rowMapper<S extends TObject>(schema: S): (row: RowOf<Static<S>>) => Static<S> {
   const fields = fieldNames(schema);
-  const timestamps = new Set(fields.filter((f) => (schema.properties[f] as { format?: string }).format === 'date-time'));
-  const groups = new Map(
-    fields.flatMap((f) => {
-      const p = schema.properties[f] as TObject;
-      return p.type === 'object' ? [[f, fieldNames(p)] as const] : [];
-    }),
-  );
-  const ordered = (keys: readonly string[], v: Record<string, unknown>) => Object.fromEntries(keys.map((k) => [k, v[k]]));
+  // What each field needs, decided once: copied, a Date made ISO 8601, or a group's keys put in
+  // order. Parallel arrays and plain loops: a read maps every row, so the mapper allocates only
+  // the objects it returns (no label lookups, no [key, value] pairs).
+  const kinds: Array<'copy' | 'timestamp' | readonly string[]> = fields.map((f) => {
+    const p = schema.properties[f] as TObject & { format?: string };
+    if (p.format === 'date-time') return 'timestamp';
+    return p.type === 'object' ? fieldNames(p) : 'copy';
+  });
   return (row) => {
     const r = row as Record<string, unknown>;
     const out: Record<string, unknown> = {};
-    for (const f of fields) {
-      const keys = groups.get(f);
-      out[f] = timestamps.has(f) ? (r[f] as Date).toISOString() : keys ? ordered(keys, r[f] as Record<string, unknown>) : r[f];
+    for (let i = 0; i < fields.length; i++) {
+      const f = fields[i] as string;
+      const kind = kinds[i];
+      const v = r[f];
+      if (kind === 'copy') out[f] = v;
+      else if (kind === 'timestamp') out[f] = (v as Date).toISOString();
+      else {
+        const group = v as Record<string, unknown>;
+        const ordered: Record<string, unknown> = {};
+        for (const k of kind as readonly string[]) ordered[k] = group[k];
+        out[f] = ordered;
+      }
     }
     return out as Static<S>;
   };
