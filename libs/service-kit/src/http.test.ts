@@ -131,15 +131,21 @@ describe('integer query parameters', () => {
   });
 });
 
+/** A log destination that keeps every line, parsed. */
+function capturedLines(): { lines: Array<Record<string, unknown>>; destination: Writable } {
+  const lines: Array<Record<string, unknown>> = [];
+  const destination = new Writable({
+    write(chunk, _enc, done) {
+      lines.push(JSON.parse(String(chunk)));
+      done();
+    },
+  });
+  return { lines, destination };
+}
+
 describe('request loggers', () => {
   it('write the same lines as a pino child bound to the request id, and redact as the root does', async () => {
-    const lines: Array<Record<string, unknown>> = [];
-    const destination = new Writable({
-      write(chunk, _enc, done) {
-        lines.push(JSON.parse(String(chunk)));
-        done();
-      },
-    });
+    const { lines, destination } = capturedLines();
     const logged = Fastify(baseFastifyOptions(createLogger({ service: 'lazy-test', level: 'info', destination })));
     installHttpConventions(logged);
     logged.get('/quiet', async () => ({ ok: true }));
@@ -164,13 +170,7 @@ describe('request loggers', () => {
   });
 
   it('bind fields in a child without making a pino child until a line is logged', async () => {
-    const lines: Array<Record<string, unknown>> = [];
-    const destination = new Writable({
-      write(chunk, _enc, done) {
-        lines.push(JSON.parse(String(chunk)));
-        done();
-      },
-    });
+    const { lines, destination } = capturedLines();
     const root = createLogger({ service: 'lazy-child', level: 'info', destination });
     const logged = Fastify(baseFastifyOptions(root));
     installHttpConventions(logged);
