@@ -18,8 +18,13 @@ import { mapPage, type Queryable, Where } from './sql';
 export * from './facility-list';
 export type { Queryable } from './sql';
 
+// Built once: a template literal in the function would build (and pg flatten) the long column list
+// on every read.
+const FACILITY_BY_ID = `SELECT ${FACILITY_COLUMNS} FROM facilities WHERE id = $1`;
+const CASE_BY_ID = `SELECT ${CASE_COLUMNS} FROM cases WHERE id = $1`;
+
 export async function getFacility(db: Queryable, id: string): Promise<Facility | undefined> {
-  const { rows } = await db.query<FacilityRow>(`SELECT ${FACILITY_COLUMNS} FROM facilities WHERE id = $1`, [id]);
+  const { rows } = await db.query<FacilityRow>(FACILITY_BY_ID, [id]);
   return rows[0] ? toFacility(rows[0]) : undefined;
 }
 
@@ -101,6 +106,6 @@ async function caseRows(db: Queryable, f: CaseFilter, limit: number, after: Date
 }
 
 export async function getCase(db: Queryable, id: string): Promise<EnforcementCase | undefined> {
-  const { rows } = await db.query<CaseRow>(`SELECT ${CASE_COLUMNS} FROM cases WHERE id = $1`, [id]);
+  const { rows } = await db.query<CaseRow>(CASE_BY_ID, [id]);
   return rows[0] ? toCase(rows[0]) : undefined;
 }
