@@ -116,6 +116,23 @@ describe('gateway signature', () => {
     const res = await t.app.inject({ method: 'POST', url: '/internal/v1/facilities/existing', payload: { ids: [id] } });
     expect(res.statusCode).toBe(401);
   });
+
+  it('refuses an export to a Free claim itself, whatever the gateway decided (the second wall)', async () => {
+    const url = '/internal/v1/exports/facilities?state=TX';
+    const signed = (tier: string, tier_rank: number) =>
+      new InternalAuth(AUTH_SECRET).sign({ account_id: 'acct_free', tier, tier_rank }, { audience: 'facility', method: 'GET', path: url });
+    const free = await get(url, { 'x-fcd-account': signed('free', 0) });
+    expect(free.status).toBe(403);
+    expect(free.body).toEqual({
+      error: {
+        code: 'FORBIDDEN',
+        message: 'Bulk exports are available on the Pro tier and above. Upgrade the account to use them.',
+        details: { required_tier: 'pro', tier: 'free' },
+      },
+    });
+    expect((await get(url, {})).status).toBe(401);
+    expect((await t.app.inject({ method: 'GET', url, headers: { 'x-fcd-account': signed('pro', 1) } })).statusCode).toBe(200);
+  });
 });
 
 describe('GET /v1/facilities', () => {

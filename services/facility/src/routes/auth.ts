@@ -7,26 +7,33 @@ import {
   requestTarget,
   unauthorized,
 } from '@fcd/service-kit';
-import type { FastifyRequest, onRequestAsyncHookHandler } from 'fastify';
+import type { FastifyInstance, onRequestHookHandler } from 'fastify';
 
 /** The name the facility service is signed for (the gateway's upstream name). */
 const FACILITY_AUDIENCE = 'facility';
 
-/** The verified claims of each request (set by requireGatewayAccount). */
-const claimsOf = new WeakMap<FastifyRequest, AccountClaims>();
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The verified claims of the gateway's signed account header (set by requireGatewayAccount). */
+    gatewayClaims: AccountClaims | null;
+  }
+}
 
 /**
- * Requests must carry the gateway's signed account header (x-fcd-account),
- * signed for this service, this method and this path with its query.
- * Runs on onRequest, before any body is read.
+ * Requests in `scope` must carry the gateway's signed account header (x-fcd-account), signed for
+ * this service, this method and this path with its query. Runs on onRequest, before any body is
+ * read. The claims are a request decoration (one shape for every request, nothing kept beside it),
+ * and the hook takes `done` (no promise per request).
  */
-export function requireGatewayAccount(auth: InternalAuth): onRequestAsyncHookHandler {
-  return async (request) => {
+export function requireGatewayAccount(scope: FastifyInstance, auth: InternalAuth): void {
+  scope.decorateRequest('gatewayClaims', null);
+  scope.addHook('onRequest', (request, _reply, done) => {
     const claims = auth.verify(request.headers[INTERNAL_AUTH_HEADER], requestTarget(request, FACILITY_AUDIENCE));
-    if (!claims) throw unauthorized();
-    claimsOf.set(request, claims);
+    if (!claims) return done(unauthorized());
+    request.gatewayClaims = claims;
     request.log = request.log.child({ account_id: claims.account_id });
-  };
+    done();
+  });
 }
 
 /**
@@ -34,15 +41,18 @@ export function requireGatewayAccount(auth: InternalAuth): onRequestAsyncHookHan
  * decided (its tier gate is one of two walls). A lower tier gets the gateway's own 403 FORBIDDEN,
  * with `details.required_tier` and `details.tier`. Runs after requireGatewayAccount.
  */
-export function requireProTier(feature: string): onRequestAsyncHookHandler {
-  return async (request) => {
-    const claims = claimsOf.get(request);
-    if (!claims) throw unauthorized();
+export function requireProTier(feature: string): onRequestHookHandler {
+  return (request, _reply, done) => {
+    const claims = request.gatewayClaims;
+    if (!claims) return done(unauthorized());
     const rank = typeof claims.tier_rank === 'number' ? claims.tier_rank : 0;
     if (rank < PRO_TIER_RANK) {
-      throw new AppError('FORBIDDEN', `${feature} are available on the Pro tier and above. Upgrade the account to use them.`, {
-        details: { required_tier: 'pro', tier: claims.tier },
-      });
+      return done(
+        new AppError('FORBIDDEN', `${feature} are available on the Pro tier and above. Upgrade the account to use them.`, {
+          details: { required_tier: 'pro', tier: claims.tier },
+        }),
+      );
     }
+    done();
   };
 }
