@@ -1,3 +1,5 @@
+import { realTimer, type Timer, waitAtMost } from './wakeable-sleep';
+
 export type CheckState = 'up' | 'down';
 
 export interface ReadinessReport {
@@ -17,23 +19,17 @@ export async function checkReadiness(
   timeoutMs = 1000,
   /** Checks reported but not required for readiness (a documented degradation, e.g. fail-open). */
   optional: readonly string[] = [],
+  /** Injected so tests need not wait out the timeout. */
+  timer: Timer = realTimer,
 ): Promise<ReadinessReport> {
   const entries = await Promise.all(
     Object.entries(checks).map(async ([name, check]) => {
-      let timer: NodeJS.Timeout | undefined;
       try {
-        await Promise.race([
-          check(),
-          new Promise((_, reject) => {
-            timer = setTimeout(() => reject(new Error(`timed out after ${timeoutMs} ms`)), timeoutMs);
-          }),
-        ]);
+        if (!(await waitAtMost(check(), timeoutMs, timer))) throw new Error(`timed out after ${timeoutMs} ms`);
         return [name, { status: 'up' as const }] as const;
       } catch (err) {
         const message = err instanceof Error ? err.message : String(err);
         return [name, { status: 'down' as const, error: message.replace(/\w+:\/\/\S+/g, '<url>').slice(0, 200) }] as const;
-      } finally {
-        clearTimeout(timer);
       }
     }),
   );

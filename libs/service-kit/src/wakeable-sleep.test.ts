@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { errMessage } from './errors';
-import { type Timer, WakeableSleep } from './wakeable-sleep';
+import { type Timer, WakeableSleep, waitAtMost } from './wakeable-sleep';
 
 /** A timer that fires only when the test says so. */
 function manualTimer() {
@@ -76,6 +76,32 @@ describe('WakeableSleep', () => {
     const s = new WakeableSleep(timer);
     expect(await settled(s.sleep(0))).toBe(true);
     expect(timers).toHaveLength(0);
+  });
+});
+
+describe('waitAtMost', () => {
+  it('is true when the work settles first, and cancels its timer', async () => {
+    const { timer, timers } = manualTimer();
+    let finish: () => void = () => undefined;
+    const wait = waitAtMost(new Promise<void>((r) => (finish = r)), 5000, timer);
+    expect(await settled(wait)).toBe(false);
+    finish();
+    expect(await wait).toBe(true);
+    expect(timers.map((t) => [t.ms, t.cancelled])).toEqual([[5000, true]]);
+  });
+
+  it('is false when the bound comes first, the work still pending', async () => {
+    const { timer, timers } = manualTimer();
+    const wait = waitAtMost(new Promise<void>(() => undefined), 3000, timer);
+    expect(await settled(wait)).toBe(false);
+    timers[0]?.fire();
+    expect(await wait).toBe(false);
+  });
+
+  it('passes on a rejection that comes in time, and cancels its timer', async () => {
+    const { timer, timers } = manualTimer();
+    await expect(waitAtMost(Promise.reject(new Error('drain failed')), 1000, timer)).rejects.toThrow('drain failed');
+    expect(timers[0]?.cancelled).toBe(true);
   });
 });
 

@@ -52,3 +52,20 @@ export class WakeableSleep {
     return this.pendingWake;
   }
 }
+
+/**
+ * Waits for `work`, but at most `ms` (the bounded waits of a shutdown): true when it settled in
+ * time, false when the bound came first. A rejection of `work` in time is passed on. The timer is
+ * cancelled either way, so a finished wait leaves nothing behind.
+ */
+export async function waitAtMost(work: Promise<unknown>, ms: number, timer: Timer = realTimer): Promise<boolean> {
+  let cancel: (() => void) | undefined;
+  const bound = new Promise<false>((resolve) => {
+    cancel = timer(ms, () => resolve(false));
+  });
+  try {
+    return await Promise.race([work.then(() => true as const), bound]);
+  } finally {
+    cancel?.();
+  }
+}

@@ -17,6 +17,7 @@ import {
   startMetricsServer,
   systemClock,
   type Worker,
+  waitAtMost,
 } from '@fcd/service-kit';
 import type { HealthImplementation } from 'grpc-health-check';
 import { addBillingGrpc, billingHttpDeps } from './billing/wiring';
@@ -139,7 +140,7 @@ export async function startUsage(config: UsageConfig, options: { clock?: Clock; 
       await meter.flush().catch((err: Error) => logger.error({ err: { message: err.message } }, 'final usage flush failed'));
       await new Promise((r) => metricsServer.close(r));
       // Calls given up on are withdrawn before Redis is let go (bounded).
-      await Promise.race([Promise.all(counters.withdrawals), new Promise((r) => setTimeout(r, 5000).unref())]);
+      await waitAtMost(Promise.all(counters.withdrawals), 5000);
       redis.disconnect();
       await pool.end();
     },
@@ -307,7 +308,7 @@ function writeBehind(
 function grpcStopWorker(grpcServer: grpc.Server, drain: () => Promise<void>, logger: Logger): Worker {
   return onStopWorker('grpc server', async () => {
     const { drained } = await shutDownGrpc(grpcServer, drain, logger);
-    await Promise.race([drained, new Promise((r) => setTimeout(r, 10_000).unref())]);
+    await waitAtMost(drained, 10_000);
   });
 }
 

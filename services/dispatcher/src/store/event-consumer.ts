@@ -6,12 +6,12 @@ import {
   extractTraceContext,
   type Logger,
   type NatsAuthOptions,
-  realTimer,
   SpanKind,
   SpanStatusCode,
   type TraceCarrier,
   trace,
   WakeableSleep,
+  waitAtMost,
 } from '@fcd/service-kit';
 import { AckPolicy, DeliverPolicy, type JsMsg } from '@nats-io/jetstream';
 import { nanos } from '@nats-io/transport-node';
@@ -239,12 +239,8 @@ export class EventConsumer {
     this.stopCurrent?.();
     await Promise.allSettled([...this.handling]);
     // The naks are sent before the close, whose drain flushes them to the server.
-    let cancel: (() => void) | undefined;
-    const bound = new Promise<void>((resolve) => {
-      cancel = realTimer(STOP_DRAIN_MS, resolve);
-    });
-    await Promise.race([this.consuming?.catch(() => undefined), bound]);
-    cancel?.();
+    const consuming = this.consuming?.catch(() => undefined) ?? Promise.resolve();
+    await waitAtMost(consuming, STOP_DRAIN_MS);
     await this.session.close();
     await this.loop?.catch(() => undefined);
   }
