@@ -59,7 +59,7 @@ export async function buildFacilityApp(deps: AppDeps): Promise<FastifyInstance> 
   await app.register(healthRoutes, { checks: deps.readiness, isShuttingDown: deps.isShuttingDown ?? (() => false) });
 
   await app.register(async (scope) => {
-    requireGatewayAccount(scope, deps.auth);
+    scope.addHook('onRequest', requireGatewayAccount(deps.auth));
     await scope.register(publicRoutes, { db: deps.db });
     await scope.register(sourcesRoutes, { db: deps.db });
     await scope.register(internalRoutes, { db: deps.db });

@@ -7,33 +7,31 @@ import {
   requestTarget,
   unauthorized,
 } from '@fcd/service-kit';
-import type { FastifyInstance, onRequestHookHandler } from 'fastify';
+import type { FastifyRequest, onRequestHookHandler } from 'fastify';
 
 /** The name the facility service is signed for (the gateway's upstream name). */
 const FACILITY_AUDIENCE = 'facility';
 
-declare module 'fastify' {
-  interface FastifyRequest {
-    /** The verified claims of the gateway's signed account header (set by requireGatewayAccount). */
-    gatewayClaims: AccountClaims | null;
-  }
-}
+/**
+ * The verified claims of each request: a WeakMap rather than a request decoration, as in the
+ * webhook service (no global type augmentation of Fastify's request).
+ */
+const claimsOf = new WeakMap<FastifyRequest, AccountClaims>();
 
 /**
- * Requests in `scope` must carry the gateway's signed account header (x-fcd-account), signed for
- * this service, this method and this path with its query. Runs on onRequest, before any body is
- * read. The claims are a request decoration (one shape for every request, nothing kept beside it),
- * and the hook takes `done` (no promise per request).
+ * Requests must carry the gateway's signed account header (x-fcd-account), signed for this
+ * service, this method and this path with its query. Runs on onRequest, before any body is read.
+ * It never waits, so it takes `done` (the convention of installHttpConventions: no promise per
+ * request).
  */
-export function requireGatewayAccount(scope: FastifyInstance, auth: InternalAuth): void {
-  scope.decorateRequest('gatewayClaims', null);
-  scope.addHook('onRequest', (request, _reply, done) => {
+export function requireGatewayAccount(auth: InternalAuth): onRequestHookHandler {
+  return (request, _reply, done) => {
     const claims = auth.verify(request.headers[INTERNAL_AUTH_HEADER], requestTarget(request, FACILITY_AUDIENCE));
     if (!claims) return done(unauthorized());
-    request.gatewayClaims = claims;
+    claimsOf.set(request, claims);
     request.log = request.log.child({ account_id: claims.account_id });
     done();
-  });
+  };
 }
 
 /**
@@ -43,7 +41,7 @@ export function requireGatewayAccount(scope: FastifyInstance, auth: InternalAuth
  */
 export function requireProTier(feature: string): onRequestHookHandler {
   return (request, _reply, done) => {
-    const claims = request.gatewayClaims;
+    const claims = claimsOf.get(request);
     if (!claims) return done(unauthorized());
     const rank = typeof claims.tier_rank === 'number' ? claims.tier_rank : 0;
     if (rank < PRO_TIER_RANK) {
