@@ -1,19 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { checkReadiness } from './health';
-import type { Timer } from './wakeable-sleep';
-
-/** A timer the test fires: every check still pending then has timed out. */
-function manualTimer() {
-  const pending: Array<() => void> = [];
-  const timer: Timer = (_ms, fire) => {
-    pending.push(fire);
-    return () => undefined;
-  };
-  const fireAll = () => {
-    for (const fire of pending.splice(0)) fire();
-  };
-  return { timer, fireAll };
-}
+import { manualTimer } from './manual-timer';
 
 describe('checkReadiness', () => {
   it('names a hung check down with its timeout, the others up, and is not ready', async () => {

@@ -1,19 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { errMessage } from './errors';
-import { type Timer, WakeableSleep, waitAtMost } from './wakeable-sleep';
-
-/** A timer that fires only when the test says so. */
-function manualTimer() {
-  const timers: Array<{ ms: number; fire: () => void; cancelled: boolean }> = [];
-  const timer: Timer = (ms, fire) => {
-    const t = { ms, fire, cancelled: false };
-    timers.push(t);
-    return () => {
-      t.cancelled = true;
-    };
-  };
-  return { timer, timers };
-}
+import { manualTimer } from './manual-timer';
+import { WakeableSleep, waitAtMost } from './wakeable-sleep';
 
 /** Whether the promise settled by the time the microtasks ran. */
 async function settled(p: Promise<unknown>): Promise<boolean> {

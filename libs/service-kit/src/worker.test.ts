@@ -1,29 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ManualClock } from './clock';
-import type { Timer } from './wakeable-sleep';
+import { manualTimer } from './manual-timer';
 import { aborted, loopWorker, onStopWorker, periodicWorker, Supervisor, type Worker } from './worker';
-
-/** A timer that fires only when the test says so. */
-function manualTimer() {
-  const pending: Array<{ ms: number; fire: () => void; cancelled: boolean }> = [];
-  const timer: Timer = (ms, fire) => {
-    const t = { ms, fire, cancelled: false };
-    pending.push(t);
-    return () => {
-      t.cancelled = true;
-    };
-  };
-  const live = () => pending.filter((t) => !t.cancelled);
-  /** Fires the oldest live timer; returns its delay. */
-  const fireNext = () => {
-    const t = live()[0];
-    if (!t) throw new Error('no timer pending');
-    t.cancelled = true;
-    t.fire();
-    return t.ms;
-  };
-  return { timer, live, fireNext };
-}
 
 function recordingLogger() {
   const lines: Array<{ level: string; obj: Record<string, unknown>; msg: string }> = [];
