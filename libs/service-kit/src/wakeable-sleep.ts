@@ -1,6 +1,7 @@
 /**
  * Waiting in background loops (relays, consumers, workers): a sleep that another part of the
- * service can cut short. The delays of those waits after failures are `Backoff` (./backoff).
+ * service can cut short, and `waitAtMost`, the bounded wait of a shutdown or a readiness check.
+ * The delays of those waits after failures are `Backoff` (./backoff).
  */
 
 /** Starts a timer; returns the function that cancels it. Injected so tests never wait. */
