@@ -14,7 +14,7 @@ import {
 } from '@fcd/service-kit';
 import type { Resolver, SecretBox } from '@fcd/webhooks';
 import { DeliveryLog, EventLog, parseAllowedPorts, SubscriptionStore, takeRecoverCall } from '@fcd/webhooks';
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
 import type { FacilityDirectory } from './clients/facility';
 import type { WebhookConfig } from './config';
 import { EventsService } from './domain/events';
@@ -63,6 +63,16 @@ function domainMetrics(metrics: ServiceMetrics | undefined) {
   };
 }
 
+/** Counts a successful subscription write (create, update, delete, rotate-secret) by operation. */
+function countChange(counters: NonNullable<ReturnType<typeof domainMetrics>>, request: FastifyRequest, status: number): void {
+  if (status >= 300 || !request.url.startsWith('/v1/webhooks')) return;
+  const route = request.routeOptions.url;
+  if (route === '/v1/webhooks/:id/rotate-secret') counters.changes.inc({ operation: 'rotate_secret' });
+  if (route !== '/v1/webhooks' && route !== '/v1/webhooks/:id') return;
+  const operation = { POST: 'create', PATCH: 'update', DELETE: 'delete' }[request.method];
+  if (operation) counters.changes.inc({ operation });
+}
+
 /** The webhook service's HTTP app: conventions, health, /v1/webhooks and /v1/events. */
 export async function buildWebhookApp(deps: AppDeps): Promise<FastifyInstance> {
   const app = Fastify(baseFastifyOptions(deps.logger, deps.http));
@@ -89,14 +99,9 @@ export async function buildWebhookApp(deps: AppDeps): Promise<FastifyInstance> {
   });
 
   if (counters) {
-    app.addHook('onResponse', async (request, reply) => {
-      if (reply.statusCode >= 300 || !request.url.startsWith('/v1/webhooks')) return;
-      if (request.routeOptions.url !== '/v1/webhooks' && request.routeOptions.url !== '/v1/webhooks/:id') {
-        if (request.routeOptions.url === '/v1/webhooks/:id/rotate-secret') counters.changes.inc({ operation: 'rotate_secret' });
-        return;
-      }
-      const operation = { POST: 'create', PATCH: 'update', DELETE: 'delete' }[request.method];
-      if (operation) counters.changes.inc({ operation });
+    app.addHook('onResponse', (request, reply, done) => {
+      countChange(counters, request, reply.statusCode);
+      done();
     });
   }
 

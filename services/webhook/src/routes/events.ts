@@ -27,10 +27,11 @@ export async function eventRoutes(app: FastifyInstance, options: EventRoutesOpti
   /** The verified caller of each request (`subscription_id` must be one of its subscriptions). */
   const accounts = new WeakMap<FastifyRequest, AccountClaims>();
 
-  app.addHook('onRequest', async (request) => {
+  app.addHook('onRequest', (request, _reply, done) => {
     const claims = internalAuth.verify(request.headers[INTERNAL_AUTH_HEADER], requestTarget(request, 'webhook'));
-    if (!claims) throw unauthorized();
+    if (!claims) return done(unauthorized());
     accounts.set(request, claims);
+    done();
   });
   const account = (request: FastifyRequest): AccountClaims => {
     const claims = accounts.get(request);

@@ -77,16 +77,19 @@ function account(request: FastifyRequest): AccountClaims {
 
 /** The gateway's signed header, verified on every request; Pro and above only. */
 function authenticate(app: FastifyInstance, internalAuth: InternalAuth): void {
-  app.addHook('onRequest', async (request) => {
+  app.addHook('onRequest', (request, _reply, done) => {
     const claims = internalAuth.verify(request.headers[INTERNAL_AUTH_HEADER], requestTarget(request, 'webhook'));
-    if (!claims) throw unauthorized();
+    if (!claims) return done(unauthorized());
     const rank = typeof claims.tier_rank === 'number' ? claims.tier_rank : 0;
     if (rank < PRO_TIER_RANK) {
-      throw new AppError('FORBIDDEN', 'Webhooks are available on the Pro tier and above. Upgrade the account to use them.', {
-        details: { required_tier: 'pro', tier: claims.tier },
-      });
+      return done(
+        new AppError('FORBIDDEN', 'Webhooks are available on the Pro tier and above. Upgrade the account to use them.', {
+          details: { required_tier: 'pro', tier: claims.tier },
+        }),
+      );
     }
     accounts.set(request, claims);
+    done();
   });
 }
 
