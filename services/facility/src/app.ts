@@ -1,6 +1,7 @@
 import {
   baseFastifyOptions,
   type Check,
+  gatewayAccounts,
   type HttpServerSettings,
   healthRoutes,
   type InternalAuth,
@@ -13,7 +14,6 @@ import {
 } from '@fcd/service-kit';
 import Fastify, { type FastifyInstance, type HTTPMethods } from 'fastify';
 import type { FacilityMetrics } from './metrics';
-import { requireGatewayAccount } from './routes/auth';
 import { exportRoutes } from './routes/exports';
 import { ingestRoutes } from './routes/ingest';
 import { internalRoutes } from './routes/internal';
@@ -59,11 +59,13 @@ export async function buildFacilityApp(deps: AppDeps): Promise<FastifyInstance> 
   await app.register(healthRoutes, { checks: deps.readiness, isShuttingDown: deps.isShuttingDown ?? (() => false) });
 
   await app.register(async (scope) => {
-    scope.addHook('onRequest', requireGatewayAccount(deps.auth));
+    // The gateway's signed account header, signed for the gateway's upstream name `facility`.
+    const accounts = gatewayAccounts(deps.auth, 'facility');
+    scope.addHook('onRequest', accounts.verify);
     await scope.register(publicRoutes, { db: deps.db });
     await scope.register(sourcesRoutes, { db: deps.db });
     await scope.register(internalRoutes, { db: deps.db });
-    await scope.register(exportRoutes, { db: deps.db });
+    await scope.register(exportRoutes, { db: deps.db, accounts });
   });
 
   await app.register(async (scope) => {

@@ -1,10 +1,9 @@
-import { StringEnum } from '@fcd/service-kit';
+import { type GatewayAccounts, StringEnum } from '@fcd/service-kit';
 import { type Static, Type } from '@sinclair/typebox';
 import type { FastifyInstance, preValidationAsyncHookHandler } from 'fastify';
 import { CASE_STATUSES, CASE_TYPES, COMPLIANCE_STATUSES, PROGRAMS, SEVERITIES, STATE_CODES } from '../domain/codes';
 import { CSV_COLUMNS, csvLine, csvRow, type ExportFilter, type ExportKind, exportPage } from '../store/exports';
 import type { Queryable } from '../store/queries';
-import { requireProTier } from './auth';
 import { FACILITY_FILTER_PARAMS, facilityFilter, Since } from './facility-query';
 import { rejectInvalid } from './validation';
 
@@ -67,12 +66,12 @@ const normalizeCodes: preValidationAsyncHookHandler = async (request) => {
   if (typeof q.program === 'string') q.program = q.program.trim().toUpperCase();
 };
 
-export async function exportRoutes(app: FastifyInstance, opts: { db: Queryable }): Promise<void> {
+export async function exportRoutes(app: FastifyInstance, opts: { db: Queryable; accounts: GatewayAccounts }): Promise<void> {
   app.addHook('onRoute', (route) => {
     route.attachValidation = true;
   });
   // Pro and above, checked here too: the gateway's tier gate is not the only wall.
-  app.addHook('onRequest', requireProTier('Bulk exports'));
+  app.addHook('onRequest', opts.accounts.requirePro('Bulk exports'));
   app.addHook('preHandler', rejectInvalid);
   for (const kind of ['facilities', 'violations', 'cases'] as const satisfies ExportKind[]) {
     app.get<{

@@ -1,13 +1,6 @@
-import {
-  type AccountClaims,
-  INTERNAL_AUTH_HEADER,
-  type InternalAuth,
-  methodNotAllowed,
-  requestTarget,
-  unauthorized,
-} from '@fcd/service-kit';
+import { gatewayAccounts, type InternalAuth, methodNotAllowed } from '@fcd/service-kit';
 import type { Static } from '@sinclair/typebox';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import type { EventsService } from '../domain/events';
 import { EventEnvelopeResponse, EventList, EventsQuery } from './event-schemas';
 import { type IdParams, NoQuery } from './schemas';
@@ -24,20 +17,10 @@ export interface EventRoutesOptions {
  */
 export async function eventRoutes(app: FastifyInstance, options: EventRoutesOptions): Promise<void> {
   const { events, internalAuth } = options;
-  /** The verified caller of each request (`subscription_id` must be one of its subscriptions). */
-  const accounts = new WeakMap<FastifyRequest, AccountClaims>();
-
-  app.addHook('onRequest', (request, _reply, done) => {
-    const claims = internalAuth.verify(request.headers[INTERNAL_AUTH_HEADER], requestTarget(request, 'webhook'));
-    if (!claims) return done(unauthorized());
-    accounts.set(request, claims);
-    done();
-  });
-  const account = (request: FastifyRequest): AccountClaims => {
-    const claims = accounts.get(request);
-    if (!claims) throw unauthorized();
-    return claims;
-  };
+  // The verified caller of each request (`subscription_id` must be one of its subscriptions).
+  const accounts = gatewayAccounts(internalAuth, 'webhook');
+  app.addHook('onRequest', accounts.verify);
+  const account = accounts.claims;
 
   app.get<{ Querystring: Static<typeof EventsQuery> }>(
     '/v1/events',

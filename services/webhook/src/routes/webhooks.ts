@@ -1,14 +1,4 @@
-import {
-  type AccountClaims,
-  AppError,
-  fieldProblems,
-  INTERNAL_AUTH_HEADER,
-  type InternalAuth,
-  methodNotAllowed,
-  PRO_TIER_RANK,
-  requestTarget,
-  unauthorized,
-} from '@fcd/service-kit';
+import { type AccountClaims, fieldProblems, gatewayAccounts, type InternalAuth, methodNotAllowed } from '@fcd/service-kit';
 import type { Static } from '@sinclair/typebox';
 import { Ajv } from 'ajv';
 import addFormats from 'ajv-formats';
@@ -30,9 +20,6 @@ import {
   SubscriptionList,
   shapeOnly,
 } from './schemas';
-
-/** The verified caller of each request (a WeakMap rather than a request decoration: no global type augmentation). */
-const accounts = new WeakMap<FastifyRequest, AccountClaims>();
 
 export interface WebhookRoutesOptions {
   service: WebhookService;
@@ -69,32 +56,11 @@ function schemaProblems(request: FastifyRequest) {
   return fieldProblems(err.validation, err.validationContext ?? 'body');
 }
 
-function account(request: FastifyRequest): AccountClaims {
-  const claims = accounts.get(request);
-  if (!claims) throw unauthorized();
-  return claims;
-}
-
-/** The gateway's signed header, verified on every request; Pro and above only. */
-function authenticate(app: FastifyInstance, internalAuth: InternalAuth): void {
-  app.addHook('onRequest', (request, _reply, done) => {
-    const claims = internalAuth.verify(request.headers[INTERNAL_AUTH_HEADER], requestTarget(request, 'webhook'));
-    if (!claims) return done(unauthorized());
-    const rank = typeof claims.tier_rank === 'number' ? claims.tier_rank : 0;
-    if (rank < PRO_TIER_RANK) {
-      return done(
-        new AppError('FORBIDDEN', 'Webhooks are available on the Pro tier and above. Upgrade the account to use them.', {
-          details: { required_tier: 'pro', tier: claims.tier },
-        }),
-      );
-    }
-    accounts.set(request, claims);
-    done();
-  });
-}
+/** The verified caller of a request (`GatewayAccounts.claims`). */
+type Caller = (request: FastifyRequest) => AccountClaims;
 
 /** Create, list, read, change and delete subscriptions. */
-function subscriptionRoutes(app: FastifyInstance, service: WebhookService): void {
+function subscriptionRoutes(app: FastifyInstance, service: WebhookService, account: Caller): void {
   app.post<{ Body: Static<typeof CreateBody> }>(
     '/v1/webhooks',
     {
@@ -137,7 +103,7 @@ function subscriptionRoutes(app: FastifyInstance, service: WebhookService): void
 }
 
 /** A subscription's deliveries and actions: list, retry, test, rotate the secret, recover. */
-function actionRoutes(app: FastifyInstance, service: WebhookService): void {
+function actionRoutes(app: FastifyInstance, service: WebhookService, account: Caller): void {
   app.get<{ Params: Static<typeof IdParams>; Querystring: Static<typeof ListQuery> }>(
     '/v1/webhooks/:id/deliveries',
     { schema: { querystring: ListQuery, response: { 200: DeliveryList } } },
@@ -186,9 +152,11 @@ function actionRoutes(app: FastifyInstance, service: WebhookService): void {
 /** /v1/webhooks and /v1/webhooks/{id}: authenticated by the gateway's signed header, Pro and above. */
 export async function webhookRoutes(app: FastifyInstance, options: WebhookRoutesOptions): Promise<void> {
   const { service, internalAuth } = options;
-  authenticate(app, internalAuth);
-  subscriptionRoutes(app, service);
-  actionRoutes(app, service);
+  const accounts = gatewayAccounts(internalAuth, 'webhook');
+  app.addHook('onRequest', accounts.verify);
+  app.addHook('onRequest', accounts.requirePro('Webhooks'));
+  subscriptionRoutes(app, service, accounts.claims);
+  actionRoutes(app, service, accounts.claims);
   methodNotAllowed(app, '/v1/webhooks', ['GET', 'POST']);
   methodNotAllowed(app, '/v1/webhooks/:id/recover', ['POST']);
   methodNotAllowed(app, '/v1/webhooks/:id/deliveries', ['GET']);
