@@ -1,3 +1,4 @@
+import type { Socket } from 'node:net';
 import { Type } from '@sinclair/typebox';
 import pg from 'pg';
 import type { Logger } from 'pino';
@@ -83,6 +84,37 @@ export function instrumentPool(pool: pg.Pool, registry: Registry): void {
   if (state) state.counter = postgresErrorCounter(registry);
 }
 
+/** What closeWhenSilent reads of a pg client: its socket and whether a statement is out. */
+interface ClientInternals {
+  connection: { stream: Socket };
+  readyForQuery: boolean;
+}
+
+/**
+ * The client side of PG_QUERY_TIMEOUT_MS: a connection with a statement out that hears nothing
+ * from Postgres for `ms` (a hung server, a black-holed path) is destroyed with a "Query read
+ * timeout" error, which fails the statement as unavailable (503 or a retry); its 'error' reaches
+ * the listener pool.query or checkout holds, and the pool drops the client. A slow statement is
+ * bounded by the server's statement_timeout (PgBouncer's query_timeout under transaction pooling),
+ * which answers with an error. An idle connection, in the pool or between a transaction's
+ * statements, is left alone.
+ *
+ * This replaces pg's own `query_timeout`, whose timer and callback wrapper are made inside
+ * `Client#query`: with it every query's result outlived the next young-generation collection and
+ * was copied into the old generation (docs/benchmarks/history/2026-11-29.md). A socket timeout
+ * costs nothing per statement: the socket's activity moves one timer that already exists.
+ */
+function closeWhenSilent(client: pg.PoolClient, ms: number): void {
+  const internals = client as unknown as ClientInternals;
+  const socket = internals.connection.stream;
+  socket.setTimeout(ms);
+  // `on`, not setTimeout's callback (a `once` listener): the timeout fires at every silence.
+  socket.on('timeout', () => {
+    if (internals.readyForQuery) return;
+    socket.destroy(new Error(`Query read timeout: no answer from Postgres within ${ms} ms`));
+  });
+}
+
 /** A pg.Pool that fails fast when Postgres is down and never crashes on client errors. */
 export function createPool(settings: PoolSettings): pg.Pool {
   const t = settings.timeouts ?? {};
@@ -97,7 +129,7 @@ export function createPool(settings: PoolSettings): pg.Pool {
     connectionTimeoutMillis: t.PG_CONNECT_TIMEOUT_MS ?? 2000,
     idleTimeoutMillis: t.PG_IDLE_TIMEOUT_MS ?? 30_000,
     maxLifetimeSeconds: t.PG_MAX_LIFETIME_S ?? 1800,
-    query_timeout: queryTimeout,
+    // No `query_timeout`: closeWhenSilent bounds a statement with no answer instead (see there).
     // The server gives up too, so a slow statement does not hold a backend after the client left
     // (a startup parameter; under transaction pooling SET LOCAL in each transaction instead).
     ...(transactionMode ? {} : { statement_timeout: queryTimeout }),
@@ -128,6 +160,7 @@ export function createPool(settings: PoolSettings): pg.Pool {
     if (result instanceof Promise) result.catch((err: unknown) => countPostgresError(pool, err));
     return result;
   }) as typeof pool.query;
+  pool.on('connect', (client) => closeWhenSilent(client, queryTimeout));
   pool.on('error', (err) => {
     count('idle_client');
     settings.logger.warn({ err: { message: err.message } }, 'postgres idle client error');

@@ -1,7 +1,7 @@
-import { PrivatePostgres } from '@fcd/testing';
+import { eventually, FaultProxy, PrivatePostgres } from '@fcd/testing';
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createLogger, createPool, withTransaction } from '../src/index';
+import { createLogger, createPool, isDatabaseUnavailable, withTransaction } from '../src/index';
 
 /**
  * The shared pool against a private cluster that the test cuts: a client
@@ -55,6 +55,100 @@ describe('createPool through Postgres faults', () => {
       await pgs.start();
       expect((await pool.query<{ v: number }>('SELECT 4 AS v')).rows).toEqual([{ v: 4 }]);
       expect((await errors(registry)).unavailable).toBeGreaterThanOrEqual(1);
+    } finally {
+      await pool.end();
+    }
+  });
+});
+
+describe('PG_QUERY_TIMEOUT_MS on the client: a statement that hears nothing back', () => {
+  const TIMEOUT = 400;
+  let proxy: FaultProxy;
+
+  beforeAll(async () => {
+    proxy = await FaultProxy.start({ port: pgs.port });
+  });
+
+  afterAll(async () => {
+    await proxy?.close();
+  });
+
+  const silentPool = (registry = new Registry()) =>
+    createPool({
+      connectionString: pgs.url(DB).replace(`:${pgs.port}/`, `:${proxy.port}/`),
+      applicationName: 'pool-faults-silence',
+      max: 1,
+      logger,
+      registry,
+      timeouts: { PG_QUERY_TIMEOUT_MS: TIMEOUT, PG_CONNECT_TIMEOUT_MS: 1000 },
+    });
+  const backendPid = async (pool: ReturnType<typeof createPool>) =>
+    (await pool.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]?.pid;
+
+  it('keeps an idle connection past the timeout, fails a statement with no answer as unavailable, drops its connection', async () => {
+    const registry = new Registry();
+    const pool = silentPool(registry);
+    try {
+      const first = await backendPid(pool);
+      // Idle in the pool for longer than the timeout: the same connection serves the next statement.
+      await new Promise((r) => setTimeout(r, TIMEOUT * 2));
+      expect(await backendPid(pool)).toBe(first);
+
+      proxy.blackhole();
+      const started = Date.now();
+      const err = (await pool.query('SELECT 1').catch((e: unknown) => e)) as Error;
+      const waited = Date.now() - started;
+      expect(err.message).toBe(`Query read timeout: no answer from Postgres within ${TIMEOUT} ms`);
+      expect(isDatabaseUnavailable(err)).toBe(true);
+      expect(waited).toBeGreaterThanOrEqual(TIMEOUT - 5);
+      expect(waited).toBeLessThan(TIMEOUT + 1500);
+      await eventually(
+        async () => pool.totalCount,
+        (n) => n === 0,
+      );
+      expect((await errors(registry)).unavailable).toBe(1);
+
+      proxy.heal();
+      const after = await backendPid(pool);
+      expect(after).toEqual(expect.any(Number));
+      expect(after).not.toBe(first);
+    } finally {
+      proxy.heal();
+      await pool.end();
+    }
+  });
+
+  it("fails a transaction's statement with no answer as unavailable; nothing is left uncaught and the pool recovers", async () => {
+    const pool = silentPool();
+    const uncaught: unknown[] = [];
+    const onUncaught = (e: unknown) => uncaught.push(e);
+    process.on('uncaughtException', onUncaught);
+    try {
+      const err = (await withTransaction(pool, async (client) => {
+        await client.query('SELECT 1');
+        proxy.blackhole();
+        return client.query('SELECT 2');
+      }).catch((e: unknown) => e)) as Error;
+      expect(err.message).toBe(`Query read timeout: no answer from Postgres within ${TIMEOUT} ms`);
+      expect(isDatabaseUnavailable(err)).toBe(true);
+      proxy.heal();
+      expect(await withTransaction(pool, async (client) => (await client.query<{ v: number }>('SELECT 3 AS v')).rows)).toEqual([{ v: 3 }]);
+      expect(uncaught).toEqual([]);
+    } finally {
+      process.off('uncaughtException', onUncaught);
+      proxy.heal();
+      await pool.end();
+    }
+  });
+
+  it('a statement slower than the timeout is ended (the server cancels it or the client closes), as unavailable', async () => {
+    const pool = silentPool();
+    try {
+      const started = Date.now();
+      const err = (await pool.query('SELECT pg_sleep(30)').catch((e: unknown) => e)) as Error;
+      expect(isDatabaseUnavailable(err)).toBe(true);
+      expect(Date.now() - started).toBeLessThan(TIMEOUT + 1500);
+      expect((await pool.query<{ v: number }>('SELECT 4 AS v')).rows).toEqual([{ v: 4 }]);
     } finally {
       await pool.end();
     }
