@@ -75,7 +75,7 @@ describe('PG_QUERY_TIMEOUT_MS on the client: a statement that hears nothing back
 
   const silentPool = (registry = new Registry()) =>
     createPool({
-      connectionString: pgs.url(DB).replace(`:${pgs.port}/`, `:${proxy.port}/`),
+      connectionString: `postgres://postgres@127.0.0.1:${proxy.port}/${DB}`,
       applicationName: 'pool-faults-silence',
       max: 1,
       logger,
