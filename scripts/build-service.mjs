@@ -2,14 +2,19 @@
 // Bundles one service (run from its folder) into dist/: workspace libraries
 // (@fcd/*, TypeScript sources) are inlined, npm dependencies stay external and
 // are resolved from node_modules at run time.
-import { copyFileSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { build } from 'esbuild';
+import writeFileAtomic from 'write-file-atomic';
 
 const entries = ['src/main.ts', 'src/cli.ts', 'src/telemetry.ts'].filter((f) => existsSync(f));
-// dist/ is overwritten in place (not removed first), so a process started from it
-// by a concurrent test run never finds it missing.
-await build({
+// dist/ is never removed, and every file in it is replaced by a rename (write-file-atomic), never
+// rewritten in place: a test file that rebuilds a service while another starts it from dist/ would
+// otherwise let node load a truncated or empty cli.js (an empty one runs, prints nothing and exits 0).
+// No fsync: the rename is what a concurrent reader needs; a build cut by a crash is built again.
+const atomic = { fsync: false };
+const result = await build({
+  write: false,
   entryPoints: entries,
   outdir: 'dist',
   bundle: true,
@@ -33,6 +38,10 @@ await build({
     },
   ],
 });
+for (const file of result.outputFiles) {
+  mkdirSync(dirname(file.path), { recursive: true });
+  writeFileAtomic.sync(file.path, file.contents, atomic);
+}
 
 // Files the service serves that come from npm packages, copied into dist/ so the image (which has
 // no dev dependencies) holds them: package.json "buildAssets": { "<path in dist>": "<package>/<file>" }.
@@ -48,5 +57,5 @@ for (const [target, source] of Object.entries(buildAssets)) {
   }
   const to = resolve('dist', target);
   mkdirSync(dirname(to), { recursive: true });
-  copyFileSync(join(dir, 'node_modules', name, file), to);
+  writeFileAtomic.sync(to, readFileSync(join(dir, 'node_modules', name, file)), atomic);
 }

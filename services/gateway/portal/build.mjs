@@ -2,10 +2,11 @@
 // Builds the customer portal (docs/portal.md) into dist/portal/: one script and one stylesheet,
 // bundled by esbuild with Preact inlined, named by their content hash (assets/main.<hash>.js), and
 // the index.html that loads them. Run from services/gateway by its build script, after the service.
-import { mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, rmSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
+import writeFileAtomic from 'write-file-atomic';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const out = resolve(here, '../dist/portal');
@@ -13,7 +14,11 @@ const assets = join(out, 'assets');
 mkdirSync(assets, { recursive: true });
 const before = new Set(readdirSync(assets));
 
+// Each file is replaced by a rename, never rewritten in place, so a gateway serving dist/ while a
+// test file rebuilds it never sends a truncated file (scripts/build-service.mjs does the same).
+const atomic = { fsync: false };
 const result = await build({
+  write: false,
   entryPoints: [join(here, 'src/main.tsx'), join(here, 'src/styles.css')],
   outdir: assets,
   entryNames: '[name].[hash]',
@@ -27,6 +32,8 @@ const result = await build({
   metafile: true,
   logLevel: 'warning',
 });
+
+for (const file of result.outputFiles) writeFileAtomic.sync(file.path, file.contents, atomic);
 
 const outputs = Object.keys(result.metafile.outputs).map((file) => basename(file));
 const script = outputs.find((f) => /^main\.[A-Z0-9]+\.js$/.test(f));
@@ -51,7 +58,7 @@ const html = `<!doctype html>
 </body>
 </html>
 `;
-writeFileSync(join(out, 'index.html'), html);
+writeFileAtomic.sync(join(out, 'index.html'), html, atomic);
 
 // Hashed files of earlier builds are removed only after the new index.html is written, and not the
 // ones the new build wrote: a process serving dist/ never points at a missing file for long.
