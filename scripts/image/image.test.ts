@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
  * What can be shown of the image without a Docker engine (none runs on this project's machines):
  * the Dockerfile's shape, and that its production-only dependency install covers every package
  * the service bundles import at run time (a devDependency imported by a bundle would crash the
- * container at start). Requires the services to be built (`npm run build`, as scripts/test.sh does).
+ * container at start). Reads the services' bundles, which the vitest global setup builds.
  */
 const root = resolve(import.meta.dirname, '../..');
 const dockerfile = readFileSync(join(root, 'Dockerfile'), 'utf8');

@@ -1,12 +1,22 @@
 import { execFileSync } from 'node:child_process';
+import { repoRoot } from './process';
 
 /**
- * Points the tests at Postgres, Redis and NATS. When DATABASE_URL, REDIS_URL
+ * Builds the services once, before any test file runs, and points the tests at Postgres, Redis and
+ * NATS.
+ *
+ * The build is here and in no test file: test files run in parallel, and one that rebuilt a service
+ * while another started it from dist/ could start it from a half-written file (turbo restores its
+ * cached dist/ in place). `npm run build` is turbo's, so with nothing changed it takes a second.
+ * `npm run test:unit` sets TEST_SKIP_BUILD=1: its tests start no process.
+ *
+ * Postgres, Redis and NATS: when DATABASE_URL, REDIS_URL
  * and NATS_URL are set (scripts/test.sh sets them to the machine's services),
  * nothing starts. When one is unset and a Docker engine answers, testcontainers
  * starts that service for the run; otherwise the local default is used.
  */
 export default async function setup(): Promise<(() => Promise<void>) | undefined> {
+  if (process.env.TEST_SKIP_BUILD !== '1') buildServices();
   const missing = ['DATABASE_URL', 'REDIS_URL', 'NATS_URL'].filter((k) => !process.env[k]);
   if (missing.length === 0 || !dockerAvailable()) return undefined;
   const { GenericContainer } = await import('testcontainers');
@@ -32,6 +42,15 @@ export default async function setup(): Promise<(() => Promise<void>) | undefined
   return async () => {
     for (const stop of stops) await stop();
   };
+}
+
+function buildServices(): void {
+  try {
+    execFileSync('npm', ['run', 'build', '--silent'], { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'] });
+  } catch (err) {
+    const { stdout, stderr } = err as { stdout?: Buffer; stderr?: Buffer };
+    throw new Error(`npm run build failed before the tests:\n${String(stdout ?? '')}${String(stderr ?? '')}`);
+  }
 }
 
 function dockerAvailable(): boolean {

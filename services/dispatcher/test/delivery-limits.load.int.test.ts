@@ -1,8 +1,7 @@
-import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:https';
-import { eventually, freePort, type LogLine, repoRoot, type ServiceProcess, startService, uniqueName } from '@fcd/testing';
+import { eventually, freePort, type LogLine, type ServiceProcess, startService, uniqueName } from '@fcd/testing';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import {
   type Bus,
@@ -98,7 +97,6 @@ const running: ServiceProcess[] = [];
 const buses: Bus[] = [];
 
 beforeAll(async () => {
-  execFileSync('npm', ['run', 'build', '-w', '@fcd/dispatcher'], { cwd: repoRoot, stdio: 'ignore' });
   cert = testCertificate();
   db = await setupDb('dispatcher_limits');
   nats = new PrivateNats(await freePort());

@@ -1,4 +1,4 @@
-import { execFile, execFileSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { resolve } from 'node:path';
 import { promisify } from 'node:util';
@@ -34,11 +34,6 @@ const stream = uniqueName('ECHO_E2E').toUpperCase();
 const cli = resolve(repoRoot, 'services/facility/dist/cli.js');
 
 beforeAll(async () => {
-  execFileSync(
-    'npm',
-    ['run', 'build', '-w', '@fcd/facility', '-w', '@fcd/dispatcher', '-w', '@fcd/webhook', '-w', '@fcd/usage', '-w', '@fcd/gateway'],
-    { cwd: repoRoot, stdio: 'ignore' },
-  );
   cert = testCertificate();
   db = await setupDb('echo_e2e');
   receiver = new Receiver(cert);

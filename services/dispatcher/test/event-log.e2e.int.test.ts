@@ -1,9 +1,7 @@
-import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import {
   type ApiStack,
   eventually,
-  repoRoot,
   type ServiceProcess,
   startApiStack,
   startService,
@@ -42,11 +40,6 @@ let gateway: string;
 const stream = uniqueName('EVLOG_E2E').toUpperCase();
 
 beforeAll(async () => {
-  execFileSync(
-    'npm',
-    ['run', 'build', '-w', '@fcd/facility', '-w', '@fcd/dispatcher', '-w', '@fcd/webhook', '-w', '@fcd/usage', '-w', '@fcd/gateway'],
-    { cwd: repoRoot, stdio: 'ignore' },
-  );
   cert = testCertificate();
   db = await setupDb('event_log_e2e');
   receiver = new Receiver(cert);

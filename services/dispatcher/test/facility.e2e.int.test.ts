@@ -1,9 +1,7 @@
-import { execFileSync } from 'node:child_process';
 import { createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
 import {
   type ApiStack,
   eventually,
-  repoRoot,
   type ServiceProcess,
   startApiStack,
   startService,
@@ -47,11 +45,6 @@ let gateway: string;
 const stream = uniqueName('DISP_E2E').toUpperCase();
 
 beforeAll(async () => {
-  execFileSync(
-    'npm',
-    ['run', 'build', '-w', '@fcd/facility', '-w', '@fcd/dispatcher', '-w', '@fcd/webhook', '-w', '@fcd/usage', '-w', '@fcd/gateway'],
-    { cwd: repoRoot, stdio: 'ignore' },
-  );
   cert = testCertificate();
   db = await setupDb('dispatcher_e2e');
   receiver = new Receiver(cert);

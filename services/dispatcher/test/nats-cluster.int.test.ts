@@ -1,8 +1,6 @@
-import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import {
   PrivateNatsCluster,
-  repoRoot,
   type ServiceProcess,
   startService,
   TEST_INGEST_TOKEN,
@@ -43,7 +41,6 @@ const hook = `/hook/${randomUUID()}`;
 const registryIds = Array.from({ length: FACILITIES }, (_, i) => `7${String(Date.now()).slice(-9)}${String(i).padStart(2, '0')}`);
 
 beforeAll(async () => {
-  execFileSync('npm', ['run', 'build', '-w', '@fcd/facility', '-w', '@fcd/dispatcher'], { cwd: repoRoot, stdio: 'ignore' });
   const cert = testCertificate();
   cluster = await PrivateNatsCluster.start({ size: 3 });
   db = await setupDb('nats_cluster');

@@ -1,10 +1,9 @@
-import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createLogger, createPool, migrate } from '@fcd/service-kit';
-import { FaultProxy, freePort, type LogLine, PrivatePostgres, repoRoot, type ServiceProcess, startService } from '@fcd/testing';
+import { FaultProxy, freePort, type LogLine, PrivatePostgres, type ServiceProcess, startService } from '@fcd/testing';
 import { SubscriptionStore, WEBHOOK_SCHEMA, webhookMigrations } from '@fcd/webhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -42,7 +41,6 @@ const hook = `/hook/${randomUUID()}`;
 const published: string[] = [];
 
 beforeAll(async () => {
-  execFileSync('npm', ['run', 'build', '-w', '@fcd/dispatcher'], { cwd: repoRoot, stdio: 'ignore' });
   cert = testCertificate();
   pgs = await PrivatePostgres.start();
   await pgs.createDatabase(DB);

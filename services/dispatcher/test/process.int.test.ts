@@ -36,8 +36,8 @@ import {
 } from './helpers';
 
 /**
- * The built dispatcher as a process (built here with `npm run build -w
- * @fcd/dispatcher`), against a private nats-server that the tests restart,
+ * The built dispatcher as a process (the vitest global setup builds it),
+ * against a private nats-server that the tests restart,
  * delivering over HTTPS to a receiver whose self-signed certificate the
  * process trusts through NODE_EXTRA_CA_CERTS.
  */
@@ -51,7 +51,6 @@ const running: ServiceProcess[] = [];
 const buses: Bus[] = [];
 
 beforeAll(async () => {
-  execFileSync('npm', ['run', 'build', '-w', '@fcd/dispatcher', '-w', '@fcd/usage'], { cwd: repoRoot, stdio: 'ignore' });
   cert = testCertificate([REBIND_HOST]);
   db = await setupDb('dispatcher_proc');
   nats = new PrivateNats(await freePort());

@@ -1,11 +1,9 @@
-import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { createLogger, createPool, migrate, type Pool } from '@fcd/service-kit';
 import {
   type ApiStack,
   FaultProxy,
   PrivatePostgres,
-  repoRoot,
   type ServiceProcess,
   startApiStack,
   startService,
@@ -43,11 +41,6 @@ const stream = uniqueName('PG_FAULTS').toUpperCase();
 const hook = `/hook/${randomUUID()}`;
 
 beforeAll(async () => {
-  execFileSync(
-    'npm',
-    ['run', 'build', '-w', '@fcd/facility', '-w', '@fcd/dispatcher', '-w', '@fcd/webhook', '-w', '@fcd/usage', '-w', '@fcd/gateway'],
-    { cwd: repoRoot, stdio: 'ignore' },
-  );
   const cert = testCertificate();
   pgs = await PrivatePostgres.start();
   await pgs.createDatabase(DB);

@@ -1,16 +1,6 @@
-import { execFileSync } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { InternalAuth, PRO_TIER_RANK } from '@fcd/service-kit';
-import {
-  eventually,
-  freePort,
-  repoRoot,
-  type ServiceProcess,
-  startService,
-  TEST_INTERNAL_AUTH_SECRET,
-  testUrls,
-  uniqueName,
-} from '@fcd/testing';
+import { eventually, freePort, type ServiceProcess, startService, TEST_INTERNAL_AUTH_SECRET, testUrls, uniqueName } from '@fcd/testing';
 import type { SubscriptionFilter } from '@fcd/webhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config';
@@ -50,7 +40,6 @@ const ACCOUNT = 'acct_test';
 const internalAuth = new InternalAuth(TEST_INTERNAL_AUTH_SECRET);
 
 beforeAll(async () => {
-  execFileSync('npm', ['run', 'build', '-w', '@fcd/webhook'], { cwd: repoRoot, stdio: 'ignore' });
   const cert = testCertificate();
   db = await setupDb('dispatcher_filter');
   receiver = new Receiver(cert);

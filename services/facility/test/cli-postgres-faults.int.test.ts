@@ -1,4 +1,4 @@
-import { execFile, execFileSync, spawn } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { createLogger, createPool, type Pool } from '@fcd/service-kit';
@@ -24,7 +24,6 @@ const env = (extra: Record<string, string> = {}) => ({ PATH: process.env.PATH ??
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 beforeAll(async () => {
-  execFileSync('npm', ['run', 'build', '-w', '@fcd/facility'], { cwd: repoRoot, stdio: 'ignore' });
   pgs = await PrivatePostgres.start();
   await pgs.createDatabase(DB);
   await run(process.execPath, [cli, 'seed', '--facilities', '20', '--seed', 'faults'], { env: env() });

@@ -1,4 +1,4 @@
-import { execFileSync, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { resolve } from 'node:path';
 import { repoRoot } from '@fcd/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -18,7 +18,6 @@ let byId: Record<string, Facility>;
 let syncedFrom: number;
 
 beforeAll(async () => {
-  execFileSync('npm', ['run', 'build', '-w', '@fcd/facility'], { cwd: repoRoot, stdio: 'ignore' });
   db = await setupDb('echo_profile');
   const dir = await writeDownload(download1());
   syncedFrom = Date.now();

@@ -1,4 +1,4 @@
-import { execFile, execFileSync, spawn } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, statSync, truncateSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -196,7 +196,6 @@ const ROW_ERRORS = [
 const errorLines = (s: SyncSummary) => s.errors.map((e) => `${e.origin}:${e.line}: ${e.reason}`);
 
 beforeAll(async () => {
-  execFileSync('npm', ['run', 'build', '-w', '@fcd/facility'], { cwd: repoRoot, stdio: 'ignore' });
   db = await setupDb('echo_sync');
   d1 = await writeDownload(download1());
   d2 = await writeDownload(download2());

@@ -21,7 +21,7 @@ import {
 } from './helpers';
 
 /**
- * The built service as a process (npm run build -w @fcd/facility first):
+ * The built service as a process (the vitest global setup builds it):
  * ready line, auth over real HTTP, SIGTERM, bad config, the import CLI, and
  * the relay's crash and NATS-outage behaviour against a private nats-server.
  */

@@ -1,4 +1,4 @@
-import { execFileSync, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
@@ -7,7 +7,6 @@ import { join } from 'node:path';
 import {
   type ApiStack,
   eventually,
-  repoRoot,
   type ServiceProcess,
   startApiStack,
   startService,
@@ -146,7 +145,6 @@ async function call(path: string, init: { method?: string; body?: unknown } = {}
 }
 
 beforeAll(async () => {
-  execFileSync('npm', ['run', 'build'], { cwd: repoRoot, stdio: 'ignore' });
   receiver = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));

@@ -1,4 +1,4 @@
-import { execFile, execFileSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { createLogger, createPool, migrate, withTransaction } from '@fcd/service-kit';
@@ -64,11 +64,6 @@ let bus: Bus;
 let cert: ReturnType<typeof testCertificate>;
 
 beforeAll(async () => {
-  execFileSync(
-    'npm',
-    ['run', 'build', '-w', '@fcd/facility', '-w', '@fcd/dispatcher', '-w', '@fcd/webhook', '-w', '@fcd/usage', '-w', '@fcd/gateway'],
-    { cwd: repoRoot, stdio: 'ignore' },
-  );
   bouncer = await startPgBouncer({ poolSize: 3 });
   database = await createPooledTestDatabase('pgbouncer', bouncer);
   // Assertions read through PgBouncer too (schema-qualified SQL, no session state).

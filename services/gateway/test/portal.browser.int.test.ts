@@ -1,10 +1,8 @@
-import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import {
   type ApiStack,
   eventually,
-  repoRoot,
   type ServiceProcess,
   startApiStack,
   startService,
@@ -67,11 +65,6 @@ beforeAll(async () => {
   if (!existsSync(CHROMIUM)) {
     throw new Error(`${CHROMIUM} is missing: install it with \`bash scripts/browser.sh\` (apt-get install -y chromium)`);
   }
-  execFileSync(
-    'npm',
-    ['run', 'build', '-w', '@fcd/facility', '-w', '@fcd/dispatcher', '-w', '@fcd/webhook', '-w', '@fcd/usage', '-w', '@fcd/gateway'],
-    { cwd: repoRoot, stdio: 'ignore' },
-  );
   certs = new TestCertificates();
   receiver = new HookReceiver(certs);
   await receiver.start();

@@ -1,9 +1,7 @@
-import { execFileSync } from 'node:child_process';
 import { createLogger, createPool, type Pool } from '@fcd/service-kit';
 import {
   freePort,
   gatewayEnv,
-  repoRoot,
   type ServiceProcess,
   type Stack,
   startService,
@@ -72,14 +70,6 @@ const gatewaysIn = new Set<number>();
 const agent = new Agent({ connections: 16, keepAliveTimeout: 10_000 });
 
 beforeAll(async () => {
-  execFileSync(
-    'npm',
-    ['run', 'build', '-w', '@fcd/facility', '-w', '@fcd/dispatcher', '-w', '@fcd/webhook', '-w', '@fcd/usage', '-w', '@fcd/gateway'],
-    {
-      cwd: repoRoot,
-      stdio: 'ignore',
-    },
-  );
   const cert = testCertificate();
   receiver = new Receiver(cert);
   await receiver.start();

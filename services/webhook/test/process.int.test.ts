@@ -1,5 +1,4 @@
-import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
 import { resolve } from 'node:path';
 import { createTestDatabase, repoRoot, type ServiceProcess, startService, type TestDatabase } from '@fcd/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -27,9 +26,6 @@ function env(extra: Record<string, string> = {}): Record<string, string> {
 }
 
 beforeAll(async () => {
-  if (!existsSync(resolve(repoRoot, 'services/webhook/dist/main.js'))) {
-    execFileSync('npm', ['run', 'build', '-w', '@fcd/webhook'], { cwd: repoRoot, stdio: 'ignore' });
-  }
   db = await createTestDatabase('webhook_process');
   stub = await startFacilityStub([F1]);
   service = await startService('webhook', env());
