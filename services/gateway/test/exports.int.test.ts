@@ -96,8 +96,10 @@ describe('GET /v1/exports/{kind}', () => {
     // 150 MiB for the gateway (docs/benchmarks.md, "Exports"). This is the gateway's first upstream
     // request, so the bound also covers the one-time cost of undici's HTTP parser (WebAssembly),
     // which the gateway compiles with Liftoff only (ADR 0015). The facility, which reads and maps
-    // each row with its compliance profile of five objects, is bounded at 150 MiB too (122-129 MiB
-    // since its pool stopped promoting every query's result to the old generation; 151-159 before,
+    // each row with its compliance profile of five objects, runs on node's defaults, whose young
+    // generation may grow to two 16 MiB semi-spaces during the export: its peak is 118-129 MiB, or
+    // 140-144 MiB in about a third of the runs where it grew (idle 106-120), so its bound is 165 MiB,
+    // room for that young generation on top of the idle process (ADR 0015, amended 2026-11-29;
     // docs/benchmarks/history/2026-11-29.md). The processes run with the chart's node flags
     // (values.yaml, nodeOptions).
     const peak = { gateway: peakRssMiB(gatewayPid), facility: peakRssMiB(facilityPid) };
@@ -105,7 +107,7 @@ describe('GET /v1/exports/{kind}', () => {
       `export peak RSS MiB: start-up ${JSON.stringify(startup)}, idle ${JSON.stringify(idle)}, during 50,000 rows ${JSON.stringify(peak)}`,
     );
     expect(peak.gateway).toBeLessThan(150);
-    expect(peak.facility).toBeLessThan(150);
+    expect(peak.facility).toBeLessThan(165);
   });
 
   it('resumes a cut-off export from the last row received with no gap and no duplicate', async () => {
