@@ -25,6 +25,8 @@ export interface StackOptions {
   webhookUrl?: string;
   /** Reuse an existing database instead of creating one. */
   database?: TestDatabase;
+  /** false: the processes run without `--enable-source-maps`, as the chart runs them (startService). */
+  sourceMaps?: boolean;
 }
 
 export interface TestAccount {
@@ -100,10 +102,11 @@ async function startGateways(
   try {
     for (let i = 0; i < (options.gateways ?? 1); i++) {
       gateways.push(
-        await startService('gateway', {
-          ...(await gatewayEnv(grpcPort, { ...options, redisPrefix })),
-          ...options.gatewayEnv,
-        }),
+        await startService(
+          'gateway',
+          { ...(await gatewayEnv(grpcPort, { ...options, redisPrefix })), ...options.gatewayEnv },
+          { sourceMaps: options.sourceMaps },
+        ),
       );
     }
     const gatewayUrls = await Promise.all(
@@ -123,7 +126,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
   const redisPrefix = `${uniqueName(options.label)}:`;
   const grpcPort = await freePort();
   const usageEnv = stackUsageEnv(options, db, redisPrefix, grpcPort);
-  let usage = await startService('usage', usageEnv).catch(async (err: unknown) => {
+  let usage = await startService('usage', usageEnv, { sourceMaps: options.sourceMaps }).catch(async (err: unknown) => {
     if (!options.database) await db.drop().catch(() => undefined);
     throw err;
   });
@@ -172,7 +175,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     },
     async restartUsage(signal = 'SIGTERM') {
       await usage.stop(signal);
-      usage = await startService('usage', usageEnv);
+      usage = await startService('usage', usageEnv, { sourceMaps: options.sourceMaps });
       return usage;
     },
     async stop() {
@@ -208,6 +211,8 @@ export interface ApiStackOptions {
   webhookEnv?: Record<string, string>;
   usageEnv?: Record<string, string>;
   gatewayEnv?: Record<string, string>;
+  /** false: every process runs without `--enable-source-maps`, as the chart runs them (startService). */
+  sourceMaps?: boolean;
 }
 
 export interface ApiStack extends Stack {
@@ -238,21 +243,29 @@ export async function startApiStack(options: ApiStackOptions): Promise<ApiStack>
     ? { EVENTS_STREAM: options.eventsStream, EVENTS_SUBJECT_PREFIX: options.eventsStream.toLowerCase(), OUTBOX_POLL_MS: '50' }
     : { RELAY_ENABLED: 'false' };
   const started = await Promise.allSettled([
-    startService('facility', {
-      ...common,
-      ...events,
-      PORT: String(facilityPort),
-      NATS_URL: testUrls.nats,
-      INGEST_TOKEN: TEST_INGEST_TOKEN,
-      ...options.facilityEnv,
-    }),
-    startService('webhook', {
-      ...common,
-      PORT: String(webhookPort),
-      WEBHOOK_SECRET_KEY: options.webhookSecretKey,
-      FACILITY_URL: facilityUrl,
-      ...options.webhookEnv,
-    }),
+    startService(
+      'facility',
+      {
+        ...common,
+        ...events,
+        PORT: String(facilityPort),
+        NATS_URL: testUrls.nats,
+        INGEST_TOKEN: TEST_INGEST_TOKEN,
+        ...options.facilityEnv,
+      },
+      { sourceMaps: options.sourceMaps },
+    ),
+    startService(
+      'webhook',
+      {
+        ...common,
+        PORT: String(webhookPort),
+        WEBHOOK_SECRET_KEY: options.webhookSecretKey,
+        FACILITY_URL: facilityUrl,
+        ...options.webhookEnv,
+      },
+      { sourceMaps: options.sourceMaps },
+    ),
     startStack({
       label: options.label,
       database: db,
@@ -260,6 +273,7 @@ export async function startApiStack(options: ApiStackOptions): Promise<ApiStack>
       webhookUrl,
       usageEnv: options.usageEnv,
       gatewayEnv: options.gatewayEnv,
+      sourceMaps: options.sourceMaps,
     }),
   ]);
   const [facility, webhook, stack] = started;

@@ -34,7 +34,8 @@ async function exportText(path: string, key: string, headers: Record<string, str
 }
 
 beforeAll(async () => {
-  stack = await startApiStack({ label: 'gateway_exports', webhookSecretKey: randomBytes(32).toString('base64') });
+  // Without --enable-source-maps, as the chart runs the services: the memory measured is theirs.
+  stack = await startApiStack({ label: 'gateway_exports', webhookSecretKey: randomBytes(32).toString('base64'), sourceMaps: false });
   const client = new pg.Client({ connectionString: stack.db.url });
   await client.connect();
   try {
@@ -98,10 +99,10 @@ describe('GET /v1/exports/{kind}', () => {
     // which the gateway compiles with Liftoff only (ADR 0015). The facility, which reads and maps
     // each row with its compliance profile of five objects, runs on node's defaults, whose young
     // generation may grow to two 16 MiB semi-spaces during the export: its peak is 118-129 MiB, or
-    // 140-144 MiB in about a third of the runs where it grew (idle 106-120), so its bound is 165 MiB,
+    // 140-144 MiB in the runs where it grew (most of them; idle 105-120), so its bound is 165 MiB,
     // room for that young generation on top of the idle process (ADR 0015, amended 2026-11-29;
     // docs/benchmarks/history/2026-11-29.md). The processes run with the chart's node flags
-    // (values.yaml, nodeOptions).
+    // (values.yaml, nodeOptions) and, like the chart's, without source maps.
     const peak = { gateway: peakRssMiB(gatewayPid), facility: peakRssMiB(facilityPid) };
     console.log(
       `export peak RSS MiB: start-up ${JSON.stringify(startup)}, idle ${JSON.stringify(idle)}, during 50,000 rows ${JSON.stringify(peak)}`,
