@@ -9,7 +9,7 @@ import writeFileAtomic from 'write-file-atomic';
 
 const entries = ['src/main.ts', 'src/cli.ts', 'src/telemetry.ts'].filter((f) => existsSync(f));
 // dist/ is never removed, and every file in it is replaced by a rename (write-file-atomic), never
-// rewritten in place: a test file that rebuilds a service while another starts it from dist/ would
+// rewritten in place: a build (`npm run build -w …`) while a process starts from dist/ would
 // otherwise let node load a truncated or empty cli.js (an empty one runs, prints nothing and exits 0).
 // No fsync: the rename is what a concurrent reader needs; a build cut by a crash is built again.
 const atomic = { fsync: false };

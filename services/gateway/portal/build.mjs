@@ -14,8 +14,8 @@ const assets = join(out, 'assets');
 mkdirSync(assets, { recursive: true });
 const before = new Set(readdirSync(assets));
 
-// Each file is replaced by a rename, never rewritten in place, so a gateway serving dist/ while a
-// test file rebuilds it never sends a truncated file (scripts/build-service.mjs does the same).
+// Each file is replaced by a rename, never rewritten in place, so a gateway serving dist/ during a
+// build never sends a truncated file (scripts/build-service.mjs does the same).
 const atomic = { fsync: false };
 const result = await build({
   write: false,
