@@ -46,7 +46,13 @@ export default async function setup(): Promise<(() => Promise<void>) | undefined
 
 function buildServices(): void {
   try {
-    execFileSync('npm', ['run', 'build', '--silent'], { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'] });
+    // A build with nothing cached takes about a minute on two cores; ten is a hung one.
+    execFileSync('npm', ['run', 'build', '--silent'], {
+      cwd: repoRoot,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      timeout: 600_000,
+      maxBuffer: 64 * 1024 * 1024,
+    });
   } catch (err) {
     const { stdout, stderr } = err as { stdout?: Buffer; stderr?: Buffer };
     throw new Error(`npm run build failed before the tests:\n${String(stdout ?? '')}${String(stderr ?? '')}`);
