@@ -6,8 +6,9 @@ import { repoRoot } from './process';
  * NATS.
  *
  * The build is here and in no test file: test files run in parallel, and one that rebuilt a service
- * while another started it from dist/ could start it from a half-written file (turbo restores its
- * cached dist/ in place). `npm run build` is turbo's, so with nothing changed it takes a second.
+ * while another started it from dist/ could start it from a file being replaced. The services'
+ * builds write by rename and are not cached by turbo (services/<name>/turbo.json: a cache hit would
+ * restore dist/ in place); esbuild makes the whole `npm run build` about 1.5 s.
  * `npm run test:unit` sets TEST_SKIP_BUILD=1: its tests start no process.
  *
  * Postgres, Redis and NATS: when DATABASE_URL, REDIS_URL
