@@ -63,4 +63,4 @@ COPY --from=build --chown=root:root /out/services/ ./services/
 # The application does not read NODE_ENV; it is not set here so nothing can branch on it.
 USER 1000:1000
 EXPOSE 8080 8081 8082 8083 8090 50051 9463 9464 9465 9466 9467
-CMD ["node", "--liftoff-only", "--max-semi-space-size=4", "--import", "./services/gateway/dist/telemetry.js", "services/gateway/dist/main.js"]
+CMD ["node", "--liftoff-only", "--expose-gc", "--import", "./services/gateway/dist/telemetry.js", "services/gateway/dist/main.js"]

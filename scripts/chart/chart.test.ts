@@ -79,9 +79,9 @@ describe.each(CI_VALUES.map(valuesName))('chart rendered with ci/%s-values.yaml'
     for (const name of SERVICES) {
       const d = byComponent(values, 'Deployment', name);
       const [c] = d.spec.template.spec.containers;
-      // The gateway runs with a small young generation and its WebAssembly with Liftoff only
-      // (values.yaml, nodeOptions); the others with node's defaults.
-      const flags = name === 'gateway' ? ['--liftoff-only', '--max-semi-space-size=4'] : [];
+      // The gateway runs with gc() exposed (a young collection after each export page) and its
+      // WebAssembly with Liftoff only (values.yaml, nodeOptions); the others with node's defaults.
+      const flags = name === 'gateway' ? ['--liftoff-only', '--expose-gc'] : [];
       expect(c.command).toEqual(['node', ...flags, '--import', `./services/${name}/dist/telemetry.js`, `services/${name}/dist/main.js`]);
       expect(c.livenessProbe.httpGet).toEqual({ path: '/healthz', port: 'http' });
       // The gateway's readiness is local (see values.yaml); the others' follows their dependencies.

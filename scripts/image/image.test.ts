@@ -101,7 +101,7 @@ describe('Dockerfile', () => {
     const runtime = instructions.slice(instructions.findIndex((l) => / AS runtime$/i.test(l)));
     expect(runtime.filter((l) => l.startsWith('USER '))).toEqual(['USER 1000:1000']);
     expect(runtime.at(-1)).toBe(
-      'CMD ["node", "--liftoff-only", "--max-semi-space-size=4", "--import", "./services/gateway/dist/telemetry.js", "services/gateway/dist/main.js"]',
+      'CMD ["node", "--liftoff-only", "--expose-gc", "--import", "./services/gateway/dist/telemetry.js", "services/gateway/dist/main.js"]',
     );
   });
 

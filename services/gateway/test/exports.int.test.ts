@@ -96,13 +96,16 @@ describe('GET /v1/exports/{kind}', () => {
     // before it: the start-up's own transient peak is not the export's) is printed and bounded at
     // 150 MiB for the gateway (docs/benchmarks.md, "Exports"). This is the gateway's first upstream
     // request, so the bound also covers the one-time cost of undici's HTTP parser (WebAssembly),
-    // which the gateway compiles with Liftoff only (ADR 0015). The facility, which reads and maps
-    // each row with its compliance profile of five objects, runs on node's defaults, whose young
-    // generation may grow to two 16 MiB semi-spaces during the export: its peak is 118-129 MiB, or
-    // 140-144 MiB in the runs where it grew (most of them; idle 105-120), so its bound is 165 MiB,
-    // room for that young generation on top of the idle process (ADR 0015, amended 2026-11-29;
-    // docs/benchmarks/history/2026-11-29.md). The processes run with the chart's node flags
-    // (values.yaml, nodeOptions) and, like the chart's, without source maps.
+    // which the gateway compiles with Liftoff only (ADR 0015). Its young generation is node's
+    // default; what holds its peak (121-127 MiB, idle 120-123) is the young collection it asks for
+    // after each page, which frees the page's socket reads (export-walk.ts; without it, 159 MiB).
+    // The facility, which reads and maps each row with its compliance profile of five objects,
+    // runs on node's defaults, whose young generation may grow to two 16 MiB semi-spaces during
+    // the export: its peak is 118-129 MiB, or 140-144 MiB in the runs where it grew (most of them;
+    // idle 105-120), so its bound is 165 MiB, room for that young generation on top of the idle
+    // process (ADR 0015, amended 2026-11-29; docs/benchmarks/history/2026-11-29.md). The
+    // processes run with the chart's node flags (values.yaml, nodeOptions) and, like the chart's,
+    // without source maps.
     const peak = { gateway: peakRssMiB(gatewayPid), facility: peakRssMiB(facilityPid) };
     console.log(
       `export peak RSS MiB: start-up ${JSON.stringify(startup)}, idle ${JSON.stringify(idle)}, during 50,000 rows ${JSON.stringify(peak)}`,

@@ -1,6 +1,7 @@
+import { Decision } from '@fcd/proto';
 import { AppError } from '@fcd/service-kit';
 import type { FastifyBaseLogger } from 'fastify';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { AuthorizationBatcher } from '../auth/batcher';
 import type { UpstreamPage } from '../clients/proxy';
 import { RecordCut } from './export-records';
@@ -92,6 +93,70 @@ describe('an export page streamed to a reader that takes nothing', () => {
       export: { complete: false, rows: 20, after: 'row-0019', error: { code: 'REQUEST_TIMEOUT', message: 'cut' } },
     });
     expect(read.chunks).toBe(5);
+  });
+});
+
+/** A page of `ids`, one NDJSON row each, read as one chunk per row; `events` records each read. */
+function smallPage(ids: string[], more: boolean, events: string[]): UpstreamPage {
+  async function* body(): AsyncGenerator<Buffer> {
+    for (const id of ids) {
+      events.push(`read ${id}`);
+      yield Buffer.from(`${JSON.stringify({ id })}\n`);
+    }
+  }
+  return {
+    status: 200,
+    headers: { 'x-export-rows': String(ids.length), 'x-export-more': String(more), 'x-export-last': ids.at(-1) as string },
+    body: body(),
+  };
+}
+
+describe('the walk over an export’s pages', () => {
+  afterEach(() => {
+    vi.unstubAllGlobals();
+  });
+
+  it('asks V8 for a young collection after each page, once the page is handed on, so its socket reads are freed', async () => {
+    const events: string[] = [];
+    vi.stubGlobal('gc', (options: unknown) => events.push(`gc ${JSON.stringify(options)}`));
+    const second = smallPage(['c', 'd'], false, events);
+    const w: Walk = {
+      ...walk(),
+      batcher: { authorize: async () => ({ decision: Decision.ALLOWED }) } as unknown as AuthorizationBatcher,
+      fetchPage: async (after) => {
+        events.push(`fetch after ${after}`);
+        return second;
+      },
+    };
+    const out: string[] = [];
+    for await (const piece of walkPages(w, smallPage(['a', 'b'], true, events), newWalkState())) {
+      const text = piece.toString();
+      events.push(`handed on ${text.trimEnd()}`);
+      out.push(text);
+    }
+    expect(events).toEqual([
+      'read a',
+      'handed on {"id":"a"}',
+      'read b',
+      'handed on {"id":"b"}',
+      'gc {"type":"minor"}',
+      'fetch after b',
+      'read c',
+      'handed on {"id":"c"}',
+      'read d',
+      'handed on {"id":"d"}',
+      'gc {"type":"minor"}',
+      'handed on {"export":{"complete":true,"rows":4,"after":null}}',
+    ]);
+    expect(out.join('')).toBe('{"id":"a"}\n{"id":"b"}\n{"id":"c"}\n{"id":"d"}\n{"export":{"complete":true,"rows":4,"after":null}}\n');
+  });
+
+  it('walks the same without gc() (node without --expose-gc)', async () => {
+    vi.stubGlobal('gc', undefined);
+    const events: string[] = [];
+    const out: string[] = [];
+    for await (const piece of walkPages(walk(), smallPage(['a'], false, events), newWalkState())) out.push(piece.toString());
+    expect(out.join('')).toBe('{"id":"a"}\n{"export":{"complete":true,"rows":1,"after":null}}\n');
   });
 });
 
