@@ -1,11 +1,11 @@
 import { Decision } from '@fcd/proto';
-import { AppError } from '@fcd/service-kit';
+import { AppError, ManualClock } from '@fcd/service-kit';
 import type { FastifyBaseLogger } from 'fastify';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { AuthorizationBatcher } from '../auth/batcher';
 import type { UpstreamPage } from '../clients/proxy';
 import { RecordCut } from './export-records';
-import { line, newWalkState, type Walk, walkPages } from './export-walk';
+import { line, newWalkState, READ_RELEASE_INTERVAL_MS, readBufferRelease, type Walk, walkPages } from './export-walk';
 import { SendGuard } from './send-guard';
 
 // An export page streamed through the walk and the send guard (./export-walk.ts): what the gateway
@@ -49,6 +49,7 @@ function walk(): Walk {
     fetchPage: async () => {
       throw new Error('no further page is fetched while the reader stalls');
     },
+    afterPage: () => undefined,
   };
 }
 
@@ -119,14 +120,17 @@ describe('the walk over an export’s pages', () => {
   it('asks V8 for a young collection after each page, once the page is handed on, so its socket reads are freed', async () => {
     const events: string[] = [];
     vi.stubGlobal('gc', (options: unknown) => events.push(`gc ${JSON.stringify(options)}`));
+    const clock = new ManualClock(0);
     const second = smallPage(['c', 'd'], false, events);
     const w: Walk = {
       ...walk(),
       batcher: { authorize: async () => ({ decision: Decision.ALLOWED }) } as unknown as AuthorizationBatcher,
       fetchPage: async (after) => {
         events.push(`fetch after ${after}`);
+        clock.advance(READ_RELEASE_INTERVAL_MS);
         return second;
       },
+      afterPage: readBufferRelease(clock),
     };
     const out: string[] = [];
     for await (const piece of walkPages(w, smallPage(['a', 'b'], true, events), newWalkState())) {
@@ -151,11 +155,45 @@ describe('the walk over an export’s pages', () => {
     expect(out.join('')).toBe('{"id":"a"}\n{"id":"b"}\n{"id":"c"}\n{"id":"d"}\n{"export":{"complete":true,"rows":4,"after":null}}\n');
   });
 
+  it('asks after a page that fails part-way too, before the resume line', async () => {
+    const events: string[] = [];
+    vi.stubGlobal('gc', () => events.push('gc'));
+    async function* failing(): AsyncGenerator<Buffer> {
+      yield Buffer.from('{"id":"a"}\n');
+      throw new Error('socket closed');
+    }
+    const page: UpstreamPage = { status: 200, headers: {}, body: failing() };
+    for await (const piece of walkPages({ ...walk(), afterPage: readBufferRelease(new ManualClock(0)) }, page, newWalkState())) {
+      events.push(piece.toString().trimEnd());
+    }
+    expect(events).toEqual([
+      '{"id":"a"}',
+      'gc',
+      '{"export":{"complete":false,"rows":1,"after":"a","error":{"code":"SERVICE_UNAVAILABLE","message":"The facility service is unavailable. Resume with `after`."}}}',
+    ]);
+  });
+
+  it('asks at most once per interval, whatever the number of exports sharing it', () => {
+    const calls: unknown[] = [];
+    vi.stubGlobal('gc', (options: unknown) => calls.push(options));
+    const clock = new ManualClock(1_000);
+    const release = readBufferRelease(clock);
+    release();
+    release();
+    clock.advance(READ_RELEASE_INTERVAL_MS - 1);
+    release();
+    expect(calls).toEqual([{ type: 'minor' }]);
+    clock.advance(1);
+    release();
+    expect(calls).toEqual([{ type: 'minor' }, { type: 'minor' }]);
+  });
+
   it('walks the same without gc() (node without --expose-gc)', async () => {
     vi.stubGlobal('gc', undefined);
     const events: string[] = [];
     const out: string[] = [];
-    for await (const piece of walkPages(walk(), smallPage(['a'], false, events), newWalkState())) out.push(piece.toString());
+    const w = { ...walk(), afterPage: readBufferRelease(new ManualClock(0)) };
+    for await (const piece of walkPages(w, smallPage(['a'], false, events), newWalkState())) out.push(piece.toString());
     expect(out.join('')).toBe('{"id":"a"}\n{"export":{"complete":true,"rows":1,"after":null}}\n');
   });
 });

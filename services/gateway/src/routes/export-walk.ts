@@ -1,5 +1,5 @@
 import { Decision } from '@fcd/proto';
-import { AppError } from '@fcd/service-kit';
+import { AppError, type Clock, systemClock } from '@fcd/service-kit';
 import type { FastifyBaseLogger } from 'fastify';
 import type { AuthorizationBatcher } from '../auth/batcher';
 import type { UpstreamPage } from '../clients/proxy';
@@ -13,7 +13,7 @@ import { RecordCut } from './export-records';
  * half sent: when a page fails part-way, what follows its last whole record is dropped and the
  * resume line names that record (docs/api.md, "Bulk export").
  *
- * After each page the walk asks V8 for a young collection (`releaseReadBuffers`), so that the
+ * After each page the walk calls `afterPage` (`readBufferRelease`): a young collection, so that the
  * page's socket reads are freed while the next page is read, not whenever V8 next collects.
  */
 
@@ -39,6 +39,8 @@ export interface Walk {
   log: FastifyBaseLogger;
   batcher: AuthorizationBatcher;
   fetchPage(after: string | undefined, header: boolean): Promise<UpstreamPage>;
+  /** Called after each page, whole or failed (the gateway's one `readBufferRelease`). */
+  afterPage(): void;
 }
 
 export function newWalkState(): WalkState {
@@ -64,21 +66,34 @@ export function discard(page: UpstreamPage): void {
 
 const UNAVAILABLE = 'The facility service is unavailable. Resume with `after`.';
 
+/** Least time between two young collections asked for by exports, whatever the number running. */
+export const READ_RELEASE_INTERVAL_MS = 50;
+
 /**
- * A young collection (a scavenge), when node runs with `--expose-gc` (the chart's
- * `gateway.nodeOptions`); without the flag, nothing.
+ * What the walk calls after each page: a young collection (a scavenge), when node runs with
+ * `--expose-gc` (the chart's `gateway.nodeOptions`); without the flag, nothing.
  *
  * undici reads each page from the facility service's socket into buffers of up to 64 KiB outside
  * V8's heap. They are garbage once handed on, but only a collection frees them, and V8 starts a
  * young collection when its heap's young generation fills, not when memory outside the heap grows.
  * An export allocates little on the heap per chunk, so with node's default young generation (two
  * semi-spaces of up to 16 MiB) a 50,000-row export kept about 32 MiB of its reads and peaked at
- * 159 MiB, over its 150 MiB bound. A scavenge per page (1,000 rows, itself a counted request) costs
- * under a millisecond and leaves about one page of reads in memory; the young generation keeps its
+ * 159 MiB, over its 150 MiB bound. A scavenge per page (1,000 rows, itself a counted request) took
+ * 1.2 ms on average and leaves about one page of reads in memory; the young generation keeps its
  * size for the proxied path, which a 4 MiB one slowed (ADR 0015, amended 2026-11-29).
+ *
+ * A scavenge pauses every request of the process, and one frees the reads of every export at once:
+ * so one function per gateway, shared by its exports, asks at most once per `minIntervalMs` (a page
+ * of one export takes longer than that to stream).
  */
-function releaseReadBuffers(): void {
-  globalThis.gc?.({ type: 'minor' });
+export function readBufferRelease(clock: Clock = systemClock, minIntervalMs = READ_RELEASE_INTERVAL_MS): () => void {
+  let last = Number.NEGATIVE_INFINITY;
+  return () => {
+    const now = clock.now();
+    if (now - last < minIntervalMs) return;
+    last = now;
+    globalThis.gc?.({ type: 'minor' });
+  };
 }
 
 /** The next page, counted before any of it is written; an AppError when it cannot be fetched or counted. */
@@ -130,7 +145,7 @@ export async function* walkPages(w: Walk, first: UpstreamPage, state: WalkState)
   let page = first;
   for (;;) {
     const whole = yield* streamPage(page, w.csv, state);
-    releaseReadBuffers();
+    w.afterPage();
     let stop: AppError | undefined = whole ? undefined : new AppError('SERVICE_UNAVAILABLE', UNAVAILABLE);
     if (whole && !state.more) break;
     if (!stop) {

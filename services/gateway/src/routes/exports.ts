@@ -3,7 +3,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { AuthorizationBatcher } from '../auth/batcher';
 import { readWhole, sendAnswer, type Upstream, type UpstreamPage } from '../clients/proxy';
 import type { ExportSlot, ExportSlots } from '../store/export-slots';
-import { discard, line, newWalkState, type Walk, walkPages } from './export-walk';
+import { discard, line, newWalkState, readBufferRelease, type Walk, walkPages } from './export-walk';
 import { SendGuard } from './send-guard';
 import { EXPORT_KINDS, EXPORT_PAGE_ROWS } from './table';
 
@@ -98,6 +98,8 @@ function exportBody(w: Walk, first: UpstreamPage, reply: FastifyReply, limits: E
 
 export function registerExports(app: FastifyInstance, deps: ExportDeps): void {
   let running = 0;
+  // One for all of this gateway's exports: a young collection frees every export's reads at once.
+  const afterPage = readBufferRelease();
   for (const kind of EXPORT_KINDS) {
     const publicPath = `/v1/exports/${kind}`;
     app.get(publicPath, async (request, reply) => {
@@ -147,7 +149,7 @@ export function registerExports(app: FastifyInstance, deps: ExportDeps): void {
         return reply.send();
       }
 
-      const walk: Walk = { kind, publicPath, key: apiKey, csv, log: request.log, batcher: deps.batcher, fetchPage };
+      const walk: Walk = { kind, publicPath, key: apiKey, csv, log: request.log, batcher: deps.batcher, fetchPage, afterPage };
       return reply.send(exportBody(walk, first, reply, deps.limits));
     });
   }
