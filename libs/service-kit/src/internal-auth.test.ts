@@ -15,6 +15,19 @@ describe('InternalAuth', () => {
     expect(auth.verify(auth.sign(claims, target), requestTarget({ method: 'POST', url: '/v1/webhooks?x=1' }, 'webhook'))).toEqual(claims);
   });
 
+  it("signs the account's claims and the target, nothing else, request_id only when given", () => {
+    const auth = new InternalAuth(SECRET, undefined, new ManualClock(1_000_000));
+    const payloadOf = (header: string) => JSON.parse(Buffer.from(header.split('.')[0] as string, 'base64url').toString());
+    const extra = { ...claims, secret_note: 'not a claim' } as typeof claims;
+    const signed = payloadOf(auth.sign(extra, { ...target, method: 'post' }));
+    expect(Object.keys(signed)).toEqual(['account_id', 'tier', 'tier_rank', 'request_id', 'aud', 'm', 'p', 'exp']);
+    expect(signed).toEqual({ ...claims, aud: 'webhook', m: 'POST', p: '/v1/webhooks?x=1', exp: 1_000_000 + INTERNAL_AUTH_TTL_MS });
+    const { request_id: _omitted, ...withoutRequest } = claims;
+    const header = auth.sign(withoutRequest, target);
+    expect(Object.keys(payloadOf(header))).toEqual(['account_id', 'tier', 'tier_rank', 'aud', 'm', 'p', 'exp']);
+    expect(auth.verify(header, target)).toEqual(withoutRequest);
+  });
+
   it.each<[string, Partial<InternalTarget>]>([
     ['another service', { audience: 'facility' }],
     ['another method', { method: 'GET' }],

@@ -61,8 +61,14 @@ export class InternalAuth {
   }
 
   sign(claims: AccountClaims, target: InternalTarget): string {
+    // Each field named, not `...claims`: a literal of one shape serializes on JSON.stringify's fast
+    // path, a spread's object does not (0.5 against 2.8 µs, about 2 % of the gateway's CPU per
+    // proxied request; docs/benchmarks/history/2026-11-29.md). Its fields are AccountClaims' own.
     const signed: SignedClaims = {
-      ...claims,
+      account_id: claims.account_id,
+      tier: claims.tier,
+      tier_rank: claims.tier_rank,
+      request_id: claims.request_id,
       aud: target.audience,
       m: target.method.toUpperCase(),
       p: target.path,
