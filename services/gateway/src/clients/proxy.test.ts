@@ -100,3 +100,71 @@ describe('Upstream timeouts', () => {
     expect(took).toBeLessThan(12 * 60);
   });
 });
+
+describe('Upstream answers', () => {
+  it('reads a body sent in many chunks whole, with the status and only the headers passed on', async () => {
+    const u = await serve((_req, res) => {
+      res.writeHead(201, {
+        'content-type': 'application/json',
+        location: '/v1/things/1',
+        'x-internal': 'kept back',
+        'set-cookie': ['a=1'],
+      });
+      // Chunked transfer, each write its own chunk.
+      for (let i = 0; i < 50; i++) res.write(`${i},`);
+      res.end('end');
+    });
+    const answer = await u.call(request, 'signed');
+    expect(answer.status).toBe(201);
+    expect(answer.headers).toEqual({ 'content-type': 'application/json', location: '/v1/things/1' });
+    expect(answer.body.toString()).toBe(`${Array.from({ length: 50 }, (_, i) => `${i},`).join('')}end`);
+  });
+
+  it('sends the signed header, the request id and a JSON body, and reads an empty answer', async () => {
+    let seen: { method?: string; url?: string; headers?: IncomingMessage['headers']; body?: string } = {};
+    const u = await serve((req, res) => {
+      let body = '';
+      req.on('data', (c) => {
+        body += c;
+      });
+      req.on('end', () => {
+        seen = { method: req.method, url: req.url, headers: req.headers, body };
+        res.writeHead(204).end();
+      });
+    });
+    const post = { ...request, method: 'POST', url: '/v1/things?x=1', body: { name: 'a' } } as unknown as FastifyRequest;
+    const answer = await u.call(post, 'signed-header', 'POST');
+    expect(answer).toEqual({ status: 204, headers: {}, body: Buffer.alloc(0) });
+    expect(seen.method).toBe('POST');
+    expect(seen.url).toBe('/v1/things?x=1');
+    expect(seen.body).toBe('{"name":"a"}');
+    expect(seen.headers?.['x-fcd-account']).toBe('signed-header');
+    expect(seen.headers?.['x-request-id']).toBe('req_test');
+    expect(seen.headers?.['content-type']).toBe('application/json');
+  });
+
+  it('answers 503 when the connection is cut part-way through the body', async () => {
+    const u = await serve((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': '100' });
+      res.write('{"partial":', () => res.socket?.destroy());
+    });
+    const err = await refusal(u.call(request, 'signed'));
+    expect(err.status).toBe(503);
+    expect(err.details).toEqual({ dependency: 'facility' });
+  });
+
+  it('answers 503 when nothing listens', async () => {
+    await serve(() => undefined);
+    const listening = server as Server;
+    const port = (listening.address() as AddressInfo).port;
+    await new Promise((r) => listening.close(r));
+    const nobody = new Upstream('facility', `http://127.0.0.1:${port}`, TIMEOUT_MS, 1);
+    try {
+      const err = await refusal(nobody.call(request, 'signed'));
+      expect(err.status).toBe(503);
+      expect(err.details).toEqual({ dependency: 'facility' });
+    } finally {
+      await nobody.close();
+    }
+  });
+});
