@@ -29,10 +29,10 @@ afterEach(async () => {
   upstream = undefined;
 });
 
-async function serve(handler: (req: IncomingMessage, res: ServerResponse) => void): Promise<Upstream> {
+async function serve(handler: (req: IncomingMessage, res: ServerResponse) => void, connections = 4): Promise<Upstream> {
   server = createServer(handler);
   await new Promise<void>((r) => server?.listen(0, '127.0.0.1', r));
-  upstream = new Upstream('facility', `http://127.0.0.1:${(server.address() as AddressInfo).port}`, TIMEOUT_MS, 4);
+  upstream = new Upstream('facility', `http://127.0.0.1:${(server.address() as AddressInfo).port}`, TIMEOUT_MS, connections);
   return upstream;
 }
 
@@ -143,28 +143,69 @@ describe('Upstream answers', () => {
     expect(seen.headers?.['content-type']).toBe('application/json');
   });
 
-  it('answers 503 when the connection is cut part-way through the body', async () => {
+  it('reads a body that comes in one piece', async () => {
+    const u = await serve((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': '7' });
+      res.end('{"a":1}');
+    });
+    const answer = await u.call(request, 'signed');
+    expect(answer).toEqual({ status: 200, headers: { 'content-type': 'application/json' }, body: Buffer.from('{"a":1}') });
+  });
+
+  it('passes on the answer after an informational one, not the early hints', async () => {
+    const u = await serve((_req, res) => {
+      res.writeEarlyHints({ link: '</hint.css>; rel=preload' });
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end('{"b":2}');
+    });
+    const answer = await u.call(request, 'signed');
+    expect(answer).toEqual({ status: 200, headers: { 'content-type': 'application/json' }, body: Buffer.from('{"b":2}') });
+  });
+
+  it('answers 503 when the connection is cut part-way through the body, without logging the upstream down', async () => {
     const u = await serve((_req, res) => {
       res.writeHead(200, { 'content-type': 'application/json', 'content-length': '100' });
       res.write('{"partial":', () => res.socket?.destroy());
     });
-    const err = await refusal(u.call(request, 'signed'));
+    const logged = capturingRequest();
+    const err = await refusal(u.call(logged.request, 'signed'));
     expect(err.status).toBe(503);
     expect(err.details).toEqual({ dependency: 'facility' });
+    expect(logged.lines).toEqual([]);
   });
 
-  it('answers 503 when nothing listens', async () => {
-    await serve(() => undefined);
-    const listening = server as Server;
-    const port = (listening.address() as AddressInfo).port;
-    await new Promise((r) => listening.close(r));
-    const nobody = new Upstream('facility', `http://127.0.0.1:${port}`, TIMEOUT_MS, 1);
-    try {
-      const err = await refusal(nobody.call(request, 'signed'));
-      expect(err.status).toBe(503);
-      expect(err.details).toEqual({ dependency: 'facility' });
-    } finally {
-      await nobody.close();
-    }
+  it('answers 503 and logs the upstream unavailable when it closes the connection without an answer', async () => {
+    const u = await serve((req) => req.socket.destroy());
+    const logged = capturingRequest();
+    const err = await refusal(u.call(logged.request, 'signed'));
+    expect(err.status).toBe(503);
+    expect(err.details).toEqual({ dependency: 'facility' });
+    expect(logged.lines).toEqual([['warn', 'upstream unavailable', 'facility']]);
+  });
+
+  it('ends a write waiting for a connection at the timeout, not when the connection frees up', async () => {
+    // One connection, held by a read that takes 12 × 60 ms: the write queued behind it gives up
+    // at its own timeout, long before it could start.
+    const u = await serve((req, res) => (req.method === 'GET' ? trickle(res, 12, 60) : res.writeHead(204).end()), 1);
+    const read = u.call(request, 'signed');
+    const started = Date.now();
+    const err = await refusal(u.call(request, 'signed', 'POST'));
+    const took = Date.now() - started;
+    expect(err.status).toBe(503);
+    expect(took).toBeGreaterThanOrEqual(TIMEOUT_MS - 20);
+    expect(took).toBeLessThan(12 * 60 - 100);
+    expect((await read).body.toString()).toBe('x'.repeat(12));
   });
 });
+
+/** A request whose log lines are kept: [level, message, upstream]. */
+function capturingRequest(): { request: FastifyRequest; lines: unknown[][] } {
+  const lines: unknown[][] = [];
+  const line =
+    (level: string) =>
+    (fields: { upstream?: string }, message: string): void => {
+      lines.push([level, message, fields.upstream]);
+    };
+  const log = { warn: line('warn'), error: line('error'), info: line('info') };
+  return { request: { ...request, log } as unknown as FastifyRequest, lines };
+}

@@ -62,16 +62,23 @@ function readAnswer(pool: Pool, options: Dispatcher.DispatchOptions, signal: Abo
     let headers: IncomingHttpHeaders = {};
     let started = false;
     let controller: Dispatcher.DispatchController | undefined;
-    const onAbort = () => controller?.abort(signal?.reason);
-    signal?.addEventListener('abort', onAbort, { once: true });
     const settle = () => signal?.removeEventListener('abort', onAbort);
+    const onAbort = () => {
+      if (controller) return controller.abort(signal?.reason);
+      // Still queued for a connection: the caller's wait ends now (a write's total bound), and
+      // the request is dropped as it starts (onRequestStart); its later error settles nothing.
+      settle();
+      reject(signal?.reason);
+    };
+    signal?.addEventListener('abort', onAbort, { once: true });
     pool.dispatch(options, {
       onRequestStart(c) {
         controller = c;
         if (signal?.aborted) c.abort(signal.reason);
       },
       onResponseStart(_c, status, responseHeaders) {
-        // 1xx informational answers come first; the last start is the answer's.
+        // An informational answer (102, 103) is not the answer, and its headers are not passed on.
+        if (status < 200) return;
         statusCode = status;
         headers = responseHeaders;
         started = true;
