@@ -1,5 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { Writable } from 'node:stream';
 import { AppError, createLogger } from '@fcd/service-kit';
 import type { FastifyRequest } from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -177,16 +178,24 @@ describe('Upstream answers', () => {
   it('answers 503 and logs the upstream unavailable when it closes the connection without an answer', async () => {
     const u = await serve((req) => req.socket.destroy());
     const logged = capturingRequest();
-    const err = await refusal(u.call(logged.request, 'signed'));
+    const err = await refusal(u.call(logged.request, 'signed-secret-header'));
     expect(err.status).toBe(503);
     expect(err.details).toEqual({ dependency: 'facility' });
     expect(logged.lines).toEqual([['warn', 'upstream unavailable', 'facility']]);
+    // The signed account header is a credential: it never reaches a log line.
+    expect(logged.raw.join('')).not.toContain('signed-secret-header');
   });
 
   it('ends a write waiting for a connection at the timeout, not when the connection frees up', async () => {
     // One connection, held by a read that takes 12 × 60 ms: the write queued behind it gives up
     // at its own timeout, long before it could start.
-    const u = await serve((req, res) => (req.method === 'GET' ? trickle(res, 12, 60) : res.writeHead(204).end()), 1);
+    const arrived: string[] = [];
+    const u = await serve((req, res) => {
+      arrived.push(`${req.method} ${req.url}`);
+      if (req.url === '/v1/quick') res.writeHead(204).end();
+      else if (req.method === 'GET') trickle(res, 12, 60);
+      else res.writeHead(204).end();
+    }, 1);
     const read = u.call(request, 'signed');
     const started = Date.now();
     const err = await refusal(u.call(request, 'signed', 'POST'));
@@ -195,17 +204,29 @@ describe('Upstream answers', () => {
     expect(took).toBeGreaterThanOrEqual(TIMEOUT_MS - 20);
     expect(took).toBeLessThan(12 * 60 - 100);
     expect((await read).body.toString()).toBe('x'.repeat(12));
+    // The given-up write is dropped when the connection frees up, before it is sent: the next
+    // request on the one connection is the first to arrive after the read.
+    expect((await u.call({ ...request, url: '/v1/quick' } as unknown as FastifyRequest, 'signed')).status).toBe(204);
+    expect(arrived).toEqual(['GET /v1/things', 'GET /v1/quick']);
   });
 });
 
-/** A request whose log lines are kept: [level, message, upstream]. */
-function capturingRequest(): { request: FastifyRequest; lines: unknown[][] } {
+/**
+ * A request logging through the service's own logger into kept lines (as
+ * libs/service-kit/src/http.test.ts captures them): each line as written, and [level, message,
+ * upstream] of each.
+ */
+function capturingRequest(): { request: FastifyRequest; lines: unknown[][]; raw: string[] } {
+  const raw: string[] = [];
   const lines: unknown[][] = [];
-  const line =
-    (level: string) =>
-    (fields: { upstream?: string }, message: string): void => {
-      lines.push([level, message, fields.upstream]);
-    };
-  const log = { warn: line('warn'), error: line('error'), info: line('info') };
-  return { request: { ...request, log } as unknown as FastifyRequest, lines };
+  const destination = new Writable({
+    write(chunk, _enc, done) {
+      raw.push(String(chunk));
+      const line = JSON.parse(String(chunk)) as { level: string; msg: string; upstream?: string };
+      lines.push([line.level, line.msg, line.upstream]);
+      done();
+    },
+  });
+  const log = createLogger({ service: 'proxy-test', level: 'info', destination });
+  return { request: { ...request, log } as unknown as FastifyRequest, lines, raw };
 }

@@ -13,8 +13,9 @@ import { RecordCut } from './export-records';
  * half sent: when a page fails part-way, what follows its last whole record is dropped and the
  * resume line names that record (docs/api.md, "Bulk export").
  *
- * After each page the walk calls `afterPage` (`readBufferRelease`): a young collection, so that the
- * page's socket reads are freed while the next page is read, not whenever V8 next collects.
+ * After each page the walk calls `afterPage` (`readBufferRelease`): a young collection, at most one
+ * per 50 ms for all exports, so that the pages' socket reads are freed while the next ones are
+ * read, not whenever V8 next collects.
  */
 
 /** Where the walk is: pieces read and cut but not handed on yet, and what the resume line says. */
