@@ -22,6 +22,7 @@ import {
 } from './http-server';
 import type { ServiceMetrics } from './metrics';
 import { classifyDatabaseError } from './pg';
+import { responseSerializerCompiler } from './serializer';
 
 export const BODY_LIMIT_BYTES = 64 * 1024;
 export const MAX_PARAM_LENGTH = 2048;
@@ -327,7 +328,8 @@ export interface HttpConventionOptions {
 /**
  * Installs the conventions every HTTP service shares: X-Request-Id on every
  * response, one error handler producing the envelope, JSON-only bodies that
- * must be objects, and RED metrics.
+ * must be objects, responses written by fast-json-stringify from a copy of their schemas
+ * (`serializationSchema`), and RED metrics.
  */
 export function installHttpConventions(app: FastifyInstance, options: HttpConventionOptions = {}): void {
   // The hooks of every request take `done` rather than being async when they never wait: an async
@@ -355,6 +357,7 @@ export function installHttpConventions(app: FastifyInstance, options: HttpConven
   });
 
   installJsonBodies(app);
+  app.setSerializerCompiler(responseSerializerCompiler);
 
   app.setErrorHandler((error: FastifyError, request, reply) => {
     const appError = toAppError(error, request);
