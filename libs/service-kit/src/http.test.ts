@@ -3,6 +3,7 @@ import Fastify from 'fastify';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { baseFastifyOptions, exceedsJsonDepth, installHttpConventions, MAX_JSON_DEPTH, MAX_PARAM_LENGTH } from './http';
 import { createLogger } from './logger';
+import { createMetrics } from './metrics';
 
 const app = Fastify(baseFastifyOptions(createLogger({ service: 'http-test', level: 'silent' })));
 
@@ -128,6 +129,56 @@ describe('integer query parameters', () => {
   it('accepts decimal text and keeps other parameters as they are', async () => {
     const res = await app.inject({ method: 'GET', url: '/v1/list?limit=010&q=0x10' });
     expect(res.json()).toEqual({ data: { limit: 10, q: '0x10' } });
+  });
+
+  it("checks a HEAD of the route too, and before the route's own preValidation hooks", async () => {
+    const head = await app.inject({ method: 'HEAD', url: '/v1/list?limit=0x10' });
+    expect(head.statusCode).toBe(400);
+    const seen: unknown[] = [];
+    const other = Fastify();
+    installHttpConventions(other);
+    other.get(
+      '/n',
+      {
+        preValidation: (request, _reply, done) => {
+          seen.push((request.query as { n: unknown }).n);
+          done();
+        },
+        schema: { querystring: { type: 'object', properties: { n: { type: 'number' } } } },
+      },
+      async (request) => ({ data: request.query }),
+    );
+    expect((await other.inject({ method: 'GET', url: '/n?n=Infinity' })).statusCode).toBe(400);
+    expect((await other.inject({ method: 'GET', url: '/n?n=7' })).json()).toEqual({ data: { n: 7 } });
+    expect(seen).toEqual([{ text: 'Infinity' }, '7']);
+    await other.close();
+  });
+});
+
+describe('RED metrics', () => {
+  it('count each response once under its route pattern, method and status; no route is "unmatched"', async () => {
+    const metrics = createMetrics('http-test');
+    const red = Fastify(baseFastifyOptions(createLogger({ service: 'http-test', level: 'silent' })));
+    installHttpConventions(red, { metrics });
+    await red.register(async (scope) => {
+      scope.get('/v1/things/:id', async () => ({ data: 1 }));
+    });
+    await red.ready();
+    for (const url of ['/v1/things/a', '/v1/things/b']) expect((await red.inject({ method: 'GET', url })).statusCode).toBe(200);
+    expect((await red.inject({ method: 'HEAD', url: '/v1/things/a' })).statusCode).toBe(200);
+    expect((await red.inject({ method: 'GET', url: '/v1/nothing' })).statusCode).toBe(404);
+    const totals = (await metrics.requestsTotal.get()).values.map((v) => ({ ...v.labels, value: v.value }));
+    expect(totals).toEqual(
+      expect.arrayContaining([
+        { route: '/v1/things/:id', method: 'GET', status: '200', value: 2 },
+        { route: '/v1/things/:id', method: 'HEAD', status: '200', value: 1 },
+        { route: 'unmatched', method: 'GET', status: '404', value: 1 },
+      ]),
+    );
+    expect(totals).toHaveLength(3);
+    const counts = (await metrics.requestDuration.get()).values.filter((v) => v.metricName === 'fcd_request_duration_seconds_count');
+    expect(counts.map((v) => ({ ...v.labels, value: v.value }))).toEqual(totals);
+    await red.close();
   });
 });
 
