@@ -1,3 +1,4 @@
+import { createHmac } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { ManualClock } from './clock';
 import { INTERNAL_AUTH_TTL_MS, InternalAuth, type InternalTarget, requestTarget } from './internal-auth';
@@ -61,5 +62,16 @@ describe('InternalAuth', () => {
     ).toString('base64url');
     expect(auth.verify(`${widened}.${mac}`, { ...target, path: '/v1/webhooks' })).toBeUndefined();
     for (const header of [undefined, '', '.', 'abc', ['a', 'b'], `${payload}.`]) expect(auth.verify(header, target)).toBeUndefined();
+  });
+
+  it('returns the account fields only, whatever else a signed payload holds', () => {
+    const clock = new ManualClock(1_000_000);
+    const auth = new InternalAuth(SECRET, undefined, clock);
+    const signed = { ...claims, aud: 'webhook', m: 'POST', p: '/v1/webhooks?x=1', exp: 1_005_000, scope: 'admin' };
+    const payload = Buffer.from(JSON.stringify(signed)).toString('base64url');
+    const header = `${payload}.${createHmac('sha256', SECRET).update(payload).digest('base64url')}`;
+    const verified = auth.verify(header, target);
+    expect(verified).toEqual(claims);
+    expect(Object.keys(verified ?? {})).toEqual(['account_id', 'tier', 'tier_rank', 'request_id']);
   });
 });

@@ -93,8 +93,9 @@ export class InternalAuth {
       if (typeof claims.exp !== 'number' || claims.exp < this.clock.now()) return undefined;
       if (claims.aud !== target.audience || claims.m !== target.method.toUpperCase() || claims.p !== target.path) return undefined;
       if (typeof claims.account_id !== 'string' || typeof claims.tier !== 'string') return undefined;
-      const { exp: _exp, aud: _aud, m: _m, p: _p, ...rest } = claims;
-      return rest;
+      // The account's fields by name, as `sign` writes them: an object of one shape (a rest
+      // pattern copies whatever keys the payload has, one at a time).
+      return { account_id: claims.account_id, tier: claims.tier, tier_rank: claims.tier_rank, request_id: claims.request_id };
     } catch {
       return undefined;
     }
