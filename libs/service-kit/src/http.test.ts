@@ -236,16 +236,18 @@ describe('request loggers', () => {
     });
     await logged.ready();
     // Counted from here: the app's own loggers are made at start-up.
-    const child = root.child.bind(root);
-    vi.spyOn(root, 'child').mockImplementation((...args) => {
+    // On the root's `child`, which pino's children inherit: each call keeps its own `this`.
+    const child = root.child;
+    vi.spyOn(root, 'child').mockImplementation(function (this: typeof root, ...args) {
       made++;
-      return child(...args);
+      return child.apply(this, args);
     });
     await logged.inject({ method: 'GET', url: '/quiet', headers: { 'x-request-id': 'req-quiet' } });
     expect(made).toBe(0);
     await logged.inject({ method: 'GET', url: '/loud', headers: { 'x-request-id': 'req-loud' } });
     await logged.close();
-    expect(made).toBe(1);
+    // Made when the line is: one pino child per binding (the request id, the account, `extra`).
+    expect(made).toBe(3);
     const mine = lines.filter((l) => l.request_id !== undefined);
     expect(mine).toHaveLength(1);
     expect(mine[0]).toMatchObject({ request_id: 'req-loud', account_id: 'acct_1', extra: 'x', msg: 'bound twice' });
