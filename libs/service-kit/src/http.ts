@@ -24,7 +24,7 @@ import {
 } from './http-server';
 import type { ServiceMetrics } from './metrics';
 import { classifyDatabaseError } from './pg';
-import { responseSerializerCompiler } from './serializer';
+import { responseSerializers } from './serializer';
 
 export const BODY_LIMIT_BYTES = 64 * 1024;
 export const MAX_PARAM_LENGTH = 2048;
@@ -122,6 +122,8 @@ export function baseFastifyOptions(
     // Request lines are not logged by default (one line per request costs the hot path);
     // errors and 5xx are logged by the error handler with the request id.
     logController: new LogController({ requestIdLogLabel: 'request_id', disableRequestLogging: true }),
+    // Responses are written by fast-json-stringify from a copy of their schemas (serializer.ts).
+    schemaController: { compilersFactory: { buildSerializer: responseSerializers } },
     return503OnClosing: true,
     forceCloseConnections: 'idle',
     // A path parameter up to 2,048 characters reaches its route (so the gateway authenticates and
@@ -382,8 +384,7 @@ export interface HttpConventionOptions {
 /**
  * Installs the conventions every HTTP service shares: X-Request-Id on every
  * response, one error handler producing the envelope, JSON-only bodies that
- * must be objects, responses written by fast-json-stringify from a copy of their schemas
- * (`serializationSchema`), and RED metrics.
+ * must be objects, and RED metrics.
  */
 export function installHttpConventions(app: FastifyInstance, options: HttpConventionOptions = {}): void {
   // The hooks of every request take `done` rather than being async when they never wait: an async
@@ -407,7 +408,6 @@ export function installHttpConventions(app: FastifyInstance, options: HttpConven
   installRouteHooks(app, options.metrics);
 
   installJsonBodies(app);
-  app.setSerializerCompiler(responseSerializerCompiler);
 
   app.setErrorHandler((error: FastifyError, request, reply) => {
     const appError = toAppError(error, request);
