@@ -52,7 +52,7 @@ class LazyChildLogger {
   constructor(
     private readonly parent: FastifyBaseLogger | LazyChildLogger,
     private readonly bound: Bindings,
-    private readonly options: ChildLoggerOptions,
+    private readonly options: ChildLoggerOptions | undefined,
   ) {}
 
   /** The pino child, made on first use (a lazy parent's first). */
@@ -65,7 +65,7 @@ class LazyChildLogger {
   }
 
   get level(): string {
-    return this.made?.level ?? this.options.level ?? this.parent.level;
+    return this.made?.level ?? this.options?.level ?? this.parent.level;
   }
 
   set level(level: string) {
@@ -80,11 +80,9 @@ class LazyChildLogger {
    */
   child(bindings: Bindings, options?: ChildLoggerOptions): FastifyBaseLogger {
     if (this.made !== undefined) return this.made.child(bindings, options);
-    return new LazyChildLogger(this, bindings, options ?? NO_OPTIONS) as unknown as FastifyBaseLogger;
+    return new LazyChildLogger(this, bindings, options) as unknown as FastifyBaseLogger;
   }
 }
-
-const NO_OPTIONS: ChildLoggerOptions = Object.freeze({});
 
 // The level methods, on the prototype (nothing made per request): each makes the child and logs through it.
 for (const level of ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const) {
