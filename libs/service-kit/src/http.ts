@@ -287,7 +287,8 @@ function installRouteHooks(app: FastifyInstance, metrics: ServiceMetrics | undef
     if (metrics) route.onResponse = [...hookList(route.onResponse), redMetricsOf(route.url, metrics)];
   });
   if (metrics) {
-    // The requests no route matched (the 404 handler, a URL the router refused).
+    // The requests no route matched (the 404 handler; a URL the router refused runs no hooks and
+    // is answered by `frameworkErrors`, uncounted, as before).
     const unmatched = redMetricsOf('unmatched', metrics);
     app.addHook('onResponse', (request, reply, done) => (request.is404 ? unmatched.call(app, request, reply, done) : done()));
   }
