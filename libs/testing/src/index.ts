@@ -1,6 +1,7 @@
 export * from './balancer';
 export * from './eventually';
 export * from './fault-proxy';
+export * from './log-capture';
 export * from './nats-cluster';
 export * from './nats-server';
 export * from './pgbouncer';

@@ -1,8 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:https';
-import { Writable } from 'node:stream';
-import { createLogger } from '@fcd/service-kit';
-import { eventually, testUrls, uniqueName } from '@fcd/testing';
+import { eventually, logCapture, testUrls, uniqueName } from '@fcd/testing';
 import { DeliveryStore, type DeliveryView } from '@fcd/webhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config';
@@ -219,7 +217,7 @@ describe('the dispatcher records it in the delivery log', () => {
   let db: TestDb;
   let bus: Bus;
   let dispatcher: Dispatcher;
-  const lines: string[] = [];
+  const { lines, logger } = logCapture('dispatcher-test', 'debug');
   const stream = uniqueName('DISP_DEBUG').toUpperCase();
 
   beforeAll(async () => {
@@ -237,16 +235,6 @@ describe('the dispatcher records it in the delivery log', () => {
       WEBHOOK_CONNECT_TIMEOUT_MS: '2000',
       WEBHOOK_ALLOW_PRIVATE_URLS: 'true',
       DISPATCHER_POLL_MS: '100',
-    });
-    const logger = createLogger({
-      service: 'dispatcher-test',
-      level: 'debug',
-      destination: new Writable({
-        write(chunk, _enc, done) {
-          lines.push(String(chunk));
-          done();
-        },
-      }),
     });
     dispatcher = new Dispatcher({ config, pool: db.pool, secretBox, logger, tls: { ca: cert.cert }, resolver });
     dispatcher.start();

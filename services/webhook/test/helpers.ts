@@ -1,6 +1,14 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import { Writable } from 'node:stream';
-import { type AccountClaims, createLogger, createPool, InternalAuth, migrate, type Pool, requestTarget } from '@fcd/service-kit';
+import {
+  type AccountClaims,
+  createLogger,
+  createPool,
+  InternalAuth,
+  type Logger,
+  migrate,
+  type Pool,
+  requestTarget,
+} from '@fcd/service-kit';
 import { createTestDatabase, type TestDatabase } from '@fcd/testing';
 import { type ResolvedAddress, type Resolver, SecretBox, WEBHOOK_SCHEMA, webhookMigrations } from '@fcd/webhooks';
 import Fastify, { type FastifyInstance, type InjectOptions } from 'fastify';
@@ -105,18 +113,6 @@ export async function startFacilityStub(existing: Iterable<string>): Promise<Fac
   return stub;
 }
 
-/** Collects the JSON log lines of an app (to show what is, and is not, logged). */
-export function logCapture() {
-  const lines: string[] = [];
-  const destination = new Writable({
-    write(chunk, _enc, done) {
-      lines.push(...chunk.toString('utf8').split('\n').filter(Boolean));
-      done();
-    },
-  });
-  return { lines, logger: createLogger({ service: 'webhook-test', level: 'trace', destination }) };
-}
-
 export interface TestContext {
   db: TestDatabase;
   pool: Pool;
@@ -145,7 +141,7 @@ export interface AppOptions {
   allowPrivate?: boolean;
   maxSubscriptions?: number;
   resolver?: Resolver;
-  logger?: ReturnType<typeof logCapture>['logger'];
+  logger?: Logger;
   clock?: { now(): number };
 }
 

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { InternalAuth, ManualClock } from '@fcd/service-kit';
+import { logCapture } from '@fcd/testing';
 import { DeliveryStore, matches, SubscriptionStore, sign, verify } from '@fcd/webhooks';
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -9,7 +10,6 @@ import {
   type FacilityStub,
   INTERNAL_SECRET,
   internalAuth,
-  logCapture,
   newAccount,
   PRIVATE_HOST,
   PUBLIC_HOST,
@@ -33,7 +33,7 @@ let ctx: TestContext;
 let stub: FacilityStub;
 let app: FastifyInstance;
 const clock = new ManualClock(Date.parse('2026-11-22T08:15:30.123Z'));
-const logs = logCapture();
+const logs = logCapture('webhook-test');
 
 beforeAll(async () => {
   ctx = await createContext('webhook_api');

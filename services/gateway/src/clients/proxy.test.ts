@@ -1,7 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { Writable } from 'node:stream';
 import { AppError, createLogger } from '@fcd/service-kit';
+import { logCapture } from '@fcd/testing';
 import type { FastifyRequest } from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Upstream } from './proxy';
@@ -212,21 +212,20 @@ describe('Upstream answers', () => {
 });
 
 /**
- * A request logging through the service's own logger into kept lines (as
- * libs/service-kit/src/http.test.ts captures them): each line as written, and [level, message,
- * upstream] of each.
+ * A request logging through the service's own logger into kept lines (@fcd/testing's logCapture):
+ * each line as written, and [level, message, upstream] of each.
  */
-function capturingRequest(): { request: FastifyRequest; lines: unknown[][]; raw: string[] } {
-  const raw: string[] = [];
-  const lines: unknown[][] = [];
-  const destination = new Writable({
-    write(chunk, _enc, done) {
-      raw.push(String(chunk));
-      const line = JSON.parse(String(chunk)) as { level: string; msg: string; upstream?: string };
-      lines.push([line.level, line.msg, line.upstream]);
-      done();
+function capturingRequest(): { request: FastifyRequest; readonly lines: unknown[][]; raw: string[] } {
+  const { lines: raw, logger: log } = logCapture('proxy-test', 'info');
+  const fields = (line: string) => {
+    const parsed = JSON.parse(line) as { level: string; msg: string; upstream?: string };
+    return [parsed.level, parsed.msg, parsed.upstream];
+  };
+  return {
+    request: { ...request, log } as unknown as FastifyRequest,
+    get lines() {
+      return raw.map(fields);
     },
-  });
-  const log = createLogger({ service: 'proxy-test', level: 'info', destination });
-  return { request: { ...request, log } as unknown as FastifyRequest, lines, raw };
+    raw,
+  };
 }
