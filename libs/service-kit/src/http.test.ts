@@ -156,7 +156,7 @@ describe('integer query parameters', () => {
 });
 
 describe('RED metrics', () => {
-  it('count each response once under its route pattern, method and status; no route is "unmatched"', async () => {
+  it('count each response once under its route pattern, method and status; no route or a refused URL is "unmatched"', async () => {
     const metrics = createMetrics('http-test');
     const red = Fastify(baseFastifyOptions(createLogger({ service: 'http-test', level: 'silent' })));
     installHttpConventions(red, { metrics });
@@ -167,15 +167,21 @@ describe('RED metrics', () => {
     for (const url of ['/v1/things/a', '/v1/things/b']) expect((await red.inject({ method: 'GET', url })).statusCode).toBe(200);
     expect((await red.inject({ method: 'HEAD', url: '/v1/things/a' })).statusCode).toBe(200);
     expect((await red.inject({ method: 'GET', url: '/v1/nothing' })).statusCode).toBe(404);
+    // URLs the router refuses (frameworkErrors, no hooks run) are counted as unmatched too.
+    expect((await red.inject({ method: 'GET', url: '/v1/things/%zz' })).statusCode).toBe(400);
+    expect((await red.inject({ method: 'DELETE', url: '/v1/things/%E0%A4%A' })).statusCode).toBe(400);
+    expect((await red.inject({ method: 'GET', url: `/v1/things/${'x'.repeat(MAX_PARAM_LENGTH + 1)}` })).statusCode).toBe(404);
     const totals = (await metrics.requestsTotal.get()).values.map((v) => ({ ...v.labels, value: v.value }));
     expect(totals).toEqual(
       expect.arrayContaining([
         { route: '/v1/things/:id', method: 'GET', status: '200', value: 2 },
         { route: '/v1/things/:id', method: 'HEAD', status: '200', value: 1 },
-        { route: 'unmatched', method: 'GET', status: '404', value: 1 },
+        { route: 'unmatched', method: 'GET', status: '404', value: 2 },
+        { route: 'unmatched', method: 'GET', status: '400', value: 1 },
+        { route: 'unmatched', method: 'DELETE', status: '400', value: 1 },
       ]),
     );
-    expect(totals).toHaveLength(3);
+    expect(totals).toHaveLength(5);
     const counts = (await metrics.requestDuration.get()).values.filter((v) => v.metricName === 'fcd_request_duration_seconds_count');
     expect(counts.map((v) => ({ ...v.labels, value: v.value }))).toEqual(totals);
     await red.close();

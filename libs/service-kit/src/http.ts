@@ -22,7 +22,7 @@ import {
 } from './http-server';
 import type { ServiceMetrics } from './metrics';
 import { classifyDatabaseError } from './pg';
-import { installRouteHooks } from './route-hooks';
+import { countRefusedUrl, installRouteHooks } from './route-hooks';
 import { responseSerializers } from './serializer';
 
 export const BODY_LIMIT_BYTES = 64 * 1024;
@@ -127,6 +127,7 @@ export function baseFastifyOptions(
     // `frameworkErrors` answers with the envelope (docs/api.md, "Malformed URLs").
     routerOptions: { ignoreTrailingSlash: false, maxParamLength: MAX_PARAM_LENGTH },
     frameworkErrors: (error, request, reply) => {
+      countRefusedUrl(request, reply);
       reply.header('x-request-id', request.id);
       if (error.code === 'FST_ERR_BAD_URL') {
         sendError(reply, new AppError('BAD_REQUEST', 'The request URL is not valid: a percent-encoded sequence does not decode.'));

@@ -1,4 +1,4 @@
-import type { FastifyInstance, onResponseHookHandler, preValidationHookHandler } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest, onResponseHookHandler, preValidationHookHandler } from 'fastify';
 import type { ServiceMetrics } from './metrics';
 
 // The per-route hooks of installHttpConventions (http.ts): the integer-query check and the RED
@@ -51,11 +51,30 @@ export function installRouteHooks(app: FastifyInstance, metrics: ServiceMetrics 
     if (metrics) route.onResponse = [...hookList(route.onResponse), redMetricsOf(route.url, metrics)];
   });
   if (metrics) {
-    // The requests no route matched (the 404 handler; a URL the router refused runs no hooks and
-    // is answered by `frameworkErrors`, uncounted, as before).
-    const unmatched = redMetricsOf('unmatched', metrics);
-    app.addHook('onResponse', (request, reply, done) => (request.is404 ? unmatched.call(app, request, reply, done) : done()));
+    // The requests no route matched: the 404 handler's, counted here, and the URLs the router
+    // refused (frameworkErrors, which runs no hooks), counted by countRefusedUrl.
+    const unmatched = redSeriesOf('unmatched', metrics);
+    unmatchedSeries.set(app, unmatched);
+    app.addHook('onResponse', (request, reply, done) => {
+      if (request.is404) unmatched(request.method, reply.statusCode, reply.elapsedTime);
+      done();
+    });
   }
+}
+
+/** The "unmatched" series of each app installRouteHooks was given metrics for. */
+const unmatchedSeries = new WeakMap<FastifyInstance, RecordResponse>();
+
+/**
+ * Counts a request whose URL the router refused (`frameworkErrors`: a percent-encoding that does not
+ * decode, a path parameter over the limit) under the route "unmatched", as the 404 handler's are, once
+ * its answer is written. Fastify runs no hook for these, so error-rate alerts would not see them.
+ */
+export function countRefusedUrl(request: FastifyRequest, reply: FastifyReply): void {
+  const record = unmatchedSeries.get(request.server);
+  if (record === undefined) return;
+  const start = performance.now();
+  reply.raw.once('finish', () => record(request.method, reply.statusCode, performance.now() - start));
 }
 
 /** The label-bound series of one route, method and status. */
@@ -64,17 +83,17 @@ interface RedSeries {
   total: { inc(): void };
 }
 
+/** Records one response of a route: its method, status and duration in milliseconds. */
+type RecordResponse = (method: string, status: number, elapsedMs: number) => void;
+
 /**
- * The onResponse hook of one route's RED metrics, by method and status. It keeps the label-bound
- * children (a bounded set: a route's methods × the statuses it answers), so a response builds no
- * label object or key (prom-client 15 still hashes and checks the bound labels on every
- * observation).
+ * The recorder of one route's RED metrics, by method and status. It keeps the label-bound children
+ * (a bounded set: a route's methods × the statuses it answers), so a response builds no label object
+ * or key (prom-client 15 still hashes and checks the bound labels on every observation).
  */
-function redMetricsOf(route: string, { requestDuration, requestsTotal }: ServiceMetrics): onResponseHookHandler {
+function redSeriesOf(route: string, { requestDuration, requestsTotal }: ServiceMetrics): RecordResponse {
   const byMethod = new Map<string, Map<number, RedSeries>>();
-  return (request, reply, done) => {
-    const method = request.method;
-    const status = reply.statusCode;
+  return (method, status, elapsedMs) => {
     let byStatus = byMethod.get(method);
     if (byStatus === undefined) {
       byStatus = new Map();
@@ -86,8 +105,16 @@ function redMetricsOf(route: string, { requestDuration, requestsTotal }: Service
       series = { duration: requestDuration.labels(labels), total: requestsTotal.labels(labels) };
       byStatus.set(status, series);
     }
-    series.duration.observe(reply.elapsedTime / 1000);
+    series.duration.observe(elapsedMs / 1000);
     series.total.inc();
+  };
+}
+
+/** The onResponse hook of one route's RED metrics. */
+function redMetricsOf(route: string, metrics: ServiceMetrics): onResponseHookHandler {
+  const record = redSeriesOf(route, metrics);
+  return (request, reply, done) => {
+    record(request.method, reply.statusCode, reply.elapsedTime);
     done();
   };
 }
