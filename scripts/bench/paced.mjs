@@ -17,6 +17,7 @@
 // stack has kept up for 2 s (a backlog the cold start left is queueing, not the latency of a steady
 // load; at most BENCH_PACED_MAX_WARMUP_SECONDS, default 30, and a run that never kept up says so),
 // then BENCH_PACED_SECONDS (default 30) measured, then the wait for every delivery (≤ 60 s).
+// BENCH_PACED_RUNS chooses the runs: rate, capacity, listen, poll (comma-separated; default all).
 //
 // Latency of each first attempt of an event committed in the measured window, from the event's
 // commit to its arrival at the receiver (p50 / p99 / max), and its parts, from timestamps the
@@ -69,6 +70,8 @@ const DUMP = process.env.BENCH_PACED_DUMP;
 const FACILITIES = 100;
 /** Events due within this long go in one ingestion request. */
 const TICK_MS = Number(process.env.BENCH_PACED_TICK_MS ?? 10);
+/** Which runs (BENCH_PACED_RUNS, comma-separated): rate, capacity, listen, poll; default all four. */
+const RUNS = new Set((process.env.BENCH_PACED_RUNS ?? 'rate,capacity,listen,poll').split(',').map((r) => r.trim()));
 const INGEST_IN_FLIGHT = 4;
 const INGEST_TOKEN = 'bench-ingest-token-0123456789abcdef0123';
 
@@ -361,17 +364,23 @@ const start = (label, rate, writer) => {
   );
   return run(label, rate, writer);
 };
-results.push(await start(`${RATE * SUBSCRIPTIONS}/s`, RATE));
-// The second rate: 80 % of what the whole stack keeps up with (probed), or of BENCH_PACED_CAPACITY.
-const capacity = CAPACITY > 0 ? CAPACITY : await stackCapacity(RATE, results[0].warmup_settled);
-if (capacity) {
-  const rate = Math.max(1, Math.round((0.8 * capacity) / SUBSCRIPTIONS));
-  results.push(await start(`80 % of ${Math.round(capacity)}/s = ${rate * SUBSCRIPTIONS}/s`, rate));
-} else console.log('paced: no probed rate kept up: the 80 % run is skipped');
+if (RUNS.has('rate')) results.push({ ...(await start(`${RATE * SUBSCRIPTIONS}/s`, RATE)), target: TARGET });
+// The second rate: 80 % of what the whole stack keeps up with (probed from the first run's outcome),
+// or of BENCH_PACED_CAPACITY.
+let capacity = null;
+if (RUNS.has('capacity') && (CAPACITY > 0 || RUNS.has('rate'))) {
+  capacity = CAPACITY > 0 ? CAPACITY : await stackCapacity(RATE, results[0].warmup_settled);
+  if (capacity) {
+    const rate = Math.max(1, Math.round((0.8 * capacity) / SUBSCRIPTIONS));
+    results.push(await start(`80 % of ${Math.round(capacity)}/s = ${rate * SUBSCRIPTIONS}/s`, rate));
+  } else console.log('paced: no probed rate kept up: the 80 % run is skipped');
+}
 // Events written by another process (a facility replica without a relay, as the CLIs write them):
 // the relay woken by LISTEN/NOTIFY, and the same with OUTBOX_LISTEN=false (its poll only).
-results.push({ ...(await start(`${RATE * SUBSCRIPTIONS}/s, other writer, LISTEN`, RATE, 'listen')), target: OTHER_WRITER_TARGET });
-results.push({ ...(await start(`${RATE * SUBSCRIPTIONS}/s, other writer, poll only`, RATE, 'poll')), target: null });
+if (RUNS.has('listen')) {
+  results.push({ ...(await start(`${RATE * SUBSCRIPTIONS}/s, other writer, LISTEN`, RATE, 'listen')), target: OTHER_WRITER_TARGET });
+}
+if (RUNS.has('poll')) results.push({ ...(await start(`${RATE * SUBSCRIPTIONS}/s, other writer, poll only`, RATE, 'poll')), target: null });
 print(results);
 const out = {
   date: new Date().toISOString(),

@@ -62,10 +62,10 @@ export function targetRows(dir, since) {
     row('filters: live deliveries/s, filtered / unfiltered ≥ 0.95', `${filters.ratio.delivery}`, filters.ratio.delivery >= 0.95);
   }
   const paced = latest(dir, 'paced', since);
-  // The first run (900/s) has the paced target; of the others, those with a target of their own
-  // (the other writer's, events written by another process).
-  for (const [i, run] of (paced?.runs ?? []).entries()) {
-    const target = i === 0 ? paced.target_ms : run.target;
+  // The runs with a target of their own: the paced rate's (900/s) and the other writer's (events
+  // written by another process); not the 80 % run's or the poll-only baseline.
+  for (const run of paced?.runs ?? []) {
+    const target = run.target;
     if (!target) continue;
     const { p99, max } = run.latency.total;
     const all = run.missing === 0;
