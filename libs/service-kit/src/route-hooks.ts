@@ -68,7 +68,9 @@ const unmatchedSeries = new WeakMap<FastifyInstance, RecordResponse>();
 /**
  * Counts a request whose URL the router refused (`frameworkErrors`: a percent-encoding that does not
  * decode, a path parameter over the limit) under the route "unmatched", as the 404 handler's are, once
- * its answer is written. Fastify runs no hook for these, so error-rate alerts would not see them.
+ * its answer is written. Fastify runs no hook for these, so request rates would leave them out. Such a
+ * request belongs to the root instance: installHttpConventions must be given the root app (every
+ * service's is), else nothing is recorded.
  */
 export function countRefusedUrl(request: FastifyRequest, reply: FastifyReply): void {
   const record = unmatchedSeries.get(request.server);
