@@ -72,6 +72,11 @@ const FACILITIES = 100;
 const TICK_MS = Number(process.env.BENCH_PACED_TICK_MS ?? 10);
 /** Which runs (BENCH_PACED_RUNS, comma-separated): rate, capacity, listen, poll; default all four. */
 const RUNS = new Set((process.env.BENCH_PACED_RUNS ?? 'rate,capacity,listen,poll').split(',').map((r) => r.trim()));
+const unknownRuns = [...RUNS].filter((r) => !['rate', 'capacity', 'listen', 'poll'].includes(r));
+if (unknownRuns.length > 0 || RUNS.size === 0) {
+  console.error(`BENCH_PACED_RUNS: ${unknownRuns.join(', ') || '(none)'}: the runs are rate, capacity, listen and poll`);
+  process.exit(2);
+}
 const INGEST_IN_FLIGHT = 4;
 const INGEST_TOKEN = 'bench-ingest-token-0123456789abcdef0123';
 
@@ -368,7 +373,9 @@ if (RUNS.has('rate')) results.push({ ...(await start(`${RATE * SUBSCRIPTIONS}/s`
 // The second rate: 80 % of what the whole stack keeps up with (probed from the first run's outcome),
 // or of BENCH_PACED_CAPACITY.
 let capacity = null;
-if (RUNS.has('capacity') && (CAPACITY > 0 || RUNS.has('rate'))) {
+if (RUNS.has('capacity') && CAPACITY <= 0 && !RUNS.has('rate')) {
+  console.log('paced: the capacity is probed from the rate run: without it (or BENCH_PACED_CAPACITY) the 80 % run is skipped');
+} else if (RUNS.has('capacity')) {
   capacity = CAPACITY > 0 ? CAPACITY : await stackCapacity(RATE, results[0].warmup_settled);
   if (capacity) {
     const rate = Math.max(1, Math.round((0.8 * capacity) / SUBSCRIPTIONS));

@@ -1,12 +1,18 @@
-import { mkdtempSync, utimesSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { targetRows } from './targets.mjs';
+
+const dirs: string[] = [];
+afterAll(() => {
+  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+});
 
 /** A results directory with `files` (name → result), each written at `at` (epoch ms). */
 function resultsDir(files: Record<string, unknown>, at: number): string {
   const dir = mkdtempSync(join(tmpdir(), 'bench-targets-'));
+  dirs.push(dir);
   for (const [name, result] of Object.entries(files)) {
     const file = join(dir, name);
     writeFileSync(file, JSON.stringify(result));
