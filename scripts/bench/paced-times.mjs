@@ -12,6 +12,17 @@ export const TARGET = { p99: 100, max: 500 };
 /** Events written by another process, 900 deliveries/s, the relay woken by LISTEN/NOTIFY. */
 export const OTHER_WRITER_TARGET = { p99: 60, max: 500 };
 
+/** The runs BENCH_PACED_RUNS names (comma-separated; default all four); exits on a name it does not know. */
+export function pacedRuns(names = 'rate,capacity,listen,poll') {
+  const runs = new Set(names.split(',').map((r) => r.trim()));
+  const unknown = [...runs].filter((r) => !['rate', 'capacity', 'listen', 'poll'].includes(r));
+  if (unknown.length > 0) {
+    console.error(`BENCH_PACED_RUNS: ${unknown.join(', ') || '(none)'}: the runs are rate, capacity, listen and poll`);
+    process.exit(2);
+  }
+  return runs;
+}
+
 /** The measured window's slices whose p99 are reported apart: a tail from a backlog left by the warm-up shows in the first. */
 export const SLICE_MS = 5000;
 

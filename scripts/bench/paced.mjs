@@ -44,7 +44,7 @@ import { resolve } from 'node:path';
 import { Agent, request } from 'undici';
 import { busyShare, cpuSeconds, machineCpu, postgresBackendsCpu, postgresCpuBetween } from './cpu.mjs';
 import { NATS_URL, root, sleep, startDispatcherBench } from './dispatcher-bench.mjs';
-import { analyse, dump, OTHER_WRITER_TARGET, print, recordedTimes, round, stats, streamTimes, TARGET } from './paced-times.mjs';
+import { analyse, dump, OTHER_WRITER_TARGET, pacedRuns, print, recordedTimes, round, stats, streamTimes, TARGET } from './paced-times.mjs';
 
 const RATE = Number(process.env.BENCH_PACED_RATE ?? 300);
 const SUBSCRIPTIONS = Number(process.env.BENCH_PACED_SUBSCRIPTIONS ?? 3);
@@ -70,13 +70,7 @@ const DUMP = process.env.BENCH_PACED_DUMP;
 const FACILITIES = 100;
 /** Events due within this long go in one ingestion request. */
 const TICK_MS = Number(process.env.BENCH_PACED_TICK_MS ?? 10);
-/** Which runs (BENCH_PACED_RUNS, comma-separated): rate, capacity, listen, poll; default all four. */
-const RUNS = new Set((process.env.BENCH_PACED_RUNS ?? 'rate,capacity,listen,poll').split(',').map((r) => r.trim()));
-const unknownRuns = [...RUNS].filter((r) => !['rate', 'capacity', 'listen', 'poll'].includes(r));
-if (unknownRuns.length > 0 || RUNS.size === 0) {
-  console.error(`BENCH_PACED_RUNS: ${unknownRuns.join(', ') || '(none)'}: the runs are rate, capacity, listen and poll`);
-  process.exit(2);
-}
+const RUNS = pacedRuns(process.env.BENCH_PACED_RUNS);
 const INGEST_IN_FLIGHT = 4;
 const INGEST_TOKEN = 'bench-ingest-token-0123456789abcdef0123';
 
