@@ -68,6 +68,8 @@ afterAll(async () => {
 interface Stalled {
   socket: Socket;
   status: number;
+  /** When the reader paused (Date.now()), on the head's arrival. */
+  pausedAt: number;
   /** Everything received, once read again. */
   text(): string;
   closed: Promise<number>;
@@ -85,7 +87,7 @@ function stalledExport(base: string, key: string, path = '/v1/exports/facilities
       if (chunks.length > 1) return;
       socket.pause(); // stops reading: the kernel's buffers fill, then the gateway's writes wait
       const status = Number(/^HTTP\/1\.1 (\d{3})/.exec(c.toString('latin1'))?.[1]);
-      resolve({ socket, status, closed, text: () => Buffer.concat(chunks).toString('latin1') });
+      resolve({ socket, status, pausedAt: Date.now(), closed, text: () => Buffer.concat(chunks).toString('latin1') });
     });
     socket.write(`GET ${path} HTTP/1.1\r\nHost: gateway\r\nX-Api-Key: ${key}\r\nConnection: close\r\n\r\n`);
   });
@@ -186,7 +188,11 @@ describe('a stalled reader', () => {
   it('that never comes back is disconnected a grace after the cut, which frees its slot', async () => {
     const account = await stack.createAccount('pro');
     const stalled = await Promise.all([stalledExport(stack.gateway, account.apiKey), stalledExport(secondUrl, account.apiKey)]);
-    const pausedAt = Date.now();
+    // Both exports started (each holds one of the account's two slots); the head, when not.
+    expect(stalled.map((s) => (s.status === 200 ? 200 : s.text().slice(0, 400)))).toEqual([200, 200]);
+    // Times from the first pause: on a slow machine the second export may start seconds later, and
+    // the first one's slot is the first freed.
+    const pausedAt = Math.min(...stalled.map((s) => s.pausedAt));
     // The account's slots are held until the gateways close the connections: 429 until then.
     const answers: Array<{ status: number; at: number }> = [];
     while (answers.at(-1)?.status !== 200 && Date.now() - pausedAt < 30_000) {
@@ -202,12 +208,13 @@ describe('a stalled reader', () => {
     // Each gateway cut its reader (not before the send timeout; later by the time the kernel's
     // buffers took to fill), then closed the connection the grace after. The first closed freed the
     // slot that answered 200: the other gateway's close may come a moment later.
-    for (const gateway of [stack.gateways[0] as ServiceProcess, second]) {
+    for (const [i, gateway] of [stack.gateways[0] as ServiceProcess, second].entries()) {
+      const paused = (stalled[i] as Stalled).pausedAt;
       const at = async (msg: string) =>
-        Date.parse(String((await gateway.waitForLog((l) => l.msg === msg && Date.parse(String(l.time)) >= pausedAt, 10_000)).time));
+        Date.parse(String((await gateway.waitForLog((l) => l.msg === msg && Date.parse(String(l.time)) >= paused, 10_000)).time));
       const cut = await at('export reader stalled: cut');
       const closed = await at('export reader took nothing more: connection closed');
-      expect(cut - pausedAt).toBeGreaterThanOrEqual(SEND_TIMEOUT_MS - 50);
+      expect(cut - paused).toBeGreaterThanOrEqual(SEND_TIMEOUT_MS - 50);
       expect(closed - cut).toBeGreaterThanOrEqual(GRACE_MS - 10);
       expect(closed - cut).toBeLessThan(GRACE_MS + 500);
     }
