@@ -131,6 +131,18 @@ describe('timeouts', () => {
     }
   });
 
+  it('answers a request already received when the process stalled past the headers timeout', async () => {
+    // The stall (as of a paused process or VM) comes right after the connection is accepted, so
+    // Node's timeout check runs before the request, already in the socket's buffer, is read.
+    app.server.once('connection', () => {
+      const end = Date.now() + settings.HTTP_HEADERS_TIMEOUT_MS + 200;
+      while (Date.now() < end);
+    });
+    const res = parse(await raw('GET /ok HTTP/1.1\r\nHost: x\r\n\r\n').closed);
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ data: { ok: true } });
+  });
+
   it('never cuts the time a service takes to answer a received request', async () => {
     const res = await fetch(`http://127.0.0.1:${port}/slow-answer`);
     expect(res.status).toBe(200);

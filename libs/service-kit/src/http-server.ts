@@ -106,6 +106,12 @@ const MALFORMED = { code: 'BAD_REQUEST' as const, message: 'The request is not v
  * `clientError`: Node could not read a request (malformed head, conflicting
  * lengths, header overflow, timeout). Answers with the error envelope and an
  * X-Request-Id where a response can still be written, then closes.
+ *
+ * A timeout is judged after the socket's next read. Node checks its timeouts on a timer, and
+ * after the process stalled (a long pause of the process or its VM) the timer runs before what
+ * arrived meanwhile is read: a connection accepted just before the stall, whose request is
+ * already in its buffer, would be answered 408. So the answer waits for the poll phase: if a
+ * request arrived, or the one awaited is now whole, it is served as if in time.
  */
 export function answerClientError(err: Error & { code?: string }, socket: Socket): void {
   if (socket.destroyed || answered.has(socket)) return;
@@ -114,6 +120,24 @@ export function answerClientError(err: Error & { code?: string }, socket: Socket
     socket.destroy();
     return;
   }
+  if (err.code !== 'ERR_HTTP_REQUEST_TIMEOUT') {
+    answerUnreadable(err, socket);
+    return;
+  }
+  const before = exchanges.get(socket);
+  const wasWhole = before?.req.complete === true;
+  setImmediate(() => {
+    if (socket.destroyed) return;
+    const now = exchanges.get(socket);
+    if (now !== before || (now !== undefined && !wasWhole && now.req.complete)) {
+      answered.delete(socket);
+      return;
+    }
+    answerUnreadable(err, socket);
+  });
+}
+
+function answerUnreadable(err: Error & { code?: string }, socket: Socket): void {
   // The socket's last exchange, unless it is over (the next request's head may be arriving).
   const last = exchanges.get(socket);
   const current = last && !(last.req.complete && last.writableEnded) ? last : undefined;
