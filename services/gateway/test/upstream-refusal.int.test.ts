@@ -4,8 +4,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 /**
  * A domain service that refuses the gateway's signed account header (its INTERNAL_AUTH_SECRET
- * differs, or the request waited past the header's few seconds): the client's key was accepted, so
- * the gateway answers 503 with Retry-After, never the upstream's 401.
+ * differs, or the request waited past the header's few seconds), or answers 408 (it did not read
+ * the gateway's request in time): the client's key and request were accepted, so the gateway
+ * answers 503 with Retry-After, never the upstream's 401 or 408.
  */
 
 let facility: Server;
@@ -13,9 +14,17 @@ let stack: Stack;
 let pro: TestAccount;
 
 beforeAll(async () => {
-  facility = createServer((_req, res) => {
-    res.writeHead(401, { 'content-type': 'application/json' });
-    res.end(JSON.stringify({ error: { code: 'UNAUTHORIZED', message: 'A valid API key is required. Send it in the X-API-Key header.' } }));
+  facility = createServer((req, res) => {
+    if (req.url?.startsWith('/v1/facilities')) {
+      res.writeHead(401, { 'content-type': 'application/json' });
+      res.end(
+        JSON.stringify({ error: { code: 'UNAUTHORIZED', message: 'A valid API key is required. Send it in the X-API-Key header.' } }),
+      );
+      return;
+    }
+    // As Node's servers answer a request not read in time (service-kit's answerClientError).
+    res.writeHead(408, { 'content-type': 'application/json', connection: 'close' });
+    res.end(JSON.stringify({ error: { code: 'REQUEST_TIMEOUT', message: 'The request was not received in time.' } }));
   });
   await new Promise<void>((r) => facility.listen(0, '127.0.0.1', r));
   const { port } = facility.address() as { port: number };
@@ -26,6 +35,23 @@ beforeAll(async () => {
 afterAll(async () => {
   await stack?.stop();
   await new Promise((r) => facility?.close(r));
+});
+
+async function expectUnavailable(path: string): Promise<void> {
+  const res = await fetch(`${stack.gatewayUrls[0]}${path}`, { headers: { 'x-api-key': pro.apiKey } });
+  expect(res.status).toBe(503);
+  expect(res.headers.get('retry-after')).toBe('1');
+  expect(((await res.json()) as { error: { code: string; details: unknown } }).error).toMatchObject({
+    code: 'SERVICE_UNAVAILABLE',
+    details: { dependency: 'facility' },
+  });
+}
+
+describe('a domain service answering 408 to the gateway', () => {
+  it('gives the client 503 SERVICE_UNAVAILABLE with Retry-After, not 408, on the proxied path and an export', async () => {
+    await expectUnavailable('/v1/violations');
+    await expectUnavailable('/v1/exports/facilities');
+  });
 });
 
 describe('a domain service refusing the signed account header', () => {

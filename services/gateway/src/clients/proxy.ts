@@ -181,11 +181,13 @@ export class Upstream {
       }
       throw serviceUnavailable(this.name, 1, err);
     }
-    if (res.statusCode === 401) {
+    if (res.statusCode === 401 || res.statusCode === 408) {
       // The client's key was accepted here: a domain service refusing the signed account header is an
-      // internal fault (secrets that differ, or a request queued past the header's few seconds), so the
-      // client gets a retryable 503, never a 401 that would blame its key.
-      request.log.error({ upstream: this.name }, 'upstream refused the signed account header');
+      // internal fault (secrets that differ, or a request queued past the header's few seconds), and
+      // its 408 says it did not read the gateway's request in time. Either way the client gets a
+      // retryable 503, never a 401 or 408 that would blame its key or its connection.
+      const message = res.statusCode === 401 ? 'upstream refused the signed account header' : 'upstream did not read the request in time';
+      request.log.error({ upstream: this.name, status: res.statusCode }, message);
       throw serviceUnavailable(this.name, 1);
     }
     if (res.statusCode >= 500 && res.statusCode !== 503) {
@@ -216,9 +218,9 @@ export class Upstream {
     } catch (err) {
       throw serviceUnavailable(this.name, 1, err);
     }
-    if (res.statusCode === 401 || (res.statusCode >= 500 && res.statusCode !== 503)) {
+    if (res.statusCode === 401 || res.statusCode === 408 || (res.statusCode >= 500 && res.statusCode !== 503)) {
       await res.body.dump().catch(() => undefined);
-      throw res.statusCode === 401
+      throw res.statusCode === 401 || res.statusCode === 408
         ? serviceUnavailable(this.name, 1)
         : new AppError('INTERNAL_ERROR', `An internal error occurred. Quote request id ${requestId} when reporting it.`);
     }
