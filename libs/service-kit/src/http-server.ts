@@ -107,32 +107,41 @@ const MALFORMED = { code: 'BAD_REQUEST' as const, message: 'The request is not v
  * lengths, header overflow, timeout). Answers with the error envelope and an
  * X-Request-Id where a response can still be written, then closes.
  *
- * A timeout is judged after the socket's next read. Node checks its timeouts on a timer, and
- * after the process stalled (a long pause of the process or its VM) the timer runs before what
- * arrived meanwhile is read: a connection accepted just before the stall, whose request is
- * already in its buffer, would be answered 408. So the answer waits for the poll phase: if a
- * request arrived, or the one awaited is now whole, it is served as if in time.
+ * A timeout is answered one turn of the event loop later. Node checks its timeouts on a timer,
+ * and after the process stalled (a long pause of the process or its VM) the timer runs before
+ * what arrived meanwhile is read: a connection accepted just before the stall, whose request is
+ * already in its buffer, would be answered 408. The turn reads it; a request that is then whole
+ * is served as if in time. Anything else (a head or body still incomplete) gets its 408: Node
+ * has stopped timing the connection, so it must not be left open.
  */
 export function answerClientError(err: Error & { code?: string }, socket: Socket): void {
   if (socket.destroyed || answered.has(socket)) return;
+  if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') {
+    answerTimeoutAfterRead(err, socket);
+    return;
+  }
   answered.add(socket);
   if (err.code === 'ECONNRESET' || err.code === 'EPIPE') {
     socket.destroy();
     return;
   }
-  if (err.code !== 'ERR_HTTP_REQUEST_TIMEOUT') {
-    answerUnreadable(err, socket);
-    return;
-  }
+  answerUnreadable(err, socket);
+}
+
+const timing = new WeakSet<Socket>();
+
+function answerTimeoutAfterRead(err: Error & { code?: string }, socket: Socket): void {
+  if (timing.has(socket)) return;
+  timing.add(socket);
   const before = exchanges.get(socket);
   const wasWhole = before?.req.complete === true;
   setImmediate(() => {
-    if (socket.destroyed) return;
+    timing.delete(socket);
+    if (socket.destroyed || answered.has(socket)) return;
     const now = exchanges.get(socket);
-    if (now !== before || (now !== undefined && !wasWhole && now.req.complete)) {
-      answered.delete(socket);
-      return;
-    }
+    // A request read whole in this turn: a new one, or the one whose body was awaited.
+    if (now?.req.complete && (now !== before || !wasWhole)) return;
+    answered.add(socket);
     answerUnreadable(err, socket);
   });
 }
