@@ -182,10 +182,10 @@ export class Upstream {
       throw serviceUnavailable(this.name, 1, err);
     }
     if (res.statusCode === 401 || res.statusCode === 408) {
-      // The client's key was accepted here: a domain service refusing the signed account header is an
-      // internal fault (secrets that differ, or a request queued past the header's few seconds), and
-      // its 408 says it did not read the gateway's request in time. Either way the client gets a
-      // retryable 503, never a 401 or 408 that would blame its key or its connection.
+      // The client's key was accepted here: a domain service refusing the signed account header is
+      // an internal fault (secrets that differ, or a request queued past the header's few seconds),
+      // and its 408 says it did not read the gateway's request in time. Either way the client gets
+      // a retryable 503, never a 401 or 408 that would blame its key or its connection.
       const message = res.statusCode === 401 ? 'upstream refused the signed account header' : 'upstream did not read the request in time';
       request.log.error({ upstream: this.name, status: res.statusCode }, message);
       throw serviceUnavailable(this.name, 1);
