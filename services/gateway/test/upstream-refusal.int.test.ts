@@ -37,7 +37,8 @@ afterAll(async () => {
   await new Promise((r) => facility?.close(r));
 });
 
-async function expectUnavailable(path: string): Promise<void> {
+/** Asserts the client's 503 and returns its request id. */
+async function expectUnavailable(path: string): Promise<string> {
   const res = await fetch(`${stack.gatewayUrls[0]}${path}`, { headers: { 'x-api-key': pro.apiKey } });
   expect(res.status).toBe(503);
   expect(res.headers.get('retry-after')).toBe('1');
@@ -45,12 +46,20 @@ async function expectUnavailable(path: string): Promise<void> {
     code: 'SERVICE_UNAVAILABLE',
     details: { dependency: 'facility' },
   });
+  return res.headers.get('x-request-id') as string;
+}
+
+/** The gateway's error line for the upstream's answer to that request. */
+async function expectLogged(requestId: string, msg: string, status: number): Promise<void> {
+  const line = await stack.gateways[0]?.waitForLog((l) => l.request_id === requestId && l.msg === msg, 5_000);
+  expect(line).toMatchObject({ level: 'error', upstream: 'facility', status });
 }
 
 describe('a domain service answering 408 to the gateway', () => {
   it('gives the client 503 SERVICE_UNAVAILABLE with Retry-After, not 408, on the proxied path and an export', async () => {
-    await expectUnavailable('/v1/violations');
-    await expectUnavailable('/v1/exports/facilities');
+    const late = 'upstream did not read the request in time';
+    await expectLogged(await expectUnavailable('/v1/violations'), late, 408);
+    await expectLogged(await expectUnavailable('/v1/exports/facilities'), late, 408);
   });
 });
 
@@ -64,5 +73,6 @@ describe('a domain service refusing the signed account header', () => {
       code: 'SERVICE_UNAVAILABLE',
       details: { dependency: 'facility' },
     });
+    await expectLogged(res.headers.get('x-request-id') as string, 'upstream refused the signed account header', 401);
   });
 });

@@ -1,6 +1,6 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { AppError, serviceUnavailable } from '@fcd/service-kit';
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyBaseLogger, FastifyReply, FastifyRequest } from 'fastify';
 import { type Dispatcher, Pool } from 'undici';
 
 const PASS_HEADERS = ['content-type', 'location', 'retry-after', 'allow', 'link'];
@@ -181,19 +181,8 @@ export class Upstream {
       }
       throw serviceUnavailable(this.name, 1, err);
     }
-    if (res.statusCode === 401 || res.statusCode === 408) {
-      // The client's key was accepted here: a domain service refusing the signed account header is
-      // an internal fault (secrets that differ, or a request queued past the header's few seconds),
-      // and its 408 says it did not read the gateway's request in time. Either way the client gets
-      // a retryable 503, never a 401 or 408 that would blame its key or its connection.
-      const message = res.statusCode === 401 ? 'upstream refused the signed account header' : 'upstream did not read the request in time';
-      request.log.error({ upstream: this.name, status: res.statusCode }, message);
-      throw serviceUnavailable(this.name, 1);
-    }
-    if (res.statusCode >= 500 && res.statusCode !== 503) {
-      request.log.error({ upstream: this.name, status: res.statusCode }, 'upstream error');
-      throw new AppError('INTERNAL_ERROR', `An internal error occurred. Quote request id ${request.id} when reporting it.`);
-    }
+    const fault = this.internalFault(res.statusCode, request.id, request.log);
+    if (fault) throw fault;
     const passed: Record<string, string> = {};
     for (const name of PASS_HEADERS) {
       const v = res.headers[name];
@@ -207,7 +196,7 @@ export class Upstream {
    * `x-export-*` header, and the body to read (UpstreamPage). Throws the client's AppError when the
    * upstream is unreachable or fails.
    */
-  async getInternal(path: string, accountHeader: string, requestId: string): Promise<UpstreamPage> {
+  async getInternal(path: string, accountHeader: string, requestId: string, log: FastifyBaseLogger): Promise<UpstreamPage> {
     let res: Awaited<ReturnType<Pool['request']>>;
     try {
       res = await this.pages.request({
@@ -218,17 +207,37 @@ export class Upstream {
     } catch (err) {
       throw serviceUnavailable(this.name, 1, err);
     }
-    if (res.statusCode === 401 || res.statusCode === 408 || (res.statusCode >= 500 && res.statusCode !== 503)) {
+    const fault = this.internalFault(res.statusCode, requestId, log);
+    if (fault) {
       await res.body.dump().catch(() => undefined);
-      throw res.statusCode === 401 || res.statusCode === 408
-        ? serviceUnavailable(this.name, 1)
-        : new AppError('INTERNAL_ERROR', `An internal error occurred. Quote request id ${requestId} when reporting it.`);
+      throw fault;
     }
     const headers: Record<string, string> = {};
     for (const [name, v] of Object.entries(res.headers)) {
       if (typeof v === 'string' && (name.startsWith('x-export-') || PASS_HEADERS.includes(name))) headers[name] = v;
     }
     return { status: res.statusCode, headers, body: res.body };
+  }
+
+  /**
+   * The client's error, logged, for an upstream answer that is an internal fault; else undefined.
+   * The client's key was accepted here: a domain service refusing the signed account header is an
+   * internal fault (secrets that differ, or a request queued past the header's few seconds), and
+   * its 408 says it did not read the gateway's request in time. Either way the client gets a
+   * retryable 503, never a 401 or 408 that would blame its key or its connection. A 5xx other than
+   * 503 is the client's 500, with the request id to quote.
+   */
+  private internalFault(status: number, requestId: string, log: FastifyBaseLogger): AppError | undefined {
+    if (status === 401 || status === 408) {
+      const message = status === 401 ? 'upstream refused the signed account header' : 'upstream did not read the request in time';
+      log.error({ upstream: this.name, status }, message);
+      return serviceUnavailable(this.name, 1);
+    }
+    if (status >= 500 && status !== 503) {
+      log.error({ upstream: this.name, status }, 'upstream error');
+      return new AppError('INTERNAL_ERROR', `An internal error occurred. Quote request id ${requestId} when reporting it.`);
+    }
+    return undefined;
   }
 
   /** Reachability (the service's /healthz); its own dependencies are its own readiness. */

@@ -135,7 +135,7 @@ export function registerExports(app: FastifyInstance, deps: ExportDeps): void {
           { account_id: account.accountId, tier: account.tier, tier_rank: account.tierRank, request_id: request.id },
           { audience: deps.facility.name, method: 'GET', path },
         );
-        return deps.facility.getInternal(path, signed, request.id);
+        return deps.facility.getInternal(path, signed, request.id, request.log);
       };
 
       // The first page answers for the request: a bad filter or cursor is its 400, an outage its 503.
