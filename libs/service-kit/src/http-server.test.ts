@@ -79,6 +79,20 @@ function parse(response: string) {
   return { status: Number(statusLine.split(' ')[1]), headers, body: body ? JSON.parse(body) : undefined };
 }
 
+/** What the server sent once it closed the connection, or 'open' after `ms` (then it is cut). */
+async function closedWithin(exchange: Exchange, ms: number): Promise<string> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const open = new Promise<string>((r) => {
+    timer = setTimeout(() => r('open'), ms);
+  });
+  try {
+    return await Promise.race([exchange.closed, open]);
+  } finally {
+    clearTimeout(timer);
+    exchange.socket.destroy();
+  }
+}
+
 async function ok(): Promise<number> {
   return (await fetch(`http://127.0.0.1:${port}/ok`, { headers: { connection: 'close' } })).status;
 }
@@ -146,7 +160,7 @@ describe('timeouts', () => {
       while (performance.now() < end);
     });
     try {
-      const res = parse(await raw('GET /ok HTTP/1.1\r\nHost: x\r\n\r\n').closed);
+      const res = parse(await closedWithin(raw('GET /ok HTTP/1.1\r\nHost: x\r\n\r\n'), 5000));
       expect(raised).toEqual(['ERR_HTTP_REQUEST_TIMEOUT']);
       expect(res.status).toBe(200);
       expect(res.body).toEqual({ data: { ok: true } });
@@ -158,12 +172,18 @@ describe('timeouts', () => {
   it('answers 408 when the head ends after the timeout check but its body never comes', async () => {
     // Node stops timing a connection once it raised its timeout: the request read in that turn
     // is served only if whole, else this one would stay open with nobody timing its body.
-    const slow = raw('POST /echo HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n');
-    const endHead = () => slow.socket.write('\r\n');
-    app.server.prependOnceListener('clientError', endHead);
+    const slow = raw('POST /echo HTTP/1.1\r\nHost: x\r\nX-Request-Id: hole-1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n');
+    const endHead = (_err: Error, socket: Socket) => {
+      if (socket.remotePort !== slow.socket.localPort) return;
+      app.server.off('clientError', endHead);
+      slow.socket.write('\r\n');
+    };
+    app.server.prependListener('clientError', endHead);
     try {
-      const res = parse(await slow.closed);
+      const res = parse(await closedWithin(slow, 5000));
       expect(res.status).toBe(408);
+      // The id is known only from the head read in the turn the timeout waited for.
+      expect(res.headers['x-request-id']).toBe('hole-1');
       expect(res.body.error.code).toBe('REQUEST_TIMEOUT');
     } finally {
       app.server.off('clientError', endHead);
