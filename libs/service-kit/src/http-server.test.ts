@@ -190,6 +190,18 @@ describe('timeouts', () => {
     }
   });
 
+  it('answers a pipelined request that times out behind a slow answer after that answer', async () => {
+    const exchange = raw('GET /slow-answer HTTP/1.1\r\nHost: x\r\nX-Request-Id: first-1\r\n\r\nGET /ok HTTP/1.1\r\nHost: x\r\nX-Slow: ');
+    const [first = '', second = ''] = (await closedWithin(exchange, 5000)).split(/(?=HTTP\/1\.1 )/);
+    expect(parse(first).status).toBe(200);
+    expect(parse(first).headers['x-request-id']).toBe('first-1');
+    expect(parse(first).body).toEqual({ data: { ok: true } });
+    const timedOut = parse(second);
+    expect(timedOut.status).toBe(408);
+    expect(timedOut.headers['x-request-id']).toMatch(/^req_[0-9a-f-]{36}$/);
+    expect(timedOut.body.error.code).toBe('REQUEST_TIMEOUT');
+  });
+
   it('never cuts the time a service takes to answer a received request', async () => {
     const res = await fetch(`http://127.0.0.1:${port}/slow-answer`);
     expect(res.status).toBe(200);
@@ -226,6 +238,15 @@ describe('errors Node raises before routing get the envelope and an X-Request-Id
         ? { error: { code: 'HEADERS_TOO_LARGE', message: 'The request headers are too large.' } }
         : { error: { code: 'BAD_REQUEST', message: 'The request is not valid HTTP/1.1.' } },
     );
+  });
+
+  it('answers a malformed request pipelined behind a slow answer after that answer', async () => {
+    const exchange = raw('GET /slow-answer HTTP/1.1\r\nHost: x\r\nX-Request-Id: first-2\r\n\r\nNOT HTTP\r\n\r\n');
+    const [first = '', second = ''] = (await closedWithin(exchange, 5000)).split(/(?=HTTP\/1\.1 )/);
+    expect(parse(first).status).toBe(200);
+    expect(parse(first).headers['x-request-id']).toBe('first-2');
+    expect(parse(second).status).toBe(400);
+    expect(parse(second).body.error.code).toBe('BAD_REQUEST');
   });
 
   it('on the metrics port too, with its timeouts', async () => {

@@ -147,9 +147,15 @@ function answerTimeoutAfterRead(err: Error & { code?: string }, socket: Socket):
 }
 
 function answerUnreadable(err: Error & { code?: string }, socket: Socket): void {
-  // The socket's last exchange, unless it is over (the next request's head may be arriving).
   const last = exchanges.get(socket);
-  const current = last && !(last.req.complete && last.writableEnded) ? last : undefined;
+  if (last?.req.complete && !last.writableFinished) {
+    // A later (pipelined) request is unreadable while this one is still being answered: the
+    // error goes after that answer, not ahead of it or in its place.
+    last.once('finish', () => answerUnreadable(err, socket));
+    return;
+  }
+  // The socket's last exchange, unless it is over (the next request's head may be arriving).
+  const current = last && !last.req.complete ? last : undefined;
   if (current?.headersSent) {
     // This request was already answered (its body still coming) or is being answered.
     socket.destroy();
