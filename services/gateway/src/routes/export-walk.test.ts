@@ -1,5 +1,5 @@
 import { Decision } from '@fcd/proto';
-import { AppError, ManualClock } from '@fcd/service-kit';
+import { AppError, ManualClock, serviceUnavailable } from '@fcd/service-kit';
 import type { FastifyBaseLogger } from 'fastify';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { AuthorizationBatcher } from '../auth/batcher';
@@ -186,6 +186,39 @@ describe('the walk over an export’s pages', () => {
     clock.advance(1);
     release();
     expect(calls).toEqual([{ type: 'minor' }, { type: 'minor' }]);
+  });
+
+  it.each([
+    [
+      'unreachable (a 503 to retry)',
+      serviceUnavailable('facility', 1),
+      'SERVICE_UNAVAILABLE',
+      'The facility service is unavailable. Resume with `after`.',
+    ],
+    [
+      'failing (a 500 with the request id)',
+      new AppError('INTERNAL_ERROR', 'An internal error occurred. Quote request id req_1 when reporting it.'),
+      'INTERNAL_ERROR',
+      'An internal error occurred. Quote request id req_1 when reporting it. Resume with `after`.',
+    ],
+    [
+      'throwing something else',
+      new Error('socket hang up'),
+      'SERVICE_UNAVAILABLE',
+      'The facility service is unavailable. Resume with `after`.',
+    ],
+  ])('ends with a resume line when the next page is %s', async (_name, thrown, code, message) => {
+    const w: Walk = {
+      ...walk(),
+      fetchPage: async () => {
+        throw thrown;
+      },
+    };
+    const out: string[] = [];
+    for await (const piece of walkPages(w, smallPage(['a'], true, []), newWalkState())) out.push(piece.toString());
+    expect(out.join('')).toBe(
+      `{"id":"a"}\n${JSON.stringify({ export: { complete: false, rows: 1, after: 'a', error: { code, message } } })}\n`,
+    );
   });
 
   it('walks the same without gc() (node without --expose-gc)', async () => {

@@ -103,7 +103,10 @@ async function nextPage(w: Walk, after: string | undefined): Promise<UpstreamPag
   try {
     next = await w.fetchPage(after, false);
   } catch (err) {
-    return err instanceof AppError ? err : new AppError('SERVICE_UNAVAILABLE', 'The facility service is unavailable.');
+    // The resume line tells the client what to do: resume, not retry the request it is reading.
+    if (err instanceof AppError && err.code !== 'SERVICE_UNAVAILABLE')
+      return new AppError(err.code, `${err.message} Resume with \`after\`.`);
+    return new AppError('SERVICE_UNAVAILABLE', UNAVAILABLE);
   }
   if (next.status !== 200) {
     discard(next);

@@ -1,6 +1,6 @@
 import { create } from '@bufbuild/protobuf';
 import { AuthorizeResultSchema, Decision } from '@fcd/proto';
-import { type AppError, InternalAuth, installHttpConventions, serviceUnavailable } from '@fcd/service-kit';
+import { InternalAuth, installHttpConventions, serviceUnavailable } from '@fcd/service-kit';
 import Fastify from 'fastify';
 import { describe, expect, it } from 'vitest';
 import type { AuthorizationBatcher } from '../auth/batcher';
@@ -135,12 +135,17 @@ describe('GET /v1/exports/{kind}, pages that fail or are not counted', () => {
   });
 
   it('a facility failing after a page ends the export with a line that resumes after its last row', async () => {
-    const outage = serviceUnavailable('facility', 1);
-    const { res, lines } = await exportWith([page(['a', 'b'], true), page(['c'], true), outage]);
+    const { res, lines } = await exportWith([page(['a', 'b'], true), page(['c'], true), serviceUnavailable('facility', 1)]);
     expect(res.statusCode).toBe(200);
     expect(lines.slice(0, 3)).toEqual(['{"id":"a"}', '{"id":"b"}', '{"id":"c"}']);
+    // The line says to resume, not the first page's "Retry after 1 s" (that request is answered).
     expect(JSON.parse(lines[3] as string)).toEqual({
-      export: { complete: false, rows: 3, after: 'c', error: { code: 'SERVICE_UNAVAILABLE', message: (outage as AppError).message } },
+      export: {
+        complete: false,
+        rows: 3,
+        after: 'c',
+        error: { code: 'SERVICE_UNAVAILABLE', message: 'The facility service is unavailable. Resume with `after`.' },
+      },
     });
     expect(lines).toHaveLength(4);
   });
