@@ -117,7 +117,10 @@ async function nextPage(w: Walk, after: string | undefined): Promise<UpstreamPag
   if (counted.decision === Decision.ALLOWED) return next;
   discard(next);
   return counted.decision === Decision.RATE_LIMITED
-    ? new AppError('RATE_LIMIT_EXCEEDED', `Daily request limit of ${counted.dailyLimit} requests exceeded.`)
+    ? new AppError(
+        'RATE_LIMIT_EXCEEDED',
+        `Daily request limit of ${counted.dailyLimit} requests exceeded. The limit resets at ${counted.resetsAt}. Resume with \`after\` then.`,
+      )
     : new AppError('SERVICE_UNAVAILABLE', 'Metering is unavailable. Resume with `after`.');
 }
 

@@ -180,7 +180,7 @@ describe('GET /v1/exports/{kind}, pages that fail or are not counted', () => {
   });
 
   it('a page that cannot be counted is not sent: the export ends before it, resumable from the last row sent', async () => {
-    const limited = create(AuthorizeResultSchema, { decision: Decision.RATE_LIMITED, dailyLimit: 1000 });
+    const limited = create(AuthorizeResultSchema, { decision: Decision.RATE_LIMITED, dailyLimit: 1000, resetsAt: '2026-11-30T00:00:00Z' });
     const { lines, counted } = await exportWith([page(['a'], true), page(['b'], true), page(['c'], false)], [ALLOWED, limited]);
     expect(counted()).toBe(2);
     expect(lines.slice(0, 2)).toEqual(['{"id":"a"}', '{"id":"b"}']);
@@ -189,7 +189,10 @@ describe('GET /v1/exports/{kind}, pages that fail or are not counted', () => {
         complete: false,
         rows: 2,
         after: 'b',
-        error: { code: 'RATE_LIMIT_EXCEEDED', message: 'Daily request limit of 1000 requests exceeded.' },
+        error: {
+          code: 'RATE_LIMIT_EXCEEDED',
+          message: 'Daily request limit of 1000 requests exceeded. The limit resets at 2026-11-30T00:00:00Z. Resume with `after` then.',
+        },
       },
     });
     expect(lines).toHaveLength(3);
