@@ -149,23 +149,20 @@ function answerTimeoutAfterRead(err: Error & { code?: string }, socket: Socket):
 function answerUnreadable(err: Error & { code?: string }, socket: Socket): void {
   const last = exchanges.get(socket);
   if (last?.req.complete && !last.writableFinished) {
-    // A later (pipelined) request is unreadable while this one is still being answered (or
+    // A later (pipelined) request is unreadable while this one is still being answered (or is
     // queued: a queued answer is not finished): the error goes after that answer, not ahead of
     // it or in its place.
-    last.once('finish', () => {
-      const now = exchanges.get(socket);
-      if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT' && now !== last && now?.req.complete) {
-        // The late request arrived whole meanwhile and is served, as after a stall: no error.
-        answered.delete(socket);
-        return;
-      }
-      answerUnreadable(err, socket);
-    });
+    last.once('finish', () => answerUnreadable(err, socket));
     return;
   }
-  // The socket's last exchange unless its request is whole (and so, above, answered): the next
-  // request's head may be arriving.
+  // The socket's last exchange, unless it is over (the next request's head may be arriving).
   const current = last && !last.req.complete ? last : undefined;
+  if (current && current.socket === null) {
+    // Its body is late, and its answer is queued behind an earlier one still being written: the
+    // error goes when the socket is this answer's (the earlier ones written).
+    current.once('socket', () => answerUnreadable(err, socket));
+    return;
+  }
   if (current?.headersSent) {
     // This request was already answered (its body still coming) or is being answered.
     socket.destroy();
@@ -210,8 +207,7 @@ export function capConnections(server: Server, max: number, onShed?: () => void)
   const open = new Map<Socket, true>();
   const busy = (socket: Socket) => {
     const res = exchanges.get(socket);
-    // Being answered, or queued behind a pipelined answer still being written (no socket yet).
-    return Boolean(res?.req.complete && (!res.writableEnded || (res.socket === null && !res.writableFinished)));
+    return Boolean(res?.req.complete && !res.writableEnded);
   };
   // One function for every response (a response finishes once): no closure per request.
   function finished(this: ServerResponse): void {
