@@ -121,9 +121,23 @@ describe('timeouts', () => {
 
   it('closes, without a second answer, a connection whose request was answered before its body arrived', async () => {
     const answered = raw('POST /guarded HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{');
-    const data = await answered.closed;
-    expect(parse(data).status).toBe(401);
-    expect(data.match(/HTTP\/1\.1 /g)).toHaveLength(1);
+    // The body trickles: only the request timeout closes the connection (not the keep-alive's).
+    const timer = setInterval(() => answered.socket.write(' '), 100);
+    try {
+      const data = await closedWithin(answered, 5000);
+      expect(parse(data).status).toBe(401);
+      expect(data.match(/HTTP\/1\.1 /g)).toHaveLength(1);
+    } finally {
+      clearInterval(timer);
+    }
+  });
+
+  it('writes an answer given before its body behind a slow pipelined answer, then closes', async () => {
+    const exchange = raw(
+      'GET /slow-answer HTTP/1.1\r\nHost: x\r\n\r\nPOST /guarded HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{',
+    );
+    const answers = (await closedWithin(exchange, 5000)).split(/(?=HTTP\/1\.1 )/).map(parse);
+    expect(answers.map((a) => a.status)).toEqual([200, 401]);
   });
 
   it('answers a body that never starts with 408', async () => {

@@ -157,15 +157,17 @@ function answerUnreadable(err: Error & { code?: string }, socket: Socket): void 
   }
   // The socket's last exchange, unless it is over (the next request's head may be arriving).
   const current = last && !last.req.complete ? last : undefined;
-  if (current && current.socket === null) {
-    // Its body is late, and its answer is queued behind an earlier one still being written: the
-    // error goes when the socket is this answer's (the earlier ones written).
+  if (current && current.socket === null && !current.writableFinished) {
+    // Its body is late, and its answer is queued behind an earlier one still being written (a
+    // finished answer has no socket either): the error goes when the socket is this answer's.
     current.once('socket', () => answerUnreadable(err, socket));
     return;
   }
   if (current?.headersSent) {
-    // This request was already answered (its body still coming) or is being answered.
-    socket.destroy();
+    // This request was already answered (its body still coming) or is being answered: closed
+    // once that answer is written, if it is whole.
+    if (current.writableEnded && !current.writableFinished) current.once('finish', () => socket.destroy());
+    else socket.destroy();
     return;
   }
   const { code, message } = CLIENT_ERRORS[err.code ?? ''] ?? MALFORMED;
