@@ -1,5 +1,5 @@
 import { Decision } from '@fcd/proto';
-import { AppError, type Clock, systemClock } from '@fcd/service-kit';
+import { AppError, type Clock, systemClock, UNAUTHORIZED_MESSAGE } from '@fcd/service-kit';
 import type { FastifyBaseLogger } from 'fastify';
 import type { AuthorizationBatcher } from '../auth/batcher';
 import type { UpstreamPage } from '../clients/proxy';
@@ -116,12 +116,13 @@ async function nextPage(w: Walk, after: string | undefined): Promise<UpstreamPag
   const counted = await w.batcher.authorize(w.key, 'GET', w.publicPath);
   if (counted.decision === Decision.ALLOWED) return next;
   discard(next);
-  return counted.decision === Decision.RATE_LIMITED
-    ? new AppError(
-        'RATE_LIMIT_EXCEEDED',
-        `Daily request limit of ${counted.dailyLimit} requests exceeded. The limit resets at ${counted.resetsAt}. Resume with \`after\` then.`,
-      )
-    : new AppError('SERVICE_UNAVAILABLE', 'Metering is unavailable. Resume with `after`.');
+  if (counted.decision === Decision.RATE_LIMITED) {
+    const resets = `The limit resets at ${counted.resetsAt}. Resume with \`after\` then.`;
+    return new AppError('RATE_LIMIT_EXCEEDED', `Daily request limit of ${counted.dailyLimit} requests exceeded. ${resets}`);
+  }
+  // The key was revoked during the export.
+  if (counted.decision === Decision.UNAUTHENTICATED) return new AppError('UNAUTHORIZED', `${UNAUTHORIZED_MESSAGE} Resume with \`after\`.`);
+  return new AppError('SERVICE_UNAVAILABLE', 'Metering is unavailable. Resume with `after`.');
 }
 
 /** Streams one page: true when it ended whole, false when its body failed (or ended inside a record). */

@@ -197,6 +197,22 @@ describe('GET /v1/exports/{kind}, pages that fail or are not counted', () => {
     });
     expect(lines).toHaveLength(3);
   });
+
+  it('a key revoked during the export ends it before the next page, resumable with a valid key', async () => {
+    const revoked = create(AuthorizeResultSchema, { decision: Decision.UNAUTHENTICATED });
+    const { lines, counted } = await exportWith([page(['a'], true), page(['b'], true), page(['c'], false)], [ALLOWED, revoked]);
+    expect(counted()).toBe(2);
+    expect(lines.slice(0, 2)).toEqual(['{"id":"a"}', '{"id":"b"}']);
+    expect(JSON.parse(lines[2] as string)).toEqual({
+      export: {
+        complete: false,
+        rows: 2,
+        after: 'b',
+        error: { code: 'UNAUTHORIZED', message: 'A valid API key is required. Send it in the X-API-Key header. Resume with `after`.' },
+      },
+    });
+    expect(lines).toHaveLength(3);
+  });
 });
 
 describe('GET /v1/exports/{kind}, concurrent exports of one account', () => {
