@@ -24,6 +24,8 @@ const settings: HttpServerSettings = {
   HTTP_MAX_CONNECTIONS: 6,
 };
 
+/** An answer larger than the socket buffers of loopback: it waits for its client to read. */
+const BIG_BYTES = 16 * 1024 * 1024;
 const serviceMetrics = createMetrics('http-server-test');
 let app: FastifyInstance;
 let port: number;
@@ -39,6 +41,7 @@ beforeAll(async () => {
     return { data: { ok: true } };
   });
   app.post('/echo', async (request) => ({ data: request.body }));
+  app.get('/big', async () => 'x'.repeat(BIG_BYTES));
   app.post('/guarded', { onRequest: async () => Promise.reject(new AppError('UNAUTHORIZED', 'No.')) }, async () => ({ data: {} }));
   await app.listen({ port: 0, host: '127.0.0.1' });
   port = (app.server.address() as { port: number }).port;
@@ -129,6 +132,35 @@ describe('timeouts', () => {
       expect(data.match(/HTTP\/1\.1 /g)).toHaveLength(1);
     } finally {
       clearInterval(timer);
+    }
+  });
+
+  it('writes the whole of an answer given before its body to a client that reads late and keeps sending', async () => {
+    // The answer waits for its reader; the request times out meanwhile. Closing at once when
+    // the answer is written would reset the connection (unread body) and cut the answer's tail.
+    const socket = connect(port, '127.0.0.1');
+    socket.on('error', () => undefined);
+    socket.pause();
+    socket.write('GET /big HTTP/1.1\r\nHost: x\r\nContent-Length: 100000000\r\n\r\n');
+    const body = setInterval(() => socket.write(Buffer.alloc(16 * 1024, 32)), 5);
+    const timedOut = (err: Error & { code?: string }, s: Socket) => {
+      if (s.remotePort !== socket.localPort || err.code !== 'ERR_HTTP_REQUEST_TIMEOUT') return;
+      app.server.off('clientError', timedOut);
+      setTimeout(() => socket.resume(), 200);
+    };
+    app.server.prependListener('clientError', timedOut);
+    let received = 0;
+    socket.on('data', (chunk: Buffer) => {
+      received += chunk.length;
+    });
+    try {
+      await new Promise((resolve) => socket.once('close', resolve));
+      expect(received).toBeGreaterThan(BIG_BYTES);
+      expect(received).toBeLessThan(BIG_BYTES + 1000); // the head, and no second answer
+    } finally {
+      clearInterval(body);
+      app.server.off('clientError', timedOut);
+      socket.destroy();
     }
   });
 

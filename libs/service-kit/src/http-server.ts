@@ -166,7 +166,7 @@ function answerUnreadable(err: Error & { code?: string }, socket: Socket): void 
   if (current?.headersSent) {
     // This request was already answered (its body still coming) or is being answered: closed
     // once that answer is written, if it is whole.
-    if (current.writableEnded && !current.writableFinished) current.once('finish', () => socket.destroy());
+    if (current.writableEnded && !current.writableFinished) current.once('finish', () => closeAfterAnswer(socket));
     else socket.destroy();
     return;
   }
@@ -181,13 +181,21 @@ function answerUnreadable(err: Error & { code?: string }, socket: Socket): void 
     `x-request-id: ${id}`,
     'connection: close',
   ].join('\r\n');
-  // Half-close after the answer, keep discarding what the client still sends (closing with
-  // unread input would reset the connection and could lose the answer), then close for good.
+  closeAfterAnswer(socket, `${head}\r\n\r\n${body}`);
+}
+
+/**
+ * Half-closes after the answer (`last`, or what was written), keeps discarding what the client
+ * still sends (closing with unread input would reset the connection and could lose the answer),
+ * then closes for good a second later.
+ */
+function closeAfterAnswer(socket: Socket, last?: string): void {
   const timer = setTimeout(() => socket.destroy(), 1000);
   timer.unref();
   socket.once('close', () => clearTimeout(timer));
-  if (socket.writable) socket.end(`${head}\r\n\r\n${body}`);
-  else socket.destroy();
+  if (!socket.writable) socket.destroy();
+  else if (last === undefined) socket.end();
+  else socket.end(last);
 }
 
 const shedListeners = new WeakMap<Server, Array<() => void>>();
