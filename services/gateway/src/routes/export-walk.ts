@@ -120,7 +120,7 @@ async function nextPage(w: Walk, after: string | undefined): Promise<UpstreamPag
     const resets = `The limit resets at ${counted.resetsAt}. Resume with \`after\` then.`;
     return new AppError('RATE_LIMIT_EXCEEDED', `Daily request limit of ${counted.dailyLimit} requests exceeded. ${resets}`);
   }
-  // The key was revoked during the export.
+  // The key was revoked (or expired) during the export.
   if (counted.decision === Decision.UNAUTHENTICATED) return new AppError('UNAUTHORIZED', `${UNAUTHORIZED_MESSAGE} Resume with \`after\`.`);
   return new AppError('SERVICE_UNAVAILABLE', 'Metering is unavailable. Resume with `after`.');
 }
