@@ -179,40 +179,30 @@ describe('GET /v1/exports/{kind}, pages that fail or are not counted', () => {
     ]);
   });
 
-  it('a page that cannot be counted is not sent: the export ends before it, resumable from the last row sent', async () => {
-    const limited = create(AuthorizeResultSchema, { decision: Decision.RATE_LIMITED, dailyLimit: 1000, resetsAt: '2026-11-30T00:00:00Z' });
-    const { lines, counted } = await exportWith([page(['a'], true), page(['b'], true), page(['c'], false)], [ALLOWED, limited]);
-    expect(counted()).toBe(2);
-    expect(lines.slice(0, 2)).toEqual(['{"id":"a"}', '{"id":"b"}']);
-    expect(JSON.parse(lines[2] as string)).toEqual({
-      export: {
-        complete: false,
-        rows: 2,
-        after: 'b',
-        error: {
-          code: 'RATE_LIMIT_EXCEEDED',
-          message: 'Daily request limit of 1000 requests exceeded. The limit resets at 2026-11-30T00:00:00Z. Resume with `after` then.',
-        },
+  it.each([
+    [
+      'over the daily limit',
+      create(AuthorizeResultSchema, { decision: Decision.RATE_LIMITED, dailyLimit: 1000, resetsAt: '2026-11-30T00:00:00Z' }),
+      {
+        code: 'RATE_LIMIT_EXCEEDED',
+        message: 'Daily request limit of 1000 requests exceeded. The limit resets at 2026-11-30T00:00:00Z. Resume with `after` then.',
       },
-    });
-    expect(lines).toHaveLength(3);
-  });
-
-  it('a key revoked during the export ends it before the next page, resumable with a valid key', async () => {
-    const revoked = create(AuthorizeResultSchema, { decision: Decision.UNAUTHENTICATED });
-    const { lines, counted } = await exportWith([page(['a'], true), page(['b'], true), page(['c'], false)], [ALLOWED, revoked]);
-    expect(counted()).toBe(2);
-    expect(lines.slice(0, 2)).toEqual(['{"id":"a"}', '{"id":"b"}']);
-    expect(JSON.parse(lines[2] as string)).toEqual({
-      export: {
-        complete: false,
-        rows: 2,
-        after: 'b',
-        error: { code: 'UNAUTHORIZED', message: 'A valid API key is required. Send it in the X-API-Key header. Resume with `after`.' },
-      },
-    });
-    expect(lines).toHaveLength(3);
-  });
+    ],
+    [
+      'its key revoked during the export',
+      create(AuthorizeResultSchema, { decision: Decision.UNAUTHENTICATED }),
+      { code: 'UNAUTHORIZED', message: 'A valid API key is required. Send it in the X-API-Key header. Resume with `after`.' },
+    ],
+  ])(
+    'a page that cannot be counted (%s) is not sent: the export ends before it, resumable from the last row sent',
+    async (_name, refused, error) => {
+      const { lines, counted } = await exportWith([page(['a'], true), page(['b'], true), page(['c'], false)], [ALLOWED, refused]);
+      expect(counted()).toBe(2);
+      expect(lines.slice(0, 2)).toEqual(['{"id":"a"}', '{"id":"b"}']);
+      expect(JSON.parse(lines[2] as string)).toEqual({ export: { complete: false, rows: 2, after: 'b', error } });
+      expect(lines).toHaveLength(3);
+    },
+  );
 });
 
 describe('GET /v1/exports/{kind}, concurrent exports of one account', () => {
