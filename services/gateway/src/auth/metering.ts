@@ -45,7 +45,8 @@ function isConditional(request: FastifyRequest, route: string): boolean {
   return !(route === '/v1/exports' || route.startsWith('/v1/exports/'));
 }
 
-function rateLimited(r: AuthorizeResult): AppError {
+/** The 429 of an authorization over the daily limit (also an export's resume line, ./routes/export-walk.ts). */
+export function rateLimited(r: AuthorizeResult): AppError {
   return new AppError(
     'RATE_LIMIT_EXCEEDED',
     `Daily request limit of ${r.dailyLimit} requests exceeded. The limit resets at ${r.resetsAt}.`,

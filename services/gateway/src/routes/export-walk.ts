@@ -2,6 +2,7 @@ import { Decision } from '@fcd/proto';
 import { AppError, type Clock, systemClock, UNAUTHORIZED_MESSAGE } from '@fcd/service-kit';
 import type { FastifyBaseLogger } from 'fastify';
 import type { AuthorizationBatcher } from '../auth/batcher';
+import { rateLimited } from '../auth/metering';
 import type { UpstreamPage } from '../clients/proxy';
 import { RecordCut } from './export-records';
 
@@ -65,7 +66,13 @@ export function discard(page: UpstreamPage): void {
     ?.catch(() => undefined);
 }
 
-const UNAVAILABLE = 'The facility service is unavailable. Resume with `after`.';
+const RESUME = 'Resume with `after`.';
+const UNAVAILABLE = `The facility service is unavailable. ${RESUME}`;
+
+/** The error of a resume line: the client's answer (already 200) is not retried but resumed. */
+function resumable(err: AppError): AppError {
+  return new AppError(err.code, `${err.message} ${RESUME}`);
+}
 
 /** Least time between two young collections asked for by exports, whatever the number running. */
 export const READ_RELEASE_INTERVAL_MS = 50;
@@ -103,9 +110,8 @@ async function nextPage(w: Walk, after: string | undefined): Promise<UpstreamPag
   try {
     next = await w.fetchPage(after, false);
   } catch (err) {
-    // The resume line tells the client what to do: resume, not retry the request it is reading.
-    if (err instanceof AppError && err.code !== 'SERVICE_UNAVAILABLE')
-      return new AppError(err.code, `${err.message} Resume with \`after\`.`);
+    // A 503's own message says to retry after a second: the line's says to resume.
+    if (err instanceof AppError && err.code !== 'SERVICE_UNAVAILABLE') return resumable(err);
     return new AppError('SERVICE_UNAVAILABLE', UNAVAILABLE);
   }
   if (next.status !== 200) {
@@ -116,13 +122,10 @@ async function nextPage(w: Walk, after: string | undefined): Promise<UpstreamPag
   const counted = await w.batcher.authorize(w.key, 'GET', w.publicPath);
   if (counted.decision === Decision.ALLOWED) return next;
   discard(next);
-  if (counted.decision === Decision.RATE_LIMITED) {
-    const resets = `The limit resets at ${counted.resetsAt}. Resume with \`after\` then.`;
-    return new AppError('RATE_LIMIT_EXCEEDED', `Daily request limit of ${counted.dailyLimit} requests exceeded. ${resets}`);
-  }
+  if (counted.decision === Decision.RATE_LIMITED) return resumable(rateLimited(counted));
   // The key was revoked (or expired) during the export.
-  if (counted.decision === Decision.UNAUTHENTICATED) return new AppError('UNAUTHORIZED', `${UNAUTHORIZED_MESSAGE} Resume with \`after\`.`);
-  return new AppError('SERVICE_UNAVAILABLE', 'Metering is unavailable. Resume with `after`.');
+  if (counted.decision === Decision.UNAUTHENTICATED) return resumable(new AppError('UNAUTHORIZED', UNAUTHORIZED_MESSAGE));
+  return new AppError('SERVICE_UNAVAILABLE', `Metering is unavailable. ${RESUME}`);
 }
 
 /** Streams one page: true when it ended whole, false when its body failed (or ended inside a record). */

@@ -185,7 +185,7 @@ describe('GET /v1/exports/{kind}, pages that fail or are not counted', () => {
       create(AuthorizeResultSchema, { decision: Decision.RATE_LIMITED, dailyLimit: 1000, resetsAt: '2026-11-30T00:00:00Z' }),
       {
         code: 'RATE_LIMIT_EXCEEDED',
-        message: 'Daily request limit of 1000 requests exceeded. The limit resets at 2026-11-30T00:00:00Z. Resume with `after` then.',
+        message: 'Daily request limit of 1000 requests exceeded. The limit resets at 2026-11-30T00:00:00Z. Resume with `after`.',
       },
     ],
     [
