@@ -185,9 +185,10 @@ function answerUnreadable(err: Error & { code?: string }, socket: Socket): void 
 }
 
 /**
- * Half-closes after the answer (`last`, or what was written), keeps discarding what the client
- * still sends (closing with unread input would reset the connection and could lose the answer),
- * then closes for good a second later.
+ * Half-closes after the answer (`last`, or what was written), keeps reading what the client still
+ * sends (closing with unread input would reset the connection and could lose the answer), then
+ * closes for good a second later. Node still parses what it reads: a request read whole in that
+ * second is run, and its answer is not sent (docs/operations.md, "Pipelining").
  */
 function closeAfterAnswer(socket: Socket, last?: string): void {
   const timer = setTimeout(() => socket.destroy(), 1000);
