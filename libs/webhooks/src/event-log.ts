@@ -26,55 +26,72 @@ import { type RecoveryRequest, type RecoveryResult, recoverEvents } from './reco
 const SUBSCRIPTION_MATCHES = `EXISTS (SELECT 1 FROM webhook.subscriptions s
   WHERE s.id = $? AND CASE WHEN ${subscriptionMatchesSql('s', 't')} THEN true ELSE false END)`;
 
-/** Taken around every append: positions are assigned in commit order (see `append`). */
+/** Taken around every append: positions are assigned in commit order (see `appendCtes`). */
 const APPEND_LOCK = 'webhook.events:append';
+
+/**
+ * The append of `events` as two CTEs of one statement, its parameters numbered from `first`:
+ * `append_lock` takes a transaction-scoped advisory lock, and `appended` inserts the rows of the
+ * public event types (RETURNING 1 per row added) in the given order, idempotently on the event id,
+ * once the lock is held (every row it inserts is joined with the lock's row, and sorted before the
+ * insert). The lock is held until the transaction ends — the statement's own, when it runs alone —
+ * so positions are assigned in commit order: a reader that has seen position p and asks for
+ * `position > p` never misses a row that commits later. Undefined when no event is to be logged.
+ */
+export function appendCtes(events: readonly LoggedEvent[], now: number, first: number): { ctes: string; params: unknown[] } | undefined {
+  const seen = new Set<string>();
+  const rows = events.filter((e) => isEventType(e.type) && !seen.has(e.id) && seen.add(e.id));
+  if (rows.length === 0) return undefined;
+  const $ = (i: number) => `$${first + i}`;
+  const facets = facetParameters(rows.map((e) => e.facets ?? facetsOfBody(e.body)));
+  const ctes = `append_lock AS MATERIALIZED (SELECT pg_advisory_xact_lock(hashtext(${$(0)}))),
+   appended AS (
+     INSERT INTO webhook.events (id, type, created_at, facility_ids, body, recorded_at, states, programs, severities, epa_regions)
+     SELECT e.id, e.type, e.created_at, e.facility_ids::uuid[], e.body, ${$(6)}, e.states::text[], e.programs::text[],
+            e.severities::text[], e.epa_regions::text[]
+       FROM unnest(${$(1)}::text[], ${$(2)}::text[], ${$(3)}::timestamptz[], ${$(4)}::text[], ${$(5)}::text[], ${$(7)}::text[],
+                   ${$(8)}::text[], ${$(9)}::text[], ${$(10)}::text[])
+            WITH ORDINALITY AS e(id, type, created_at, facility_ids, body, states, programs, severities, epa_regions, n)
+            CROSS JOIN append_lock
+      ORDER BY e.n
+     ON CONFLICT (id) DO NOTHING
+     RETURNING 1)`;
+  const params = [
+    APPEND_LOCK,
+    rows.map((e) => e.id),
+    rows.map((e) => e.type),
+    rows.map((e) => new Date(e.createdAt).toISOString()),
+    // Lower-case UUIDs only, so the array literal needs no quoting.
+    rows.map(
+      (e) =>
+        `{${e.facilityIds
+          .map((f) => f.toLowerCase())
+          .filter((f) => UUID_LOWER_CASE.test(f))
+          .join(',')}}`,
+    ),
+    rows.map((e) => e.body),
+    new Date(now),
+    facets.states,
+    facets.programs,
+    facets.severities,
+    facets.epaRegions,
+  ];
+  return { ctes, params };
+}
 
 export class EventLog {
   constructor(private readonly pool: Pool) {}
 
   /**
    * Appends events in the caller's transaction, in the given order, idempotently on the event id
-   * (a redelivered event is not logged twice). Only the public event types are logged. The
-   * transaction takes an advisory lock before the insert and holds it until it ends, so
-   * positions are assigned in commit order: a reader that has seen position p and asks for
-   * `position > p` never misses a row that commits later. Callers do their other writes first and
-   * commit right after, to hold the lock briefly. Returns how many rows were added.
+   * (a redelivered event is not logged twice), in one statement (`appendCtes`). Only the public
+   * event types are logged. Returns how many rows were added.
    */
   static async append(client: PoolClient, events: readonly LoggedEvent[], now: number): Promise<number> {
-    const seen = new Set<string>();
-    const rows = events.filter((e) => isEventType(e.type) && !seen.has(e.id) && seen.add(e.id));
-    if (rows.length === 0) return 0;
-    await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [APPEND_LOCK]);
-    const facets = facetParameters(rows.map((e) => e.facets ?? facetsOfBody(e.body)));
-    const { rowCount } = await client.query(
-      `INSERT INTO webhook.events (id, type, created_at, facility_ids, body, recorded_at, states, programs, severities, epa_regions)
-       SELECT e.id, e.type, e.created_at, e.facility_ids::uuid[], e.body, $6, e.states::text[], e.programs::text[], e.severities::text[],
-              e.epa_regions::text[]
-         FROM unnest($1::text[], $2::text[], $3::timestamptz[], $4::text[], $5::text[], $7::text[], $8::text[], $9::text[], $10::text[])
-              WITH ORDINALITY AS e(id, type, created_at, facility_ids, body, states, programs, severities, epa_regions, n)
-        ORDER BY e.n
-       ON CONFLICT (id) DO NOTHING`,
-      [
-        rows.map((e) => e.id),
-        rows.map((e) => e.type),
-        rows.map((e) => new Date(e.createdAt).toISOString()),
-        // Lower-case UUIDs only, so the array literal needs no quoting.
-        rows.map(
-          (e) =>
-            `{${e.facilityIds
-              .map((f) => f.toLowerCase())
-              .filter((f) => UUID_LOWER_CASE.test(f))
-              .join(',')}}`,
-        ),
-        rows.map((e) => e.body),
-        new Date(now),
-        facets.states,
-        facets.programs,
-        facets.severities,
-        facets.epaRegions,
-      ],
-    );
-    return rowCount ?? 0;
+    const append = appendCtes(events, now, 1);
+    if (!append) return 0;
+    const { rows } = await client.query<{ n: number }>(`WITH ${append.ctes} SELECT count(*)::int AS n FROM appended`, append.params);
+    return rows[0]?.n ?? 0;
   }
 
   /** Oldest first (by position), after `after` (a position) when given; one more than `limit` tells whether more follow. */

@@ -136,6 +136,60 @@ describe('EventLog', () => {
     expect(BigInt(listed.items[1]?.position ?? 0)).toBeGreaterThan(BigInt(listed.items[0]?.position ?? 0));
   });
 
+  it('fans out and logs in one statement: behind an uncommitted append neither is visible, then both; once per event', async () => {
+    await pool.query('TRUNCATE webhook.events');
+    const sub = await subs.create(
+      {
+        id: `wh_${randomUUID()}`,
+        account_id: `acct_${randomUUID()}`,
+        url: 'https://hooks.example.com/fcd',
+        events: ['violation.new'],
+        facility_ids: [F2],
+        secret: generateSecret(),
+        now: T0,
+      },
+      25,
+    );
+    const first = event('violation.new', [F1]);
+    const second = event('violation.new', [F2]);
+    const other = { ...event('violation.new', [F2]), type: 'something.else' };
+    const mine = async () =>
+      (await pool.query<{ event_id: string }>('SELECT event_id FROM webhook.deliveries WHERE subscription_id = $1', [sub.id])).rows;
+    const holder = await pool.connect();
+    try {
+      await holder.query('BEGIN');
+      await EventLog.append(holder, [first], T0);
+      const { rows } = await holder.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
+      const later = deliveries.fanOutAndLog([second, other, second], T0 + 1);
+      await eventually(
+        async () =>
+          (
+            await pool.query<{ n: number }>(
+              "SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND pid <> $1",
+              [rows[0]?.pid],
+            )
+          ).rows[0]?.n,
+        (n) => n === 1,
+      );
+      // The statement waits on the append lock with its deliveries uncommitted: nothing is seen.
+      expect(await mine()).toEqual([]);
+      await holder.query('COMMIT');
+      const created = await later;
+      expect(created.map((ids) => ids.length)).toEqual([1, 0, 0]);
+      expect(await mine()).toEqual([{ event_id: second.id }]);
+    } finally {
+      holder.release();
+    }
+    const listed = await log.list({}, 10);
+    expect(listed.items.map((e) => e.id)).toEqual([first.id, second.id]);
+    expect(BigInt(listed.items[1]?.position ?? 0)).toBeGreaterThan(BigInt(listed.items[0]?.position ?? 0));
+    // Redelivered: no delivery and no log row more.
+    expect(await deliveries.fanOutAndLog([second], T0 + 2)).toEqual([[]]);
+    expect((await log.list({}, 10)).items.map((e) => e.id)).toEqual([first.id, second.id]);
+    // An event of no public type is fanned out (to no one here) without taking the log's lock.
+    expect(await deliveries.fanOutAndLog([other], T0 + 3)).toEqual([[]]);
+  });
+
   it('prunes the events created before a time, in batches, and keeps the rest', async () => {
     await pool.query('TRUNCATE webhook.events');
     const old = Array.from({ length: 5 }, (_, i) => event('violation.new', [F1], T0 - 40 * 86_400_000 + i));

@@ -1,4 +1,6 @@
 import { type Pool, UUID_LOWER_CASE, withTransaction } from '@fcd/service-kit';
+import { appendCtes } from '../event-log';
+import type { LoggedEvent } from '../event-record';
 import { facetsOfBody } from '../filter';
 import { DEFAULT_BREAKER_COOLDOWN_MS, DEFAULT_BREAKER_THRESHOLD, type PauseOptions } from '../limits';
 import { facetParameters, subscriptionMatchesSql } from '../match-sql';
@@ -84,9 +86,27 @@ export class DispatchQueue {
    * The fan-out of several events in one statement (same rows as `fanOut` of
    * each). Returns, per event in the given order, the ids of the deliveries
    * created now (none for an event already fanned out). `db` is a transaction's
-   * client when the caller writes more with it (the dispatcher logs the events).
+   * client when the caller writes more with it.
    */
-  async fanOutMany(events: readonly FanOutEvent[], now: number, db: Pick<Pool, 'query'> = this.pool): Promise<string[][]> {
+  fanOutMany(events: readonly FanOutEvent[], now: number, db: Pick<Pool, 'query'> = this.pool): Promise<string[][]> {
+    return this.fanOutStatement(events, now, db, undefined);
+  }
+
+  /**
+   * `fanOutMany` and the events' append to the event log (`EventLog.append`) in one statement,
+   * so one round trip: an event is in the log exactly when its fan-out is committed (recovery
+   * relies on it), and the log's append lock is held for that statement only.
+   */
+  fanOutAndLog(events: ReadonlyArray<FanOutEvent & LoggedEvent>, now: number): Promise<string[][]> {
+    return this.fanOutStatement(events, now, this.pool, appendCtes(events, now, 11));
+  }
+
+  private async fanOutStatement(
+    events: readonly FanOutEvent[],
+    now: number,
+    db: Pick<Pool, 'query'>,
+    append: { ctes: string; params: unknown[] } | undefined,
+  ): Promise<string[][]> {
     if (events.length === 0) return [];
     const unique = [...new Map(events.map((e) => [e.id, e])).values()];
     // Lower-case UUIDs only, so the array literal needs no quoting.
@@ -100,7 +120,7 @@ export class DispatchQueue {
     const facets = facetParameters(unique.map((e) => e.facets ?? facetsOfBody(e.body)));
     // The events as rows typed like webhook.events', matched by the one rule (`subscriptionMatchesSql`).
     const { rows } = await db.query<{ id: string; event_id: string }>(
-      `INSERT INTO webhook.deliveries (id, subscription_id, event_id, event_type, body, status, attempt_count, next_attempt_at, created_at, updated_at, trace_context)
+      `${append ? `WITH ${append.ctes}\n` : ''}INSERT INTO webhook.deliveries (id, subscription_id, event_id, event_type, body, status, attempt_count, next_attempt_at, created_at, updated_at, trace_context)
        SELECT 'dlv_' || gen_random_uuid(), s.id, e.id, e.type, e.body, 'pending', 0, $6, $6, $6, e.trace_context
          FROM (SELECT u.id, u.type, u.body, u.facility_ids::uuid[] AS facility_ids, u.trace_context, u.states::text[] AS states,
                       u.programs::text[] AS programs, u.severities::text[] AS severities, u.epa_regions::text[] AS epa_regions
@@ -120,6 +140,7 @@ export class DispatchQueue {
         facets.programs,
         facets.severities,
         facets.epaRegions,
+        ...(append?.params ?? []),
       ],
     );
     const created = new Map<string, string[]>();

@@ -10,7 +10,6 @@ import {
   systemClock,
   traceContextColumn,
   type Worker,
-  withTransaction,
 } from '@fcd/service-kit';
 import {
   type ClaimedDelivery,
@@ -148,17 +147,12 @@ export class Dispatcher {
   }
 
   /**
-   * The fan-out of a batch of events and their entries in the event log, in one transaction: an
-   * event is in the log exactly when its fan-out is committed (recovery relies on it). The log
-   * is written last, so its append lock is held only until the commit.
+   * The fan-out of a batch of events and their entries in the event log, in one statement (one
+   * round trip): an event is in the log exactly when its fan-out is committed (recovery relies on
+   * it).
    */
-  private async record(events: Array<FanOutEvent & LoggedEvent>): Promise<string[][]> {
-    const now = this.clock.now();
-    return withTransaction(this.deps.pool, async (client) => {
-      const created = await this.deliveries.fanOutMany(events, now, client);
-      await EventLog.append(client, events, now);
-      return created;
-    });
+  private record(events: Array<FanOutEvent & LoggedEvent>): Promise<string[][]> {
+    return this.deliveries.fanOutAndLog(events, this.clock.now());
   }
 
   /** Fan-out of one event: invalid → term, Postgres failing → nak with a delay, else ack. */
