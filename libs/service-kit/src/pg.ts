@@ -17,11 +17,10 @@ pg.types.setTypeParser(20, (v) => Number.parseInt(v, 10));
 pg.types.setTypeParser(1082, (v) => v);
 
 /**
- * The pool's timeouts and connection lifetime, from the environment of every
- * service that talks to Postgres. A black-holed or failed-over server ends a
- * request within PG_CONNECT_TIMEOUT_MS (no connection) or PG_QUERY_TIMEOUT_MS
- * (a query with no answer); PG_MAX_LIFETIME_S and PG_IDLE_TIMEOUT_MS retire
- * connections so they re-balance onto a new primary after a failover.
+ * The pool's timeouts and connection lifetime, from the environment of every service that talks to
+ * Postgres. A black-holed or failed-over server ends a request within PG_CONNECT_TIMEOUT_MS (no
+ * connection) or PG_QUERY_TIMEOUT_MS (a query with no answer); PG_MAX_LIFETIME_S and
+ * PG_IDLE_TIMEOUT_MS retire connections so they re-balance onto a new primary after a failover.
  */
 export const PostgresPoolEnv = {
   PG_CONNECT_TIMEOUT_MS: Env.int(2000, 100, 60_000),
@@ -185,17 +184,15 @@ export function countPostgresError(pool: pg.Pool, err: unknown): void {
 }
 
 /**
- * Checks a client out with an 'error' listener for as long as it is held:
- * a checked-out pg client that loses its connection (a terminated backend, a
- * failover, a fast shutdown) emits 'error', and with no listener that is an
- * unhandled 'error' event that kills the process. `release()` destroys the
- * client when it broke (or when `err` says the connection is gone).
+ * Checks a client out with an 'error' listener for as long as it is held: a checked-out pg client
+ * that loses its connection (a terminated backend, a failover, a fast shutdown) emits 'error', and
+ * with no listener that is an unhandled 'error' event that kills the process. `release()` destroys
+ * the client when it broke (or when `err` says the connection is gone).
  *
- * The listener is added in pool.connect's callback, in the same turn the pool
- * hands the client over, never after an `await`: a new client is handed over
- * from inside the parsing of its ReadyForQuery, and when a backend is
- * terminated right after its startup, the FATAL ErrorResponse behind it in the
- * same socket read is parsed before any promise continuation runs.
+ * The listener is added in pool.connect's callback, in the same turn the pool hands the client
+ * over, never after an `await`: a new client is handed over from inside the parsing of its
+ * ReadyForQuery, and when a backend is terminated right after its startup, the FATAL
+ * ErrorResponse behind it in the same socket read is parsed before any promise continuation runs.
  */
 export async function checkout(pool: pg.Pool): Promise<{ client: pg.PoolClient; release(err?: unknown): void }> {
   let broken: Error | undefined;
@@ -230,13 +227,27 @@ export async function checkout(pool: pg.Pool): Promise<{ client: pg.PoolClient; 
 }
 
 /** Runs fn in one transaction on one client; rolls back on any error. */
-export async function withTransaction<T>(pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+export function withTransaction<T>(pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  return withTransactionFrom(pool, undefined, (client) => fn(client));
+}
+
+/**
+ * `withTransaction` whose first statement goes out with the BEGIN, in one round trip (one
+ * simple-protocol message, which Postgres runs in order): `first` takes no parameters, so it may
+ * inline only values its caller has checked. `fn` gets the rows that statement returned.
+ */
+export async function withTransactionFrom<R extends pg.QueryResultRow, T>(
+  pool: pg.Pool,
+  first: string | undefined,
+  fn: (client: pg.PoolClient, rows: R[]) => Promise<T>,
+): Promise<T> {
   const held = await checkout(pool);
   const { client } = held;
   let failure: unknown;
   try {
-    await client.query(`BEGIN${transactionPrelude(pool)}`);
-    const result = await fn(client);
+    const begun: unknown = await client.query(`BEGIN${transactionPrelude(pool)}${first === undefined ? '' : `; ${first}`}`);
+    const last = (Array.isArray(begun) ? begun.at(-1) : begun) as pg.QueryResult<R>;
+    const result = await fn(client, first === undefined ? [] : last.rows);
     await client.query('COMMIT');
     return result;
   } catch (err) {

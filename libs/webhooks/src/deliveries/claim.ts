@@ -1,4 +1,4 @@
-import { type Pool, withTransaction } from '@fcd/service-kit';
+import { type Pool, withTransactionFrom } from '@fcd/service-kit';
 import { nextStartAt, type RateAllowance, rateAllowance, startDeadline } from '../limits';
 import { envelopeText } from './envelope';
 import type { SecretDecrypter } from './secret-cache';
@@ -9,8 +9,6 @@ import type { ClaimedDelivery, ClaimRef } from './types';
  * subscriptions with due work, takes what their limits allow and leases it,
  * and the decryption of the claimed rows' signing secrets.
  */
-
-type Client = Pick<Pool, 'query'>;
 
 /** A claimed delivery as the claim statement returns it. */
 export interface ClaimRow {
@@ -72,21 +70,37 @@ export const PENDING_SUBSCRIPTIONS_CTE = `pending AS (
          SELECT d.subscription_id AS id, d.next_attempt_at AS due FROM webhook.deliveries d
           WHERE d.status = 'pending' AND d.subscription_id > p.id ORDER BY d.subscription_id, d.next_attempt_at LIMIT 1) n)`;
 
-/** Locks the active, unpaused subscriptions with due work (in id order); their pacing state and the database clock. */
-async function lockDue(client: Client, now: number) {
-  const { rows } = await client.query<{ id: string; rate: number | null; tat: number | null; db_now: number }>(
-    `WITH RECURSIVE ${PENDING_SUBSCRIPTIONS_CTE},
+/** What `claimRows` found: the claimed rows, when to claim again, what was held back and the start bounds. */
+interface ClaimOutcome {
+  rows: ClaimRow[];
+  wakeAt: number | null;
+  held: { rate: number; inFlight: number };
+  startBy: Map<string, number>;
+}
+
+/** A subscription `lockDue` locked: its pacing state, and the database clock. */
+interface LockedRow {
+  id: string;
+  rate: number | null;
+  tat: number | null;
+  db_now: number;
+}
+
+/**
+ * Locks the active, unpaused subscriptions with due work (in id order); their pacing state and the
+ * database clock. Without parameters (sent with the BEGIN): `now` is inlined as an ISO timestamp.
+ */
+function lockDue(now: number): string {
+  const at = `'${new Date(now).toISOString()}'::timestamptz`;
+  return `WITH RECURSIVE ${PENDING_SUBSCRIPTIONS_CTE},
      locked AS (
        SELECT s.id, s.rate_limit_per_second, s.rate_tat FROM webhook.subscriptions s JOIN pending p ON p.id = s.id
-        WHERE p.due <= $1 AND s.is_active AND (s.paused_until IS NULL OR s.paused_until <= $1)
+        WHERE p.due <= ${at} AND s.is_active AND (s.paused_until IS NULL OR s.paused_until <= ${at})
         ORDER BY s.id
         FOR NO KEY UPDATE OF s)
      SELECT id, rate_limit_per_second AS rate, extract(epoch FROM rate_tat) * 1000 AS tat,
             extract(epoch FROM clock_timestamp()) * 1000 AS db_now
-       FROM locked`,
-    [new Date(now)],
-  );
-  return rows;
+       FROM locked`;
 }
 
 const CLAIM_SQL = `WITH lim AS (
@@ -150,14 +164,14 @@ function wakeAt(plan: readonly PlanItem[], claimed: readonly ClaimRow[], now: nu
 
 /**
  * Claims and leases due deliveries in one transaction (see `DispatchQueue.claim`). `clock` is the
- * caller's, read just before the statement that reads the database clock is sent: the start
- * deadlines of the rate-limited subscriptions' deliveries (`startBy`, by subscription id) count
- * from then, an upper bound of the time since their starts were admitted.
+ * caller's, read just before the transaction, whose first statement reads the database clock: the
+ * start deadlines of the rate-limited subscriptions' deliveries (`startBy`, by subscription id)
+ * count from then, an upper bound of the time since their starts were admitted.
  */
-export async function claimRows(pool: Pool, now: number, leaseUntil: number, limits: ClaimLimits, clock: () => number) {
-  return withTransaction(pool, async (client) => {
-    const issuedAt = clock();
-    const locked = await lockDue(client, now);
+export function claimRows(pool: Pool, now: number, leaseUntil: number, limits: ClaimLimits, clock: () => number): Promise<ClaimOutcome> {
+  const issuedAt = clock();
+  // The lock goes out with the BEGIN: one round trip fewer for every claim.
+  return withTransactionFrom<LockedRow, ClaimOutcome>(pool, lockDue(now), async (client, locked) => {
     const startBy = new Map<string, number>();
     if (locked.length === 0) return { rows: [] as ClaimRow[], wakeAt: null, held: { rate: 0, inFlight: 0 }, startBy };
     // The database clock after the last lock: the one clock every replica shares.
