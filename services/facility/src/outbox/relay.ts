@@ -1,8 +1,8 @@
 import type { Clock, Logger, Pool, Worker } from '@fcd/service-kit';
-import { Backoff, errMessage, isoTimestamp, WakeableSleep, withTransaction } from '@fcd/service-kit';
+import { Backoff, errMessage, isoTimestamp, WakeableSleep, withTransactionFrom } from '@fcd/service-kit';
 import type { Counter } from 'prom-client';
 import type { EventBus } from '../store/event-bus';
-import { claimBatch, deleteSentBefore, markSent } from '../store/outbox';
+import { claimBatchSql, deleteSentBefore, markSent, type OutboxRow } from '../store/outbox';
 
 export interface RelaySettings {
   pool: Pool;
@@ -54,10 +54,10 @@ export class OutboxRelay implements Worker {
    * whether the batch was full (more may be waiting).
    */
   async relayOnce(): Promise<{ sent: number; full: boolean; failed: number }> {
-    // withTransaction holds the client with an 'error' listener: the connection may be cut
-    // (failover, terminate) while this batch waits on NATS, idle in its transaction.
-    const out = await withTransaction(this.s.pool, async (client) => {
-      const rows = await claimBatch(client, this.s.batchSize);
+    // withTransactionFrom holds the client with an 'error' listener: the connection may be cut
+    // (failover, terminate) while this batch waits on NATS, idle in its transaction. The claim
+    // goes out with the BEGIN, in one round trip.
+    const out = await withTransactionFrom(this.s.pool, claimBatchSql(this.s.batchSize), async (client, rows: OutboxRow[]) => {
       if (rows.length === 0) return undefined;
       const result = await this.s.bus.publish(rows);
       await markSent(

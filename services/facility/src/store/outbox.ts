@@ -25,14 +25,18 @@ export interface OutboxRow {
  * rows, so this transaction rules bitmap scans out.
  */
 export async function claimBatch(client: Queryable, limit: number): Promise<OutboxRow[]> {
+  const results = (await client.query(claimBatchSql(limit))) as unknown as Array<{ rows: OutboxRow[] }>;
+  return results.at(-1)?.rows ?? [];
+}
+
+/**
+ * `claimBatch`'s SQL: the setting and the claim, without parameters (the limit inlined, a checked
+ * integer), so one simple-protocol message sends them, and the relay sends them with its BEGIN.
+ */
+export function claimBatchSql(limit: number): string {
   if (!Number.isSafeInteger(limit) || limit < 1) throw new RangeError(`outbox batch size must be a positive integer, got ${limit}`);
-  // One round trip: the setting and the claim in one simple-protocol message (hence the limit
-  // inlined, a checked integer); Postgres runs them in order in the caller's transaction.
-  const results = (await client.query(
-    `SET LOCAL enable_bitmapscan = off;
-     SELECT id, type, payload, trace_context FROM outbox WHERE sent_at IS NULL ORDER BY seq LIMIT ${limit} FOR UPDATE SKIP LOCKED`,
-  )) as unknown as Array<{ rows: OutboxRow[] }>;
-  return results[1]?.rows ?? [];
+  return `SET LOCAL enable_bitmapscan = off;
+     SELECT id, type, payload, trace_context FROM outbox WHERE sent_at IS NULL ORDER BY seq LIMIT ${limit} FOR UPDATE SKIP LOCKED`;
 }
 
 export async function markSent(client: Queryable, ids: string[], sentAt: string): Promise<void> {
