@@ -27,6 +27,8 @@ const settings: HttpServerSettings = {
 /** An answer larger than the socket buffers of loopback: it waits for its client to read. */
 const BIG_BYTES = 16 * 1024 * 1024;
 const serviceMetrics = createMetrics('http-server-test');
+/** Requests /count has run. */
+let counted = 0;
 let app: FastifyInstance;
 let port: number;
 let metrics: Server;
@@ -41,6 +43,7 @@ beforeAll(async () => {
     return { data: { ok: true } };
   });
   app.post('/echo', async (request) => ({ data: request.body }));
+  app.post('/count', async () => ({ data: { count: ++counted } }));
   app.get('/big', async () => 'x'.repeat(BIG_BYTES));
   app.post('/guarded', { onRequest: async () => Promise.reject(new AppError('UNAUTHORIZED', 'No.')) }, async () => ({ data: {} }));
   await app.listen({ port: 0, host: '127.0.0.1' });
@@ -170,6 +173,20 @@ describe('timeouts', () => {
     );
     const answers = (await closedWithin(exchange, 5000)).split(/(?=HTTP\/1\.1 )/).map(parse);
     expect(answers.map((a) => a.status)).toEqual([200, 401]);
+  });
+
+  it('neither runs nor answers a request read in the second after a 408 half-closed the connection', async () => {
+    const exchange = raw('POST /echo HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{');
+    await new Promise<void>((resolve) => {
+      exchange.socket.on('data', (chunk: string) => chunk.includes('HTTP/1.1 408') && resolve());
+    });
+    const before = counted;
+    // The rest of the body, then a whole request: read before the connection closes.
+    exchange.socket.write('}POST /count HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n');
+    const data = await closedWithin(exchange, 5000);
+    expect(data.match(/HTTP\/1\.1 /g)).toHaveLength(1);
+    expect(parse(data).status).toBe(408);
+    expect(counted).toBe(before);
   });
 
   it('answers a body that never starts with 408', async () => {

@@ -94,6 +94,8 @@ function rawRequestId(req: IncomingMessage): string | undefined {
 /** Each socket's last response (its request is `res.req`). */
 const exchanges = new WeakMap<Socket, ServerResponse>();
 const answered = new WeakSet<Socket>();
+/** Sockets half-closed after their last answer (`closeAfterAnswer`): a request read now is not run. */
+const closing = new WeakSet<Socket>();
 
 const CLIENT_ERRORS: Record<string, { code: ErrorCode; message: string }> = {
   ERR_HTTP_REQUEST_TIMEOUT: { code: 'REQUEST_TIMEOUT', message: 'The request was not received in time.' },
@@ -115,7 +117,7 @@ const MALFORMED = { code: 'BAD_REQUEST' as const, message: 'The request is not v
  * has stopped timing the connection, so it must not be left open.
  */
 export function answerClientError(err: Error & { code?: string }, socket: Socket): void {
-  if (socket.destroyed || answered.has(socket)) return;
+  if (socket.destroyed || answered.has(socket) || closing.has(socket)) return;
   if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') {
     answerTimeoutAfterRead(err, socket);
     return;
@@ -187,10 +189,12 @@ function answerUnreadable(err: Error & { code?: string }, socket: Socket): void 
 /**
  * Half-closes after the answer (`last`, or what was written), keeps reading what the client still
  * sends (closing with unread input would reset the connection and could lose the answer), then
- * closes for good a second later. Node still parses what it reads: a request read whole in that
- * second is run, and its answer is not sent (docs/operations.md, "Pipelining").
+ * closes for good a second later. Node still parses what it reads; a request read whole in that
+ * second is not run (`unlessClosing`): its answer could not be sent (docs/operations.md,
+ * "Pipelining").
  */
 function closeAfterAnswer(socket: Socket, last?: string): void {
+  closing.add(socket);
   const timer = setTimeout(() => socket.destroy(), 1000);
   timer.unref();
   socket.once('close', () => clearTimeout(timer));
@@ -261,9 +265,24 @@ export function nodeServerOptions(settings: HttpServerSettings) {
   };
 }
 
+/**
+ * The request listener, but not for a request read on a connection half-closed after its last
+ * answer: that request is read to its end and dropped, unanswered and not run (the client sees the
+ * connection close without its answer, so it knows the request was not done).
+ */
+function unlessClosing(handler: RequestListener): RequestListener {
+  return (req, res) => {
+    if (!closing.has(req.socket)) {
+      handler(req, res);
+      return;
+    }
+    req.resume();
+  };
+}
+
 /** An HTTP server with the edge rules of the settings. */
 export function createHttpServer(settings: HttpServerSettings, handler: RequestListener, options: HttpServerOptions = {}): Server {
-  const server = createServer(nodeServerOptions(settings), handler);
+  const server = createServer(nodeServerOptions(settings), unlessClosing(handler));
   server.on('request', (req: IncomingMessage, res: ServerResponse) => exchanges.set(req.socket, res));
   if (options.clientErrors !== false) server.on('clientError', answerClientError);
   capConnections(server, options.maxConnections ?? maxConnections(settings), options.onShed);
