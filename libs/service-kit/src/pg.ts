@@ -234,18 +234,20 @@ export function withTransaction<T>(pool: pg.Pool, fn: (client: pg.PoolClient) =>
 /**
  * `withTransaction` whose first statement goes out with the BEGIN, in one round trip (one
  * simple-protocol message, which Postgres runs in order): `first` takes no parameters, so it may
- * inline only values its caller has checked. `fn` gets the rows that statement returned.
+ * inline only values its caller has checked. A function is called once a client is held, just
+ * before the message goes. `fn` gets the rows that statement returned.
  */
 export async function withTransactionFrom<R extends pg.QueryResultRow, T>(
   pool: pg.Pool,
-  first: string | undefined,
+  first: string | (() => string) | undefined,
   fn: (client: pg.PoolClient, rows: R[]) => Promise<T>,
 ): Promise<T> {
   const held = await checkout(pool);
   const { client } = held;
   let failure: unknown;
   try {
-    const begun: unknown = await client.query(`BEGIN${transactionPrelude(pool)}${first === undefined ? '' : `; ${first}`}`);
+    const sql = typeof first === 'function' ? first() : first;
+    const begun: unknown = await client.query(`BEGIN${transactionPrelude(pool)}${sql === undefined ? '' : `; ${sql}`}`);
     const last = (Array.isArray(begun) ? begun.at(-1) : begun) as pg.QueryResult<R>;
     const result = await fn(client, first === undefined ? [] : last.rows);
     await client.query('COMMIT');
@@ -278,14 +280,12 @@ export interface Migration {
 }
 
 /**
- * Applies the service's own migrations to its own schema, each in a
- * transaction, under an advisory lock so concurrent replicas (or the Helm
- * migration Job) never apply one twice. The lock is transaction-scoped
- * (pg_advisory_xact_lock), taken first in every transaction here, so it works
- * through PgBouncer in transaction pooling mode (a session lock would be held
- * by, and released on, whichever server connection the pooler picked): one
- * migrator at a time creates the schema, and each migration is checked and
- * applied by one migrator at a time, in id order.
+ * Applies the service's own migrations to its own schema, each in a transaction, under an
+ * advisory lock so concurrent replicas (or the Helm migration Job) never apply one twice. The lock
+ * is transaction-scoped (pg_advisory_xact_lock), taken first in every transaction here, so it works
+ * through PgBouncer in transaction pooling mode (a session lock would be held by, and released on,
+ * whichever server connection the pooler picked): one migrator at a time creates the schema, and
+ * each migration is checked and applied by one migrator at a time, in id order.
  */
 export async function migrate(pool: pg.Pool, schema: string, migrations: Migration[], logger?: Logger): Promise<string[]> {
   if (!SCHEMA_NAME.test(schema)) throw new Error(`bad schema name: ${schema}`);

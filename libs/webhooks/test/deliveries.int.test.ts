@@ -1,6 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { createLogger, createPool, migrate, type Pool } from '@fcd/service-kit';
-import { createTestDatabase, type TestDatabase } from '@fcd/testing';
+import { createTestDatabase, eventually, type TestDatabase } from '@fcd/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   type AttemptDecision,
@@ -529,6 +529,37 @@ describe('per-subscription limits in the claim', () => {
       { attempt_count: 0, n: 1 },
       { attempt_count: 1, n: 1 },
     ]);
+  });
+
+  it('reads the clock of the start deadline once a client is held: the wait for the pool does not count', async () => {
+    const one = createPool({
+      connectionString: db.url,
+      applicationName: 'webhooks-deliveries-one',
+      max: 1,
+      logger: createLogger({ service: 'test', level: 'silent' }),
+    });
+    const holder = await one.connect();
+    let released = false;
+    try {
+      const reads: boolean[] = [];
+      const claiming = new DeliveryStore(one, box).claim(Date.now(), 100, Date.now() + 60_000, [], () => {
+        reads.push(released);
+        return Date.now();
+      });
+      // The claim waits for the pool's only client; the clock must not have been read yet.
+      await eventually(
+        async () => one.waitingCount,
+        (n) => n === 1,
+      );
+      expect(reads).toEqual([]);
+      released = true;
+      holder.release();
+      await claiming;
+      expect(reads).toEqual([true]);
+    } finally {
+      if (!released) holder.release();
+      await one.end();
+    }
   });
 });
 

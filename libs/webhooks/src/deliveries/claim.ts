@@ -164,14 +164,18 @@ function wakeAt(plan: readonly PlanItem[], claimed: readonly ClaimRow[], now: nu
 
 /**
  * Claims and leases due deliveries in one transaction (see `DispatchQueue.claim`). `clock` is the
- * caller's, read just before the transaction, whose first statement reads the database clock: the
- * start deadlines of the rate-limited subscriptions' deliveries (`startBy`, by subscription id)
+ * caller's, read once a client is held, just before the transaction's first statement (which reads
+ * the database clock) is sent: the start deadlines of the rate-limited subscriptions' deliveries (`startBy`, by subscription id)
  * count from then, an upper bound of the time since their starts were admitted.
  */
 export function claimRows(pool: Pool, now: number, leaseUntil: number, limits: ClaimLimits, clock: () => number): Promise<ClaimOutcome> {
-  const issuedAt = clock();
+  let issuedAt = 0;
   // The lock goes out with the BEGIN: one round trip fewer for every claim.
-  return withTransactionFrom<LockedRow, ClaimOutcome>(pool, lockDue(now), async (client, locked) => {
+  const first = () => {
+    issuedAt = clock();
+    return lockDue(now);
+  };
+  return withTransactionFrom<LockedRow, ClaimOutcome>(pool, first, async (client, locked) => {
     const startBy = new Map<string, number>();
     if (locked.length === 0) return { rows: [] as ClaimRow[], wakeAt: null, held: { rate: 0, inFlight: 0 }, startBy };
     // The database clock after the last lock: the one clock every replica shares.

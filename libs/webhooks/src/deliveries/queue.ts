@@ -181,8 +181,8 @@ export class DispatchQueue {
    * subscription may start its next attempt.
    *
    * A rate-limited delivery carries `startBy`, the latest its attempt may start: `clock` (the
-   * caller's; default: `now`, an earlier reading) is read just before the transaction whose first
-   * statement reads the database clock, and the bound (`maxStartDelayMs`) counts from then.
+   * caller's; default: `now`, an earlier reading) is read just before the statement that reads the
+   * database clock is sent, and the bound (`maxStartDelayMs`) counts from then.
    */
   async claim(
     now: number,
