@@ -167,6 +167,51 @@ describe('timeouts', () => {
     }
   });
 
+  it('neither runs nor answers a request read while an answer given before its body is written, after a timeout', async () => {
+    const socket = connect(port, '127.0.0.1');
+    socket.on('error', () => undefined);
+    // The answer (16 MiB) waits for this client to read; the request's body stops after a byte.
+    socket.pause();
+    socket.write('GET /big HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{');
+    const mine = (s: Socket) => s.remotePort === socket.localPort;
+    await new Promise<void>((resolve) => {
+      const timedOut = (err: Error & { code?: string }, s: Socket) => {
+        if (!mine(s) || err.code !== 'ERR_HTTP_REQUEST_TIMEOUT') return;
+        app.server.off('clientError', timedOut);
+        resolve();
+      };
+      app.server.prependListener('clientError', timedOut);
+    });
+    // Past the turn in which a timed-out request that completes is still served as in time.
+    await new Promise((resolve) => setImmediate(resolve));
+    const before = counted;
+    const read = new Promise<void>((resolve) => {
+      const seen = (req: { socket: Socket; url?: string }) => {
+        if (!mine(req.socket) || req.url !== '/count') return;
+        app.server.off('request', seen);
+        resolve();
+      };
+      app.server.prependListener('request', seen);
+    });
+    // The rest of the body and a whole request, read by the server while the answer is unfinished.
+    socket.write('}POST /count HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n');
+    await read;
+    let data = '';
+    socket.setEncoding('latin1');
+    socket.on('data', (chunk: string) => {
+      data += chunk;
+    });
+    socket.resume();
+    try {
+      await new Promise((resolve) => socket.once('close', resolve));
+      expect(data.match(/HTTP\/1\.1 /g)).toHaveLength(1);
+      expect(data.length).toBeGreaterThan(BIG_BYTES);
+      expect(counted).toBe(before);
+    } finally {
+      socket.destroy();
+    }
+  });
+
   it('writes an answer given before its body behind a slow pipelined answer, then closes', async () => {
     const exchange = raw(
       'GET /slow-answer HTTP/1.1\r\nHost: x\r\n\r\nPOST /guarded HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{',

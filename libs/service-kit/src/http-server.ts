@@ -167,9 +167,12 @@ function answerUnreadable(err: Error & { code?: string }, socket: Socket): void 
   }
   if (current?.headersSent) {
     // This request was already answered (its body still coming) or is being answered: closed
-    // once that answer is written, if it is whole.
-    if (current.writableEnded && !current.writableFinished) current.once('finish', () => closeAfterAnswer(socket));
-    else socket.destroy();
+    // once that answer is written, if it is whole. From now on no request is run (`closing`):
+    // its answer would come after the close.
+    if (current.writableEnded && !current.writableFinished) {
+      closing.add(socket);
+      current.once('finish', () => closeAfterAnswer(socket));
+    } else socket.destroy();
     return;
   }
   const { code, message } = CLIENT_ERRORS[err.code ?? ''] ?? MALFORMED;
