@@ -190,6 +190,48 @@ describe('EventLog', () => {
     expect(await deliveries.fanOutAndLog([other], T0 + 3)).toEqual([[]]);
   });
 
+  it('does not hold the append lock while its insert waits on a subscription another transaction locks', async () => {
+    const facility = randomUUID();
+    const sub = await subs.create(
+      {
+        id: `wh_${randomUUID()}`,
+        account_id: `acct_${randomUUID()}`,
+        url: 'https://hooks.example.com/fcd',
+        events: ['violation.new'],
+        facility_ids: [facility],
+        secret: generateSecret(),
+        now: T0,
+      },
+      25,
+    );
+    const holder = await pool.connect();
+    try {
+      // As a DELETE of the subscription would: a lock that conflicts with the foreign key's.
+      await holder.query('BEGIN');
+      await holder.query('SELECT 1 FROM webhook.subscriptions WHERE id = $1 FOR UPDATE', [sub.id]);
+      const matching = deliveries.fanOutAndLog([event('violation.new', [facility])], T0);
+      const { rows } = await holder.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
+      await eventually(
+        async () =>
+          (
+            await pool.query<{ n: number }>(
+              "SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'transactionid' AND NOT granted AND pid <> $1",
+              [rows[0]?.pid],
+            )
+          ).rows[0]?.n,
+        (n) => n === 1,
+      );
+      // Another event, matching nothing, is fanned out and logged meanwhile.
+      const other = event('violation.new', [F1]);
+      expect(await deliveries.fanOutAndLog([other], T0 + 1)).toEqual([[]]);
+      expect((await log.get(other.id))?.id).toBe(other.id);
+      await holder.query('COMMIT');
+      expect((await matching).map((ids) => ids.length)).toEqual([1]);
+    } finally {
+      holder.release();
+    }
+  });
+
   it('prunes the events created before a time, in batches, and keeps the rest', async () => {
     await pool.query('TRUNCATE webhook.events');
     const old = Array.from({ length: 5 }, (_, i) => event('violation.new', [F1], T0 - 40 * 86_400_000 + i));

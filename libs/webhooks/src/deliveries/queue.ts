@@ -95,7 +95,10 @@ export class DispatchQueue {
   /**
    * `fanOutMany` and the events' append to the event log (`EventLog.append`) in one statement,
    * so one round trip: an event is in the log exactly when its fan-out is committed (recovery
-   * relies on it), and the log's append lock is held for that statement only.
+   * relies on it), and the log's append lock is held for that statement only. The matched
+   * subscriptions are locked (FOR KEY SHARE, as the deliveries' foreign key would) by the insert,
+   * which runs before the append takes its lock: a subscription being deleted holds up this
+   * fan-out, not, through the lock, every other one.
    */
   fanOutAndLog(events: ReadonlyArray<FanOutEvent & LoggedEvent>, now: number): Promise<string[][]> {
     return this.fanOutStatement(events, now, this.pool, appendCtes(events, now, 11));
@@ -127,6 +130,7 @@ export class DispatchQueue {
                  FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $7::text[], $8::text[], $9::text[], $10::text[])
                       AS u(id, type, body, facility_ids, trace_context, states, programs, severities, epa_regions)) e
          JOIN webhook.subscriptions s ON s.is_active AND ${subscriptionMatchesSql('s', 'e')}
+          FOR KEY SHARE OF s
        ON CONFLICT (subscription_id, event_id) WHERE NOT recovery DO NOTHING
        RETURNING id, event_id`,
       [
