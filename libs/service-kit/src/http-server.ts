@@ -223,9 +223,10 @@ export function capConnections(server: Server, max: number, onShed?: () => void)
   if (max <= 0) return;
   // Insertion order = least recent activity first (a finished response moves a socket to the end).
   const open = new Map<Socket, true>();
+  // A closing connection runs nothing more: never busy, whatever it read last.
   const busy = (socket: Socket) => {
     const res = exchanges.get(socket);
-    return Boolean(res?.req.complete && !res.writableEnded);
+    return !closing.has(socket) && Boolean(res?.req.complete && !res.writableEnded);
   };
   // One function for every response (a response finishes once): no closure per request.
   function finished(this: ServerResponse): void {
@@ -286,7 +287,8 @@ function unlessClosing(handler: RequestListener): RequestListener {
 /** An HTTP server with the edge rules of the settings. */
 export function createHttpServer(settings: HttpServerSettings, handler: RequestListener, options: HttpServerOptions = {}): Server {
   const server = createServer(nodeServerOptions(settings), unlessClosing(handler));
-  server.on('request', (req: IncomingMessage, res: ServerResponse) => exchanges.set(req.socket, res));
+  // A request dropped on a closing connection (`unlessClosing`) is not its last exchange.
+  server.on('request', (req: IncomingMessage, res: ServerResponse) => closing.has(req.socket) || exchanges.set(req.socket, res));
   if (options.clientErrors !== false) server.on('clientError', answerClientError);
   capConnections(server, options.maxConnections ?? maxConnections(settings), options.onShed);
   return server;
