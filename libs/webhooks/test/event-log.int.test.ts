@@ -39,6 +39,34 @@ function event(type: string, facilities: string[], createdAt = T0): LoggedEvent 
 
 const append = (events: LoggedEvent[], now = T0) => withTransaction(pool, (client) => EventLog.append(client, events, now));
 
+/** A subscription to `events` of `facilities`. */
+const subscribe = (events: string[], facilities: string[]) =>
+  subs.create(
+    {
+      id: `wh_${randomUUID()}`,
+      account_id: `acct_${randomUUID()}`,
+      url: 'https://hooks.example.com/fcd',
+      events,
+      facility_ids: facilities,
+      secret: generateSecret(),
+      now: T0,
+    },
+    25,
+  );
+
+/** Until one backend other than `pid` waits for a lock of `locktype`. */
+const waitingOn = (locktype: 'advisory' | 'transactionid', pid: number | undefined) =>
+  eventually(
+    async () =>
+      (
+        await pool.query<{ n: number }>('SELECT count(*)::int AS n FROM pg_locks WHERE locktype = $1 AND NOT granted AND pid <> $2', [
+          locktype,
+          pid,
+        ])
+      ).rows[0]?.n,
+    (n) => n === 1,
+  );
+
 beforeAll(async () => {
   db = await createTestDatabase('webhooks_event_log');
   pool = createPool({
@@ -115,16 +143,7 @@ describe('EventLog', () => {
       const { rows } = await holder.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
       // The second append starts while the first is uncommitted: it waits on the append lock.
       const later = append([second]);
-      await eventually(
-        async () =>
-          (
-            await pool.query<{ n: number }>(
-              "SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND pid <> $1",
-              [rows[0]?.pid],
-            )
-          ).rows[0]?.n,
-        (n) => n === 1,
-      );
+      await waitingOn('advisory', rows[0]?.pid);
       expect((await log.list({}, 10)).items).toEqual([]);
       await holder.query('COMMIT');
       expect(await later).toBe(1);
@@ -138,18 +157,7 @@ describe('EventLog', () => {
 
   it('fans out and logs in one statement: behind an uncommitted append neither is visible, then both; once per event', async () => {
     await pool.query('TRUNCATE webhook.events');
-    const sub = await subs.create(
-      {
-        id: `wh_${randomUUID()}`,
-        account_id: `acct_${randomUUID()}`,
-        url: 'https://hooks.example.com/fcd',
-        events: ['violation.new'],
-        facility_ids: [F2],
-        secret: generateSecret(),
-        now: T0,
-      },
-      25,
-    );
+    const sub = await subscribe(['violation.new'], [F2]);
     const first = event('violation.new', [F1]);
     const second = event('violation.new', [F2]);
     const other = { ...event('violation.new', [F2]), type: 'something.else' };
@@ -161,16 +169,7 @@ describe('EventLog', () => {
       await EventLog.append(holder, [first], T0);
       const { rows } = await holder.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
       const later = deliveries.fanOutAndLog([second, other, second], T0 + 1);
-      await eventually(
-        async () =>
-          (
-            await pool.query<{ n: number }>(
-              "SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND pid <> $1",
-              [rows[0]?.pid],
-            )
-          ).rows[0]?.n,
-        (n) => n === 1,
-      );
+      await waitingOn('advisory', rows[0]?.pid);
       // The statement waits on the append lock with its deliveries uncommitted: nothing is seen.
       expect(await mine()).toEqual([]);
       await holder.query('COMMIT');
@@ -192,18 +191,7 @@ describe('EventLog', () => {
 
   it('does not hold the append lock while its insert waits on a subscription another transaction locks', async () => {
     const facility = randomUUID();
-    const sub = await subs.create(
-      {
-        id: `wh_${randomUUID()}`,
-        account_id: `acct_${randomUUID()}`,
-        url: 'https://hooks.example.com/fcd',
-        events: ['violation.new'],
-        facility_ids: [facility],
-        secret: generateSecret(),
-        now: T0,
-      },
-      25,
-    );
+    const sub = await subscribe(['violation.new'], [facility]);
     const holder = await pool.connect();
     try {
       // As a DELETE of the subscription would: a lock that conflicts with the foreign key's.
@@ -211,16 +199,7 @@ describe('EventLog', () => {
       await holder.query('SELECT 1 FROM webhook.subscriptions WHERE id = $1 FOR UPDATE', [sub.id]);
       const matching = deliveries.fanOutAndLog([event('violation.new', [facility])], T0);
       const { rows } = await holder.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
-      await eventually(
-        async () =>
-          (
-            await pool.query<{ n: number }>(
-              "SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'transactionid' AND NOT granted AND pid <> $1",
-              [rows[0]?.pid],
-            )
-          ).rows[0]?.n,
-        (n) => n === 1,
-      );
+      await waitingOn('transactionid', rows[0]?.pid);
       // Another event, matching nothing, is fanned out and logged meanwhile.
       const other = event('violation.new', [F1]);
       expect(await deliveries.fanOutAndLog([other], T0 + 1)).toEqual([[]]);
@@ -244,18 +223,7 @@ describe('EventLog', () => {
 
   it('recovers the matching events of a window not received successfully and not pending, once; a dry run writes nothing', async () => {
     await pool.query('TRUNCATE webhook.events');
-    const sub = await subs.create(
-      {
-        id: `wh_${randomUUID()}`,
-        account_id: `acct_${randomUUID()}`,
-        url: 'https://hooks.example.com/fcd',
-        events: ['violation.new', 'case.new'],
-        facility_ids: [F1],
-        secret: generateSecret(),
-        now: T0,
-      },
-      25,
-    );
+    const sub = await subscribe(['violation.new', 'case.new'], [F1]);
     const at = (s: number) => T0 + s * 1000;
     const before = event('violation.new', [F1], at(0));
     const succeeded = event('violation.new', [F1], at(1));
