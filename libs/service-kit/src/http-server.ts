@@ -197,6 +197,8 @@ function answerUnreadable(err: Error & { code?: string }, socket: Socket): void 
  * "Pipelining").
  */
 function closeAfterAnswer(socket: Socket, last?: string): void {
+  // Shed at the cap (or reset) while its answer was written: nothing left to close.
+  if (socket.destroyed) return;
   closing.add(socket);
   const timer = setTimeout(() => socket.destroy(), 1000);
   timer.unref();
