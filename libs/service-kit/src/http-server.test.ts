@@ -223,13 +223,18 @@ describe('timeouts', () => {
   it('sheds such a connection at the cap while its client does not read, as any slow one', async () => {
     const { socket, served } = await requestAfterTimedOutBody();
     // The server's end: the client's, not reading, would not see the close.
-    const closed = new Promise((resolve) => served.once('close', resolve));
+    const closed = new Promise((resolve) => served.once('close', () => resolve('closed')));
     // As many slow heads as the cap (6): the oldest connection that is not busy is shed.
     const others = Array.from({ length: 6 }, () => raw('GET /ok HTTP/1.1\r\nHost: x\r\n'));
+    let timer: ReturnType<typeof setTimeout> | undefined;
     try {
-      await closed;
+      const open = new Promise((resolve) => {
+        timer = setTimeout(() => resolve('open'), 5000);
+      });
+      expect(await Promise.race([closed, open])).toBe('closed');
       expect(served.destroyed).toBe(true);
     } finally {
+      clearTimeout(timer);
       socket.destroy();
       for (const o of others) o.socket.destroy();
     }
