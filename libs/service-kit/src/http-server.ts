@@ -94,7 +94,10 @@ function rawRequestId(req: IncomingMessage): string | undefined {
 /** Each socket's last response (its request is `res.req`). */
 const exchanges = new WeakMap<Socket, ServerResponse>();
 const answered = new WeakSet<Socket>();
-/** Sockets half-closed after their last answer (`closeAfterAnswer`): a request read now is not run. */
+/**
+ * Sockets whose close is decided (after an error, `closeAfterAnswer`): a request read now is not
+ * run.
+ */
 const closing = new WeakSet<Socket>();
 
 const CLIENT_ERRORS: Record<string, { code: ErrorCode; message: string }> = {
@@ -272,9 +275,9 @@ export function nodeServerOptions(settings: HttpServerSettings) {
 }
 
 /**
- * The request listener, but not for a request read on a connection half-closed after its last
- * answer: that request is read to its end and dropped, unanswered and not run (the client sees the
- * connection close without its answer, so it knows the request was not done).
+ * The request listener, but not for a request read on a connection whose close is decided
+ * (`closing`): that request is read to its end and dropped, unanswered and not run (the client
+ * sees the connection close without its answer, so it knows the request was not done).
  */
 function unlessClosing(handler: RequestListener): RequestListener {
   return (req, res) => {

@@ -228,7 +228,7 @@ export async function checkout(pool: pg.Pool): Promise<{ client: pg.PoolClient; 
 
 /** Runs fn in one transaction on one client; rolls back on any error. */
 export function withTransaction<T>(pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
-  return withTransactionFrom(pool, undefined, (client) => fn(client));
+  return withTransactionFrom(pool, undefined, fn);
 }
 
 /**

@@ -165,8 +165,9 @@ function wakeAt(plan: readonly PlanItem[], claimed: readonly ClaimRow[], now: nu
 /**
  * Claims and leases due deliveries in one transaction (see `DispatchQueue.claim`). `clock` is the
  * caller's, read once a client is held, just before the transaction's first statement (which reads
- * the database clock) is sent: the start deadlines of the rate-limited subscriptions' deliveries (`startBy`, by subscription id)
- * count from then, an upper bound of the time since their starts were admitted.
+ * the database clock) is sent: the start deadlines of the rate-limited subscriptions' deliveries
+ * (`startBy`, by subscription id) count from then, an upper bound of the time since their starts
+ * were admitted.
  */
 export function claimRows(pool: Pool, now: number, leaseUntil: number, limits: ClaimLimits, clock: () => number): Promise<ClaimOutcome> {
   let issuedAt = 0;
