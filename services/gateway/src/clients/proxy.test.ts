@@ -4,7 +4,7 @@ import { AppError, createLogger } from '@fcd/service-kit';
 import { logCapture } from '@fcd/testing';
 import type { FastifyRequest } from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
-import { Upstream } from './proxy';
+import { readWhole, Upstream } from './proxy';
 
 // The upstream timeouts with a real HTTP server on loopback (UPSTREAM_TIMEOUT_MS is at least 100 ms).
 const TIMEOUT_MS = 300;
@@ -175,12 +175,61 @@ describe('Upstream answers', () => {
     expect(logged.lines).toEqual([]);
   });
 
-  it('answers 503 and logs the upstream unavailable when it closes the connection without an answer', async () => {
-    const u = await serve((req) => req.socket.destroy());
+  it.each([
+    ['closed (FIN)', (req: IncomingMessage) => req.socket.end()],
+    ['destroyed', (req: IncomingMessage) => req.socket.destroy()],
+    ['reset (RST)', (req: IncomingMessage) => req.socket.resetAndDestroy()],
+  ])('sends a read once more when its connection is %s before any byte of the answer', async (_how, cut) => {
+    const arrived: string[] = [];
+    const u = await serve((req, res) => {
+      arrived.push(`${req.method} ${req.url}`);
+      if (arrived.length === 1) cut(req);
+      else res.writeHead(200, { 'content-type': 'application/json' }).end('{"a":1}');
+    });
+    const logged = capturingRequest();
+    const answer = await u.call(logged.request, 'signed');
+    expect(answer).toEqual({ status: 200, headers: { 'content-type': 'application/json' }, body: Buffer.from('{"a":1}') });
+    expect(arrived).toEqual(['GET /v1/things', 'GET /v1/things']);
+    expect(logged.lines).toEqual([]);
+  });
+
+  it('does not send a write once more: the upstream may have run it', async () => {
+    const arrived: string[] = [];
+    const u = await serve((req, res) => {
+      arrived.push(`${req.method} ${req.url}`);
+      if (arrived.length === 1) req.socket.destroy();
+      else res.writeHead(204).end();
+    });
+    const err = await refusal(u.call(request, 'signed', 'POST'));
+    expect(err.status).toBe(503);
+    expect(arrived).toEqual(['POST /v1/things']);
+  });
+
+  it('sends an export page once more when its connection closes before the answer', async () => {
+    const arrived: string[] = [];
+    const u = await serve((req, res) => {
+      arrived.push(`${req.method} ${req.url}`);
+      if (arrived.length === 1) req.socket.destroy();
+      else res.writeHead(200, { 'content-type': 'application/x-ndjson', 'x-export-next': 'c2' }).end('{"a":1}\n');
+    });
+    const page = await u.getInternal('/internal/exports/facilities', 'signed', 'req_test', request.log);
+    expect(page.status).toBe(200);
+    expect(page.headers).toEqual({ 'content-type': 'application/x-ndjson', 'x-export-next': 'c2' });
+    expect((await readWhole(page.body)).toString()).toBe('{"a":1}\n');
+    expect(arrived).toEqual(['GET /internal/exports/facilities', 'GET /internal/exports/facilities']);
+  });
+
+  it('answers 503 and logs the upstream unavailable when it closes the connection without an answer, twice', async () => {
+    let arrived = 0;
+    const u = await serve((req) => {
+      arrived++;
+      req.socket.destroy();
+    });
     const logged = capturingRequest();
     const err = await refusal(u.call(logged.request, 'signed-secret-header'));
     expect(err.status).toBe(503);
     expect(err.details).toEqual({ dependency: 'facility' });
+    expect(arrived).toBe(2);
     expect(logged.lines).toEqual([['warn', 'upstream unavailable', 'facility']]);
     // The signed account header is a credential: it never reaches a log line.
     expect(logged.raw.join('')).not.toContain('signed-secret-header');

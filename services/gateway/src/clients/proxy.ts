@@ -41,6 +41,23 @@ interface WholeAnswer {
   body: Buffer;
 }
 
+/**
+ * Error codes of a connection that closed or was reset before any byte of the answer: the
+ * upstream's server closing an idle keep-alive connection as the request was written (a replica
+ * leaving, docs/operations.md "Rollouts"), or the replica's process gone.
+ */
+const RESET_CODES = new Set(['UND_ERR_SOCKET', 'ECONNRESET', 'EPIPE']);
+
+/**
+ * Whether a request that failed with `err` before any byte of its answer is sent once more: a
+ * read (GET, HEAD) whose connection closed or was reset (Envoy's `retry_on: reset`, once). A read
+ * is safe to repeat; a write is not, as the upstream may have run it. A timeout is not repeated
+ * either: it took the whole bound already.
+ */
+function resendable(method: string, err: Error): boolean {
+  return (method === 'GET' || method === 'HEAD') && RESET_CODES.has((err as { code?: string }).code ?? '');
+}
+
 /** The connection failed after the answer's headers: the body was cut off part-way. */
 class BodyCutOff extends Error {
   constructor(cause: Error) {
@@ -52,7 +69,8 @@ class BodyCutOff extends Error {
  * One request through `pool`, its answer read whole: undici's dispatch with a handler that keeps
  * the chunks, rather than `request()` and its body stream, whose Readable, AsyncResource and
  * promise hops cost about 3 µs of the gateway's CPU per proxied request
- * (docs/benchmarks/history/2026-11-29.md). Rejects with the error of a failed request, or a
+ * (docs/benchmarks/history/2026-11-29.md). A read whose connection closed before its answer
+ * began is sent once more (`resendable`). Rejects with the error of a failed request, or a
  * BodyCutOff when it failed once the headers had come; `signal` aborts it either way.
  */
 function readAnswer(pool: Pool, options: Dispatcher.DispatchOptions, signal: AbortSignal | undefined): Promise<WholeAnswer> {
@@ -71,7 +89,8 @@ function readAnswer(pool: Pool, options: Dispatcher.DispatchOptions, signal: Abo
       reject(signal?.reason);
     };
     signal?.addEventListener('abort', onAbort, { once: true });
-    pool.dispatch(options, {
+    let resends = 1;
+    const handler: Dispatcher.DispatchHandler = {
       onRequestStart(c) {
         controller = c;
         if (signal?.aborted) c.abort(signal.reason);
@@ -91,10 +110,17 @@ function readAnswer(pool: Pool, options: Dispatcher.DispatchOptions, signal: Abo
         resolve({ statusCode, headers, body: chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks) });
       },
       onResponseError(_c, err) {
+        if (!started && resends > 0 && resendable(options.method, err)) {
+          resends--;
+          // Once undici is done with the failed connection, not from within its close.
+          queueMicrotask(() => pool.dispatch(options, handler));
+          return;
+        }
         settle();
         reject(started ? new BodyCutOff(err) : err);
       },
-    });
+    };
+    pool.dispatch(options, handler);
   });
 }
 
@@ -193,16 +219,21 @@ export class Upstream {
 
   /**
    * GET of an internal path (an export page) with the signed account header: status, every
-   * `x-export-*` header, and the body to read (UpstreamPage). Throws the client's AppError when the
+   * `x-export-*` header, and the body to read (UpstreamPage); sent once more when its connection
+   * closed before the answer began, as a proxied read is. Throws the client's AppError when the
    * upstream is unreachable or fails.
    */
   async getInternal(path: string, accountHeader: string, requestId: string, log: FastifyBaseLogger): Promise<UpstreamPage> {
+    const options: Dispatcher.RequestOptions = {
+      method: 'GET',
+      path,
+      headers: { 'x-request-id': requestId, 'x-fcd-account': accountHeader, accept: '*/*' },
+    };
     let res: Awaited<ReturnType<Pool['request']>>;
     try {
-      res = await this.pages.request({
-        method: 'GET',
-        path,
-        headers: { 'x-request-id': requestId, 'x-fcd-account': accountHeader, accept: '*/*' },
+      res = await this.pages.request(options).catch((err: Error) => {
+        if (!resendable('GET', err)) throw err;
+        return this.pages.request(options);
       });
     } catch (err) {
       throw serviceUnavailable(this.name, 1, err);
