@@ -193,6 +193,36 @@ describe('Upstream answers', () => {
     expect(logged.lines).toEqual([]);
   });
 
+  it('sends it on a new connection when the replica closes its idle ones at the same time', async () => {
+    // Two keep-alive connections: a slow read holds the first while the next read goes out on the
+    // second. Then the replica leaves: it answers the slow read, resets the second connection and
+    // closes the first, now idle, at once. The read must not go out again on the first connection
+    // (closed, but undici has not seen it yet): it goes on a new one (another replica, behind a
+    // Service).
+    const arrived: string[] = [];
+    let slow: ServerResponse | undefined;
+    const u = await serve((req, res) => {
+      arrived.push(`${req.method} ${req.url}`);
+      if (req.url === '/v1/slow') slow = res;
+      else if (req.url === '/v1/things' && slow) {
+        slow.writeHead(200, { 'content-type': 'application/json' }).end('{"slow":1}');
+        slow = undefined;
+        setTimeout(() => {
+          req.socket.destroy();
+          server?.closeIdleConnections();
+        }, 20);
+      } else res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+    }, 2);
+    const warm = { ...request, url: '/v1/warm' } as unknown as FastifyRequest;
+    await Promise.all([u.call(warm, 'signed'), u.call(warm, 'signed')]);
+    const held = u.call({ ...request, url: '/v1/slow' } as unknown as FastifyRequest, 'signed');
+    await new Promise((r) => setTimeout(r, 20));
+    const answer = await u.call(request, 'signed');
+    expect((await held).body.toString()).toBe('{"slow":1}');
+    expect(answer).toEqual({ status: 200, headers: { 'content-type': 'application/json' }, body: Buffer.from('{}') });
+    expect(arrived.slice(2)).toEqual(['GET /v1/slow', 'GET /v1/things', 'GET /v1/things']);
+  });
+
   it('does not send a write once more: the upstream may have run it', async () => {
     const arrived: string[] = [];
     const u = await serve((req, res) => {

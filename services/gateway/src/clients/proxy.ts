@@ -112,8 +112,9 @@ function readAnswer(pool: Pool, options: Dispatcher.DispatchOptions, signal: Abo
       onResponseError(_c, err) {
         if (!started && resends > 0 && resendable(options.method, err)) {
           resends--;
-          // Once undici is done with the failed connection, not from within its close.
-          queueMicrotask(() => pool.dispatch(options, handler));
+          // After a turn of I/O, not from within undici's close of the failed connection: the
+          // replica's closes of other connections sent at the same time are seen by then.
+          setImmediate(() => pool.dispatch(options, handler));
           return;
         }
         settle();
@@ -231,8 +232,9 @@ export class Upstream {
     };
     let res: Awaited<ReturnType<Pool['request']>>;
     try {
-      res = await this.pages.request(options).catch((err: Error) => {
+      res = await this.pages.request(options).catch(async (err: Error) => {
         if (!resendable('GET', err)) throw err;
+        await new Promise((r) => setImmediate(r));
         return this.pages.request(options);
       });
     } catch (err) {
