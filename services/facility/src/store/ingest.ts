@@ -60,10 +60,14 @@ export interface WriteContext {
   ids: IdSource;
 }
 
-const INGEST_LOCK_KEY = 'facility:ingest';
+/**
+ * The ingestion lock (key 'facility:ingest'), parameterless so that it can go out with its
+ * transaction's BEGIN (`withTransactionFrom`).
+ */
+export const LOCK_INGESTION_SQL = "SELECT pg_advisory_xact_lock(hashtext('facility:ingest'))";
 
 export async function lockIngestion(client: Queryable): Promise<void> {
-  await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [INGEST_LOCK_KEY]);
+  await client.query(LOCK_INGESTION_SQL);
 }
 
 /**

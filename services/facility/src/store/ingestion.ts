@@ -1,12 +1,12 @@
 import { EVENT_TYPES, type EventType } from '@fcd/events';
 import type { Clock, IdSource, Pool } from '@fcd/service-kit';
-import { isoTimestamp, withTransaction } from '@fcd/service-kit';
+import { isoTimestamp, withTransactionFrom } from '@fcd/service-kit';
 import { NATURAL_KEY, PARSERS, RECORD_KINDS, type RecordKind, type RecordOf } from '../domain/records';
 import type { SourceRow } from '../domain/row-source';
 import { countRows, type IngestRowsCounter } from '../metrics';
 import {
   type BatchOutcome,
-  lockIngestion,
+  LOCK_INGESTION_SQL,
   type RowError,
   type RowRef,
   type Staged,
@@ -85,9 +85,9 @@ export class Ingestion {
   async ingestAll(input: { [K in RecordKind]?: RawRow[] }): Promise<IngestReport> {
     const report = emptyReport();
     let eventCount = 0;
-    await withTransaction(this.deps.pool, async (client) => {
+    // The lock goes out with the BEGIN: one round trip less per request.
+    await withTransactionFrom(this.deps.pool, LOCK_INGESTION_SQL, async (client) => {
       const fresh = emptyReport();
-      await lockIngestion(client);
       const ctx = this.context(client);
       for (const kind of RECORD_KINDS) {
         for (const chunk of this.chunks(kind, input[kind] ?? [], fresh)) {
@@ -109,8 +109,7 @@ export class Ingestion {
       pending = [];
       const chunkReport = emptyReport();
       let eventCount = 0;
-      await withTransaction(this.deps.pool, async (client) => {
-        await lockIngestion(client);
+      await withTransactionFrom(this.deps.pool, LOCK_INGESTION_SQL, async (client) => {
         const ctx = this.context(client);
         for (const chunk of this.chunks(kind, batch, chunkReport)) eventCount += await this.apply(ctx, kind, chunk, chunkReport);
       });
