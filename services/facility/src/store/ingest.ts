@@ -14,7 +14,7 @@ import {
 } from '../domain/records';
 import type { Queryable } from './queries';
 import { CASE_COLUMNS, type CaseRow, FACILITY_COLUMNS, type FacilityRow, toCase, toFacility, toViolation, type ViolationRow } from './rows';
-import { facilitySnapshots } from './snapshots';
+import { facilitySnapshots, SNAPSHOT_COLUMNS, snapshotsOf } from './snapshots';
 import { sqlColumns, upsertStatement } from './upsert';
 
 /**
@@ -90,7 +90,7 @@ const UPSERT_VIOLATIONS = upsertStatement({
   key: 'source_id',
   columns: VIOLATION_COLUMNS,
   returning: ['id', ...VIOLATION_COLUMNS.map(([c]) => c)].map((c) => `v.${c}`).join(', '),
-  join: { from: 'JOIN facilities f ON f.id = up.facility_id', select: 'f.name AS facility_name' },
+  join: { from: 'JOIN facilities f ON f.id = up.facility_id', select: `f.name AS facility_name, ${SNAPSHOT_COLUMNS}` },
 });
 const UPSERT_CASES = upsertStatement({
   table: 'cases',
@@ -167,19 +167,19 @@ export async function upsertViolations(ctx: WriteContext, rows: Staged<Violation
   ]);
   const byKey = new Map(changed.map((c) => [c.source_id, c]));
   const added: Violation[] = [];
+  const addedRows: typeof changed = [];
   for (const r of accepted) {
     const c = byKey.get(r.record.source_id);
     if (!c) out.unchanged++;
     else if (c.inserted) {
       out.inserted++;
       added.push(toViolation(c));
+      addedRows.push(c);
     } else out.updated++;
   }
   if (added.length > 0) {
-    const snapshot = await facilitySnapshots(
-      ctx.client,
-      added.map((v) => v.facility_id),
-    );
+    // Each written row carries its facility as of this statement (SNAPSHOT_COLUMNS).
+    const snapshot = snapshotsOf(addedRows);
     for (const v of added) out.events.push(events.violationNew(v, snapshot, ctx.now, ctx.ids));
   }
   return out;

@@ -1,6 +1,6 @@
 import type { FacilitySnapshotOf } from '../domain/events';
 import type { Facility } from '../domain/model';
-import { FACILITY_COLUMNS, type FacilityRow, toFacility } from './rows';
+import { FACILITY_COLUMNS, FACILITY_FIELDS, type FacilityRow, toFacility } from './rows';
 import type { Queryable } from './sql';
 
 /**
@@ -17,6 +17,30 @@ export async function facilitySnapshots(client: Queryable, ids: Iterable<string>
     const { rows } = await client.query<FacilityRow>(`SELECT ${FACILITY_COLUMNS} FROM facilities WHERE id = ANY($1::uuid[])`, [unique]);
     for (const r of rows) byId.set(r.id, toFacility(r));
   }
+  return snapshotOf(byId);
+}
+
+/**
+ * A facility's columns selected by a statement that joins `facilities f` (the violations' upsert),
+ * each as `"snapshot.<column>"`: the snapshot read in the writing statement itself, one round trip
+ * less between an event's created_at and its commit.
+ */
+export const SNAPSHOT_COLUMNS = FACILITY_FIELDS.map((c) => `f.${c} AS "snapshot.${c}"`).join(', ');
+
+/** The snapshots of the facilities of `rows`, read with SNAPSHOT_COLUMNS. */
+export function snapshotsOf(rows: ReadonlyArray<Record<string, unknown>>): FacilitySnapshotOf {
+  const byId = new Map<string, Facility>();
+  for (const row of rows) {
+    const id = row['snapshot.id'] as string;
+    if (byId.has(id)) continue;
+    const facility: Record<string, unknown> = {};
+    for (const c of FACILITY_FIELDS) facility[c] = row[`snapshot.${c}`];
+    byId.set(id, toFacility(facility as FacilityRow));
+  }
+  return snapshotOf(byId);
+}
+
+function snapshotOf(byId: Map<string, Facility>): FacilitySnapshotOf {
   return (facilityId) => {
     const f = byId.get(facilityId);
     // Violations reference their facility and cases are written with known facilities only, in
