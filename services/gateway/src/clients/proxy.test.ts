@@ -30,10 +30,14 @@ afterEach(async () => {
   upstream = undefined;
 });
 
-async function serve(handler: (req: IncomingMessage, res: ServerResponse) => void, connections = 4): Promise<Upstream> {
+async function serve(
+  handler: (req: IncomingMessage, res: ServerResponse) => void,
+  connections = 4,
+  timeoutMs = TIMEOUT_MS,
+): Promise<Upstream> {
   server = createServer(handler);
   await new Promise<void>((r) => server?.listen(0, '127.0.0.1', r));
-  upstream = new Upstream('facility', `http://127.0.0.1:${(server.address() as AddressInfo).port}`, TIMEOUT_MS, connections);
+  upstream = new Upstream('facility', `http://127.0.0.1:${(server.address() as AddressInfo).port}`, timeoutMs, connections);
   return upstream;
 }
 
@@ -164,13 +168,17 @@ describe('Upstream answers', () => {
   });
 
   it('answers 503 when the connection is cut part-way through the body, without logging the upstream down', async () => {
+    // Not sent again: part of the answer came already (a second answer would be glued to it).
+    let arrived = 0;
     const u = await serve((_req, res) => {
+      arrived++;
       res.writeHead(200, { 'content-type': 'application/json', 'content-length': '100' });
-      res.write('{"partial":', () => res.socket?.destroy());
+      res.write(arrived === 1 ? '{"partial":' : '1}', () => res.socket?.destroy());
     });
     const logged = capturingRequest();
     const err = await refusal(u.call(logged.request, 'signed'));
     expect(err.status).toBe(503);
+    expect(arrived).toBe(1);
     expect(err.details).toEqual({ dependency: 'facility' });
     expect(logged.lines).toEqual([]);
   });
@@ -196,9 +204,10 @@ describe('Upstream answers', () => {
   it('sends it on a new connection when the replica closes its idle ones at the same time', async () => {
     // Two keep-alive connections: a slow read holds the first while the next read goes out on the
     // second. Then the replica leaves: it answers the slow read, resets the second connection and
-    // closes the first, now idle, at once. The read must not go out again on the first connection
-    // (closed, but undici has not seen it yet): it goes on a new one (another replica, behind a
-    // Service).
+    // closes the first, now idle, at once. The read goes out again on a new connection (another
+    // replica, behind a Service), not on the first one, closed as well. (In one process undici
+    // sees that close before it reuses the connection whenever the resend is made; across
+    // processes the turn of I/O before the resend lets it; see readAnswer in proxy.ts.)
     const arrived: string[] = [];
     let slow: ServerResponse | undefined;
     const u = await serve((req, res) => {
@@ -221,6 +230,22 @@ describe('Upstream answers', () => {
     expect((await held).body.toString()).toBe('{"slow":1}');
     expect(answer).toEqual({ status: 200, headers: { 'content-type': 'application/json' }, body: Buffer.from('{}') });
     expect(arrived.slice(2)).toEqual(['GET /v1/slow', 'GET /v1/things', 'GET /v1/things']);
+  });
+
+  it('does not send a read once more when its connection is reset a second or more after the call began', async () => {
+    // A replica failing mid-request, not the rollout's race: the signed header could expire.
+    let arrived = 0;
+    const u = await serve(
+      (req) => {
+        arrived++;
+        setTimeout(() => req.socket.destroy(), 1100);
+      },
+      4,
+      3000,
+    );
+    const err = await refusal(u.call(request, 'signed'));
+    expect(err.status).toBe(503);
+    expect(arrived).toBe(1);
   });
 
   it('does not send a write once more: the upstream may have run it', async () => {

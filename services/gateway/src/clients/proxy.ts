@@ -44,18 +44,32 @@ interface WholeAnswer {
 /**
  * Error codes of a connection that closed or was reset before any byte of the answer: the
  * upstream's server closing an idle keep-alive connection as the request was written (a replica
- * leaving, docs/operations.md "Rollouts"), or the replica's process gone.
+ * leaving, docs/operations.md "Rollouts"), or the replica's process gone. undici reports a FIN as
+ * UND_ERR_SOCKET and an RST as ECONNRESET; EPIPE is a write onto a socket the peer already reset.
  */
 const RESET_CODES = new Set(['UND_ERR_SOCKET', 'ECONNRESET', 'EPIPE']);
 
 /**
- * Whether a request that failed with `err` before any byte of its answer is sent once more: a
- * read (GET, HEAD) whose connection closed or was reset (Envoy's `retry_on: reset`, once). A read
- * is safe to repeat; a write is not, as the upstream may have run it. A timeout is not repeated
- * either: it took the whole bound already.
+ * A reset this soon after the call began is answered by sending the read once more. The
+ * rollout's race resets at once. A later reset is a replica failing mid-request; its read is not
+ * sent again, so a call takes at most this plus one timeout, and the signed account header
+ * (valid for INTERNAL_AUTH_TTL_MS, 5 s) is still valid when the second attempt arrives.
  */
-function resendable(method: string, err: Error): boolean {
-  return (method === 'GET' || method === 'HEAD') && RESET_CODES.has((err as { code?: string }).code ?? '');
+const RESEND_WITHIN_MS = 1000;
+
+/**
+ * Whether a request begun at `since` (performance.now()) that failed with `err` before any byte of
+ * its answer is sent once more: a read (GET, HEAD) whose connection closed or was reset within
+ * RESEND_WITHIN_MS, once (as Envoy's `retry_on: reset`, though each attempt here has its own
+ * timeout). A read is safe to repeat; a write is not, as the upstream may have run it. A timeout is
+ * not repeated either: it took the whole bound already.
+ */
+function resendable(method: string, err: Error, since: number): boolean {
+  return (
+    (method === 'GET' || method === 'HEAD') &&
+    RESET_CODES.has((err as { code?: string }).code ?? '') &&
+    performance.now() - since < RESEND_WITHIN_MS
+  );
 }
 
 /** The connection failed after the answer's headers: the body was cut off part-way. */
@@ -90,6 +104,7 @@ function readAnswer(pool: Pool, options: Dispatcher.DispatchOptions, signal: Abo
     };
     signal?.addEventListener('abort', onAbort, { once: true });
     let resends = 1;
+    const since = performance.now();
     const handler: Dispatcher.DispatchHandler = {
       onRequestStart(c) {
         controller = c;
@@ -110,7 +125,7 @@ function readAnswer(pool: Pool, options: Dispatcher.DispatchOptions, signal: Abo
         resolve({ statusCode, headers, body: chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks) });
       },
       onResponseError(_c, err) {
-        if (!started && resends > 0 && resendable(options.method, err)) {
+        if (!started && resends > 0 && resendable(options.method, err, since)) {
           resends--;
           // After a turn of I/O, not from within undici's close of the failed connection: the
           // replica's closes of other connections sent at the same time are seen by then.
@@ -231,9 +246,10 @@ export class Upstream {
       headers: { 'x-request-id': requestId, 'x-fcd-account': accountHeader, accept: '*/*' },
     };
     let res: Awaited<ReturnType<Pool['request']>>;
+    const since = performance.now();
     try {
       res = await this.pages.request(options).catch(async (err: Error) => {
-        if (!resendable('GET', err)) throw err;
+        if (!resendable('GET', err, since)) throw err;
         await new Promise((r) => setImmediate(r));
         return this.pages.request(options);
       });
