@@ -291,6 +291,48 @@ describe('ingestion API', () => {
     expect(api.json().data).toEqual((status as DomainEvent & { data: { facility: unknown } }).data.facility);
   });
 
+  // A batch of up to 20 violations reads its snapshots in the upsert; a larger one with a query
+  // after it (store/ingest.ts). Either way each event carries its own violation's facility, as the
+  // API serves it, and an updated violation carries none.
+  it.each([
+    ['a small batch (the upsert reads them)', 6],
+    ['a large batch (a query after the upsert reads them)', 30],
+  ])('gives each new violation the snapshot of its own facility, in %s', async (_batch, count) => {
+    await ingest({ facilities: [plant, mill] });
+    const violation = (i: number) => ({
+      source_id: `SNAP-${i}`,
+      registry_id: i % 3 === 0 ? mill.registry_id : plant.registry_id,
+      program: 'CAA',
+      violation_type: 'Emission limit exceedance',
+      violation_date: '2026-02-20',
+      severity: 'moderate',
+      description: `row ${i}`,
+    });
+    // One violation exists already: the batch updates it (no event) beside the new ones.
+    await ingest({ violations: [violation(0)] });
+    const before = (await outbox()).length;
+    const rows = Array.from({ length: count }, (_, i) => violation(i));
+    rows[0] = { ...violation(0), description: 'changed' };
+    const res = await ingest({ violations: rows });
+    expect(res.body.data.counts.violations).toEqual({ received: count, inserted: count - 1, updated: 1, unchanged: 0, rejected: 0 });
+    const served = async (id: string) => {
+      const path = `/v1/facilities/${id}`;
+      return (await t.app.inject({ method: 'GET', url: path, headers: { 'x-fcd-account': accountHeader('GET', path) } })).json().data;
+    };
+    const facilities = {
+      [plant.registry_id]: await served(await facilityId(plant.registry_id)),
+      [mill.registry_id]: await served(await facilityId(mill.registry_id)),
+    };
+    const events = (await outbox()).slice(before) as Array<
+      DomainEvent & { data: { violation: { description: string; facility_id: string }; facility: { id: string } } }
+    >;
+    expect(events.map((e) => e.data.violation.description)).toEqual(rows.slice(1).map((r) => r.description));
+    for (const [i, e] of events.entries()) {
+      expect(e.data.facility).toEqual(facilities[(rows[i + 1] as { registry_id: string }).registry_id]);
+      expect(e.data.facility.id).toBe(e.data.violation.facility_id);
+    }
+  });
+
   it('is idempotent: the same rows again change nothing and write no event', async () => {
     const rows = {
       facilities: [plant, mill],

@@ -21,18 +21,21 @@ export async function facilitySnapshots(client: Queryable, ids: Iterable<string>
 }
 
 /**
- * A facility's columns selected by a statement that joins `facilities f` (the violations' upsert),
- * each as `"snapshot.<column>"`: the snapshot read in the writing statement itself, one round trip
- * less between an event's created_at and its commit.
+ * A facility's columns, each as `"snapshot.<column>"`, for a statement that joins `facilities f`
+ * (the violations' upsert): the snapshot read by the writing statement itself, one round trip less
+ * between an event's created_at and its commit. Only rows for which `when` holds carry them (the
+ * others get nulls), so a batch does not send back a facility for every row it only updated.
  */
-export const SNAPSHOT_COLUMNS = FACILITY_FIELDS.map((c) => `f.${c} AS "snapshot.${c}"`).join(', ');
+export function snapshotColumns(when: string): string {
+  return FACILITY_FIELDS.map((c) => `CASE WHEN ${when} THEN f.${c} END AS "snapshot.${c}"`).join(', ');
+}
 
-/** The snapshots of the facilities of `rows`, read with SNAPSHOT_COLUMNS. */
+/** The snapshots carried by those of `rows` that have them (snapshotColumns). */
 export function snapshotsOf(rows: ReadonlyArray<Record<string, unknown>>): FacilitySnapshotOf {
   const byId = new Map<string, Facility>();
   for (const row of rows) {
-    const id = row['snapshot.id'] as string;
-    if (byId.has(id)) continue;
+    const id = row['snapshot.id'];
+    if (typeof id !== 'string' || byId.has(id)) continue;
     const facility: Record<string, unknown> = {};
     for (const c of FACILITY_FIELDS) facility[c] = row[`snapshot.${c}`];
     byId.set(id, toFacility(facility as FacilityRow));
