@@ -1,6 +1,7 @@
 import { ManualClock } from '@fcd/service-kit';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { DomainEvent } from '../src/domain/events';
+import { SNAPSHOTS_IN_UPSERT_MAX } from '../src/store/ingest';
 import type { IngestReport } from '../src/store/ingestion';
 import { accountHeader, buildTestApp, INGEST_TOKEN, sequentialIds, setupDb, type TestApp, type TestDb } from './helpers';
 
@@ -291,12 +292,12 @@ describe('ingestion API', () => {
     expect(api.json().data).toEqual((status as DomainEvent & { data: { facility: unknown } }).data.facility);
   });
 
-  // A batch of up to 20 violations reads its snapshots in the upsert; a larger one with a query
-  // after it (store/ingest.ts). Either way each event carries its own violation's facility, as the
-  // API serves it, and an updated violation carries none.
+  // A chunk of up to SNAPSHOTS_IN_UPSERT_MAX violations reads its snapshots in the upsert; a larger
+  // one with a query after it. Either way each event carries its own violation's facility, as the
+  // API serves it, and an updated violation has no event.
   it.each([
-    ['a small batch (the upsert reads them)', 6],
-    ['a large batch (a query after the upsert reads them)', 30],
+    ['a small batch (the upsert reads them)', SNAPSHOTS_IN_UPSERT_MAX],
+    ['a large batch (a query after the upsert reads them)', SNAPSHOTS_IN_UPSERT_MAX + 1],
   ])('gives each new violation the snapshot of its own facility, in %s', async (_batch, count) => {
     await ingest({ facilities: [plant, mill] });
     const violation = (i: number) => ({

@@ -15,7 +15,7 @@ import {
 import type { Queryable } from './queries';
 import { CASE_COLUMNS, type CaseRow, FACILITY_COLUMNS, type FacilityRow, toCase, toFacility, toViolation, type ViolationRow } from './rows';
 import { facilitySnapshots, snapshotColumns, snapshotsOf } from './snapshots';
-import { sqlColumns, upsertStatement } from './upsert';
+import { insertedRow, sqlColumns, type UpsertSpec, upsertStatement } from './upsert';
 
 /**
  * The write side of ingestion: batched multi-row upserts keyed on the natural
@@ -84,33 +84,31 @@ const UPSERT_FACILITIES = upsertStatement({
   stamps: ['data_as_of'],
 });
 const VIOLATION_COLUMNS: Array<[string, string]> = [['source_id', 'text'], ['facility_id', 'uuid'], ...sqlColumns(VIOLATION_FIELDS)];
+const VIOLATIONS_JOIN = 'JOIN facilities f ON f.id = up.facility_id';
 const UPSERT_VIOLATIONS_SPEC = {
   table: 'violations',
   alias: 'v',
   key: 'source_id',
   columns: VIOLATION_COLUMNS,
   returning: ['id', ...VIOLATION_COLUMNS.map(([c]) => c)].map((c) => `v.${c}`).join(', '),
-};
+} satisfies Omit<UpsertSpec, 'join'>;
 const UPSERT_VIOLATIONS = upsertStatement({
   ...UPSERT_VIOLATIONS_SPEC,
-  join: { from: 'JOIN facilities f ON f.id = up.facility_id', select: 'f.name AS facility_name' },
+  join: { from: VIOLATIONS_JOIN, select: 'f.name AS facility_name' },
 });
 /**
- * The same, each new violation with its facility's snapshot (snapshotColumns), for a batch of at
- * most SNAPSHOTS_IN_UPSERT_MAX rows: one round trip less than a query of the snapshots after it
- * (an ingestion request of a few rows). A larger batch reads them with that query, once per
- * facility: 25 columns more on each of many new rows cost Node more than the round trip saves
+ * The same, each new violation with its facility's snapshot (snapshotColumns), for a chunk of at
+ * most SNAPSHOTS_IN_UPSERT_MAX accepted rows: one round trip less than a query of the snapshots
+ * after it (an ingestion request of a few rows). A larger chunk reads them with that query, once
+ * per facility: 24 columns more on each of many new rows cost Node more than the round trip saves
  * (about 13 µs a row against 250 µs, 1,000 new violations of 20 facilities;
  * docs/benchmarks/history/2026-11-30.md).
  */
 const UPSERT_VIOLATIONS_WITH_SNAPSHOTS = upsertStatement({
   ...UPSERT_VIOLATIONS_SPEC,
-  join: {
-    from: 'JOIN facilities f ON f.id = up.facility_id',
-    select: `f.name AS facility_name, ${snapshotColumns('old.source_id IS NULL')}`,
-  },
+  join: { from: VIOLATIONS_JOIN, select: `f.name AS facility_name, ${snapshotColumns(insertedRow('source_id'))}` },
 });
-const SNAPSHOTS_IN_UPSERT_MAX = 20;
+export const SNAPSHOTS_IN_UPSERT_MAX = 20;
 const UPSERT_CASES = upsertStatement({
   table: 'cases',
   alias: 'c',

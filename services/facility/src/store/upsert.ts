@@ -24,6 +24,14 @@ export interface UpsertSpec {
 }
 
 /**
+ * The condition, in the upsert's result (`join.select` may use it), that a row was inserted, not
+ * updated: no stored row had its key before the statement.
+ */
+export function insertedRow(key: string): string {
+  return `old.${key} IS NULL`;
+}
+
+/**
  * One batched upsert: `$1` is a JSON array of rows (each with a `new_id`), `$2` the transaction's
  * timestamp (`updated_at`). A row that changes no column is not written, so only the inserted
  * and changed rows come back, each with `inserted` (and `previous_status` when asked).
@@ -47,6 +55,6 @@ export function upsertStatement(s: UpsertSpec): string {
        WHERE (${cols.map((c) => `${a}.${c}`).join(', ')}) IS DISTINCT FROM (${cols.map((c) => `EXCLUDED.${c}`).join(', ')})
        RETURNING ${s.returning}
      )
-     SELECT up.*${s.previous ? `, old.${s.previous} AS previous_status` : ''}${s.join ? `, ${s.join.select}` : ''}, (old.${s.key} IS NULL) AS inserted
+     SELECT up.*${s.previous ? `, old.${s.previous} AS previous_status` : ''}${s.join ? `, ${s.join.select}` : ''}, (${insertedRow(s.key)}) AS inserted
        FROM up ${s.join?.from ?? ''} LEFT JOIN old ON old.${s.key} = up.${s.key}`;
 }
