@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import { AppError, serviceUnavailable } from '@fcd/service-kit';
+import { AppError, resetBeforeAnswer, serviceUnavailable } from '@fcd/service-kit';
 import type { FastifyBaseLogger, FastifyReply, FastifyRequest } from 'fastify';
 import { type Dispatcher, Pool } from 'undici';
 
@@ -42,34 +42,13 @@ interface WholeAnswer {
 }
 
 /**
- * Error codes of a connection that closed or was reset before any byte of the answer: the
- * upstream's server closing an idle keep-alive connection as the request was written (a replica
- * leaving, docs/operations.md "Rollouts"), or the replica's process gone. undici reports a FIN as
- * UND_ERR_SOCKET and an RST as ECONNRESET; EPIPE is a write onto a socket the peer already reset.
- */
-const RESET_CODES = new Set(['UND_ERR_SOCKET', 'ECONNRESET', 'EPIPE']);
-
-/**
- * A reset this soon after the call began is answered by sending the read once more. The
- * rollout's race resets at once. A later reset is a replica failing mid-request; its read is not
- * sent again, so a call takes at most this plus one timeout, and the signed account header
- * (valid for INTERNAL_AUTH_TTL_MS, 5 s) is still valid when the second attempt arrives.
- */
-const RESEND_WITHIN_MS = 1000;
-
-/**
- * Whether a request begun at `since` (performance.now()) that failed with `err` before any byte of
- * its answer is sent once more: a read (GET, HEAD) whose connection closed or was reset within
- * RESEND_WITHIN_MS, once (as Envoy's `retry_on: reset`, though each attempt here has its own
- * timeout). A read is safe to repeat; a write is not, as the upstream may have run it. A timeout is
- * not repeated either: it took the whole bound already.
+ * Whether a request begun at `since` that failed with `err` before any byte of its answer is sent
+ * once more: a read (GET, HEAD) whose connection closed or was reset soon after the call began
+ * (`resetBeforeAnswer`), once. A read is safe to repeat; a write is not, as the upstream may have
+ * run it. Each attempt has its own timeout.
  */
 function resendable(method: string, err: Error, since: number): boolean {
-  return (
-    (method === 'GET' || method === 'HEAD') &&
-    RESET_CODES.has((err as { code?: string }).code ?? '') &&
-    performance.now() - since < RESEND_WITHIN_MS
-  );
+  return (method === 'GET' || method === 'HEAD') && resetBeforeAnswer(err, since);
 }
 
 /** The connection failed after the answer's headers: the body was cut off part-way. */
