@@ -1,5 +1,5 @@
-import { type AccountClaims, INTERNAL_AUTH_HEADER, type InternalAuth, serviceUnavailable } from '@fcd/service-kit';
-import { Pool } from 'undici';
+import { type AccountClaims, INTERNAL_AUTH_HEADER, type InternalAuth, resetBeforeAnswer, serviceUnavailable } from '@fcd/service-kit';
+import { type Dispatcher, Pool } from 'undici';
 import type { FacilityDirectory as FacilityDirectoryPort } from '../domain/ports';
 
 /** The facility client the app holds: the domain's FacilityDirectory port, and its health check and close. */
@@ -19,7 +19,8 @@ export interface HttpFacilityDirectoryOptions {
 
 /**
  * `POST {FACILITY_URL}/internal/v1/facilities/existing` `{ ids }` → `{ data: { existing } }`,
- * over a keep-alive undici pool with bounded connect and response times.
+ * over a keep-alive undici pool with bounded connect and response times; sent once more when its
+ * connection was reset before the answer (`resetBeforeAnswer`).
  */
 export class HttpFacilityDirectory implements FacilityDirectory {
   private readonly pool: Pool;
@@ -45,16 +46,24 @@ export class HttpFacilityDirectory implements FacilityDirectory {
     let status: number;
     let payload: unknown;
     const path = `${this.basePath}/internal/v1/facilities/existing`;
+    const request: Dispatcher.RequestOptions = {
+      path,
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        [INTERNAL_AUTH_HEADER]: this.options.internalAuth.sign(account, { audience: 'facility', method: 'POST', path }),
+        ...(account.request_id ? { 'x-request-id': account.request_id } : {}),
+      },
+      body: JSON.stringify({ ids }),
+    };
+    const since = performance.now();
     try {
-      const res = await this.pool.request({
-        path,
-        method: 'POST',
-        headers: {
-          'content-type': 'application/json',
-          [INTERNAL_AUTH_HEADER]: this.options.internalAuth.sign(account, { audience: 'facility', method: 'POST', path }),
-          ...(account.request_id ? { 'x-request-id': account.request_id } : {}),
-        },
-        body: JSON.stringify({ ids }),
+      // A lookup, safe to repeat: sent once more when its connection was reset before the answer
+      // (a facility replica leaving closes its idle connections; docs/operations.md "Rollouts").
+      const res = await this.pool.request(request).catch(async (err: unknown) => {
+        if (!resetBeforeAnswer(err, since)) throw err;
+        await new Promise((r) => setImmediate(r));
+        return this.pool.request(request);
       });
       status = res.statusCode;
       if (status === 200) payload = await res.body.json();
