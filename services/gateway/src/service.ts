@@ -105,10 +105,15 @@ export async function startGateway(config: GatewayConfig, options: { logger?: Lo
   });
   const batcher = createBatcher(config, usage, logger, metrics.registry);
   const health = new UsageHealth(config.USAGE_GRPC_ADDRESS);
-  const upstreams = {
-    facility: new Upstream('facility', config.FACILITY_URL, config.UPSTREAM_TIMEOUT_MS, config.UPSTREAM_CONNECTIONS),
-    webhook: new Upstream('webhook', config.WEBHOOK_URL, config.UPSTREAM_TIMEOUT_MS, config.UPSTREAM_CONNECTIONS),
-  };
+  const resentRequests = new Counter({
+    name: 'fcd_gateway_upstream_resent_requests_total',
+    help: 'Reads sent to a domain service once more because their connection was reset before the answer (a replica leaving).',
+    labelNames: ['upstream'],
+    registers: [metrics.registry],
+  });
+  const upstream = (name: 'facility' | 'webhook', url: string) =>
+    new Upstream(name, url, config.UPSTREAM_TIMEOUT_MS, config.UPSTREAM_CONNECTIONS, () => resentRequests.inc({ upstream: name }));
+  const upstreams = { facility: upstream('facility', config.FACILITY_URL), webhook: upstream('webhook', config.WEBHOOK_URL) };
   const redis = connectRedis(config, logger);
   const idempotency = new IdempotencyStore(redis, config.REDIS_KEY_PREFIX, config.INTERNAL_AUTH_SECRET, {
     ttlMs: config.IDEMPOTENCY_TTL_SECONDS * 1000,

@@ -18,9 +18,12 @@ const request = {
 
 let server: Server | undefined;
 let upstream: Upstream | undefined;
+/** Requests the upstream sent once more (its `onResend`). */
+let resent = 0;
 const timers = new Set<NodeJS.Timeout>();
 
 afterEach(async () => {
+  resent = 0;
   for (const t of timers) clearInterval(t);
   timers.clear();
   await upstream?.close();
@@ -37,7 +40,9 @@ async function serve(
 ): Promise<Upstream> {
   server = createServer(handler);
   await new Promise<void>((r) => server?.listen(0, '127.0.0.1', r));
-  upstream = new Upstream('facility', `http://127.0.0.1:${(server.address() as AddressInfo).port}`, timeoutMs, connections);
+  upstream = new Upstream('facility', `http://127.0.0.1:${(server.address() as AddressInfo).port}`, timeoutMs, connections, () => {
+    resent++;
+  });
   return upstream;
 }
 
@@ -179,6 +184,7 @@ describe('Upstream answers', () => {
     const err = await refusal(u.call(logged.request, 'signed'));
     expect(err.status).toBe(503);
     expect(arrived).toBe(1);
+    expect(resent).toBe(0);
     expect(err.details).toEqual({ dependency: 'facility' });
     expect(logged.lines).toEqual([]);
   });
@@ -199,6 +205,7 @@ describe('Upstream answers', () => {
     expect(answer).toEqual({ status: 200, headers: { 'content-type': 'application/json' }, body: Buffer.from('{"a":1}') });
     expect(arrived).toEqual(['GET /v1/things', 'GET /v1/things']);
     expect(logged.lines).toEqual([]);
+    expect(resent).toBe(1);
   });
 
   it('sends it on a new connection when the replica closes its idle ones at the same time', async () => {
@@ -230,6 +237,7 @@ describe('Upstream answers', () => {
     expect((await held).body.toString()).toBe('{"slow":1}');
     expect(answer).toEqual({ status: 200, headers: { 'content-type': 'application/json' }, body: Buffer.from('{}') });
     expect(arrived.slice(2)).toEqual(['GET /v1/slow', 'GET /v1/things', 'GET /v1/things']);
+    expect(resent).toBe(1);
   });
 
   it('does not send a read once more when its connection is reset a second or more after the call began', async () => {
@@ -246,6 +254,7 @@ describe('Upstream answers', () => {
     const err = await refusal(u.call(request, 'signed'));
     expect(err.status).toBe(503);
     expect(arrived).toBe(1);
+    expect(resent).toBe(0);
   });
 
   it('does not send a write once more: the upstream may have run it', async () => {
@@ -258,6 +267,7 @@ describe('Upstream answers', () => {
     const err = await refusal(u.call(request, 'signed', 'POST'));
     expect(err.status).toBe(503);
     expect(arrived).toEqual(['POST /v1/things']);
+    expect(resent).toBe(0);
   });
 
   it('sends an export page once more when its connection closes before the answer', async () => {
@@ -272,6 +282,7 @@ describe('Upstream answers', () => {
     expect(page.headers).toEqual({ 'content-type': 'application/x-ndjson', 'x-export-next': 'c2' });
     expect((await readWhole(page.body)).toString()).toBe('{"a":1}\n');
     expect(arrived).toEqual(['GET /internal/exports/facilities', 'GET /internal/exports/facilities']);
+    expect(resent).toBe(1);
   });
 
   it('answers 503 and logs the upstream unavailable when it closes the connection without an answer, twice', async () => {
@@ -285,6 +296,7 @@ describe('Upstream answers', () => {
     expect(err.status).toBe(503);
     expect(err.details).toEqual({ dependency: 'facility' });
     expect(arrived).toBe(2);
+    expect(resent).toBe(1);
     expect(logged.lines).toEqual([['warn', 'upstream unavailable', 'facility']]);
     // The signed account header is a credential: it never reaches a log line.
     expect(logged.raw.join('')).not.toContain('signed-secret-header');

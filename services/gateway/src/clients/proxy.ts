@@ -66,7 +66,12 @@ class BodyCutOff extends Error {
  * began is sent once more (`resendable`). Rejects with the error of a failed request, or a
  * BodyCutOff when it failed once the headers had come; `signal` aborts it either way.
  */
-function readAnswer(pool: Pool, options: Dispatcher.DispatchOptions, signal: AbortSignal | undefined): Promise<WholeAnswer> {
+function readAnswer(
+  pool: Pool,
+  options: Dispatcher.DispatchOptions,
+  signal: AbortSignal | undefined,
+  onResend: (() => void) | undefined,
+): Promise<WholeAnswer> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let statusCode = 0;
@@ -106,6 +111,7 @@ function readAnswer(pool: Pool, options: Dispatcher.DispatchOptions, signal: Abo
       onResponseError(_c, err) {
         if (!started && resends > 0 && resendable(options.method, err, since)) {
           resends--;
+          onResend?.();
           // After a turn of I/O, not from within undici's close of the failed connection: the
           // replica's closes of other connections sent at the same time are seen by then.
           setImmediate(() => pool.dispatch(options, handler));
@@ -145,11 +151,16 @@ export class Upstream {
    */
   private readonly pages: Pool;
 
+  /**
+   * `onResend` is called for each request sent once more after a reset (the gateway's
+   * `fcd_gateway_upstream_resent_requests_total`).
+   */
   constructor(
     readonly name: string,
     readonly baseUrl: string,
     private readonly timeoutMs: number,
     connections: number,
+    private readonly onResend?: () => void,
   ) {
     this.pool = new Pool(baseUrl, {
       connections,
@@ -195,6 +206,7 @@ export class Upstream {
         this.pool,
         { method: method as 'GET', path: request.url, headers, body },
         method === 'GET' || method === 'HEAD' ? undefined : AbortSignal.timeout(this.timeoutMs),
+        this.onResend,
       );
     } catch (err) {
       if (!(err instanceof BodyCutOff)) {
@@ -229,6 +241,7 @@ export class Upstream {
     try {
       res = await this.pages.request(options).catch(async (err: Error) => {
         if (!resendable('GET', err, since)) throw err;
+        this.onResend?.();
         await new Promise((r) => setImmediate(r));
         return this.pages.request(options);
       });
