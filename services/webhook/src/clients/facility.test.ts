@@ -31,14 +31,31 @@ const answer = (res: ServerResponse) =>
 
 describe('HttpFacilityDirectory', () => {
   it('sends the lookup once more when its connection is reset before the answer (a replica leaving)', async () => {
-    let arrived = 0;
+    const path = '/internal/v1/facilities/existing';
+    const verified: boolean[] = [];
     const d = await serve((req, res) => {
-      arrived++;
-      if (arrived === 1) req.socket.destroy();
+      // Each arrival carries a signed header the facility service accepts.
+      verified.push(auth.verify(req.headers['x-fcd-account'], { audience: 'facility', method: 'POST', path }) !== undefined);
+      if (verified.length === 1) req.socket.destroy();
       else answer(res);
     });
     expect(await d.existing([ID], account)).toEqual(new Set([ID]));
-    expect(arrived).toBe(2);
+    expect(verified).toEqual([true, true]);
+  });
+
+  it('does not send it again when the connection is cut after the answer began: 503, one arrival', async () => {
+    let arrived = 0;
+    const d = await serve((_req, res) => {
+      arrived++;
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': '100' });
+      res.write('{"data":', () => res.socket?.destroy());
+    });
+    const err = await d.existing([ID], account).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect((err as AppError).status).toBe(503);
+    expect(arrived).toBe(1);
   });
 
   it('answers 503 when the second attempt is reset too, after two arrivals', async () => {
