@@ -60,6 +60,22 @@ function trickle(res: ServerResponse, bytes: number, everyMs: number): void {
   timers.add(t);
 }
 
+/**
+ * A handler that notes each request (`METHOD url` in `arrived`), cuts the first one's connection
+ * with `cut` (a destroy by default) and answers the later ones with `answer`.
+ */
+function cutFirst(
+  arrived: string[],
+  answer: (res: ServerResponse) => void,
+  cut: (req: IncomingMessage) => void = (req) => req.socket.destroy(),
+): (req: IncomingMessage, res: ServerResponse) => void {
+  return (req, res) => {
+    arrived.push(`${req.method} ${req.url}`);
+    if (arrived.length === 1) cut(req);
+    else answer(res);
+  };
+}
+
 async function refusal(call: Promise<unknown>): Promise<AppError> {
   const err = await call.then(
     () => undefined,
@@ -195,11 +211,7 @@ describe('Upstream answers', () => {
     ['reset (RST)', (req: IncomingMessage) => req.socket.resetAndDestroy()],
   ])('sends a read once more when its connection is %s before any byte of the answer', async (_how, cut) => {
     const arrived: string[] = [];
-    const u = await serve((req, res) => {
-      arrived.push(`${req.method} ${req.url}`);
-      if (arrived.length === 1) cut(req);
-      else res.writeHead(200, { 'content-type': 'application/json' }).end('{"a":1}');
-    });
+    const u = await serve(cutFirst(arrived, (res) => res.writeHead(200, { 'content-type': 'application/json' }).end('{"a":1}'), cut));
     const logged = capturingRequest();
     const answer = await u.call(logged.request, 'signed');
     expect(answer).toEqual({ status: 200, headers: { 'content-type': 'application/json' }, body: Buffer.from('{"a":1}') });
@@ -259,11 +271,7 @@ describe('Upstream answers', () => {
 
   it('does not send a write once more: the upstream may have run it', async () => {
     const arrived: string[] = [];
-    const u = await serve((req, res) => {
-      arrived.push(`${req.method} ${req.url}`);
-      if (arrived.length === 1) req.socket.destroy();
-      else res.writeHead(204).end();
-    });
+    const u = await serve(cutFirst(arrived, (res) => res.writeHead(204).end()));
     const err = await refusal(u.call(request, 'signed', 'POST'));
     expect(err.status).toBe(503);
     expect(arrived).toEqual(['POST /v1/things']);
@@ -272,11 +280,9 @@ describe('Upstream answers', () => {
 
   it('sends an export page once more when its connection closes before the answer', async () => {
     const arrived: string[] = [];
-    const u = await serve((req, res) => {
-      arrived.push(`${req.method} ${req.url}`);
-      if (arrived.length === 1) req.socket.destroy();
-      else res.writeHead(200, { 'content-type': 'application/x-ndjson', 'x-export-next': 'c2' }).end('{"a":1}\n');
-    });
+    const u = await serve(
+      cutFirst(arrived, (res) => res.writeHead(200, { 'content-type': 'application/x-ndjson', 'x-export-next': 'c2' }).end('{"a":1}\n')),
+    );
     const page = await u.getInternal('/internal/exports/facilities', 'signed', 'req_test', request.log);
     expect(page.status).toBe(200);
     expect(page.headers).toEqual({ 'content-type': 'application/x-ndjson', 'x-export-next': 'c2' });
