@@ -20,6 +20,9 @@ export async function facilitySnapshots(client: Queryable, ids: Iterable<string>
   return snapshotOf(byId);
 }
 
+/** Each facility column with its name in snapshotColumns' result, built once. */
+const SNAPSHOT_KEYS = FACILITY_FIELDS.map((c) => [c, `snapshot.${c}`] as const);
+
 /**
  * A facility's columns, each as `"snapshot.<column>"`, for a statement that joins `facilities f`
  * (the violations' upsert): the snapshot read by the writing statement itself, one round trip less
@@ -27,7 +30,7 @@ export async function facilitySnapshots(client: Queryable, ids: Iterable<string>
  * others get nulls), so a batch does not send back a facility for every row it only updated.
  */
 export function snapshotColumns(when: string): string {
-  return FACILITY_FIELDS.map((c) => `CASE WHEN ${when} THEN f.${c} END AS "snapshot.${c}"`).join(', ');
+  return SNAPSHOT_KEYS.map(([c, aliased]) => `CASE WHEN ${when} THEN f.${c} END AS "${aliased}"`).join(', ');
 }
 
 /** The snapshots carried by those of `rows` that have them (snapshotColumns). */
@@ -37,7 +40,7 @@ export function snapshotsOf(rows: ReadonlyArray<Record<string, unknown>>): Facil
     const id = row['snapshot.id'];
     if (typeof id !== 'string' || byId.has(id)) continue;
     const facility: Record<string, unknown> = {};
-    for (const c of FACILITY_FIELDS) facility[c] = row[`snapshot.${c}`];
+    for (const [c, aliased] of SNAPSHOT_KEYS) facility[c] = row[aliased];
     byId.set(id, toFacility(facility as FacilityRow));
   }
   return snapshotOf(byId);
