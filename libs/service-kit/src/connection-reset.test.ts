@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { RESEND_WITHIN_MS, resetBeforeAnswer } from './connection-reset';
+import { RESEND_WITHIN_MS, resetBeforeAnswer, sendOnceMoreAfterReset } from './connection-reset';
 
 describe('resetBeforeAnswer', () => {
   const now = () => performance.now();
@@ -26,5 +26,52 @@ describe('resetBeforeAnswer', () => {
     expect(resetBeforeAnswer(null, now())).toBe(false);
     expect(resetBeforeAnswer(new Error('no code'), now())).toBe(false);
     expect(resetBeforeAnswer({ code: 42 }, now())).toBe(false);
+  });
+});
+
+describe('sendOnceMoreAfterReset', () => {
+  const reset = () => Object.assign(new Error('other side closed'), { code: 'UND_ERR_SOCKET' });
+
+  /** A send that fails with each of `failures` in turn, then answers its call number. */
+  function sender(...failures: Error[]) {
+    let calls = 0;
+    return {
+      send: async () => {
+        const failure = failures[calls++];
+        if (failure) throw failure;
+        return calls;
+      },
+      get calls() {
+        return calls;
+      },
+    };
+  }
+
+  it('sends once more after a reset before the answer, and tells onResend once', async () => {
+    const s = sender(reset());
+    let resent = 0;
+    expect(await sendOnceMoreAfterReset(s.send, () => resent++)).toBe(2);
+    expect(s.calls).toBe(2);
+    expect(resent).toBe(1);
+  });
+
+  it("sends only once more: a second reset is the caller's error", async () => {
+    const s = sender(reset(), reset());
+    await expect(sendOnceMoreAfterReset(s.send)).rejects.toMatchObject({ code: 'UND_ERR_SOCKET' });
+    expect(s.calls).toBe(2);
+  });
+
+  it('does not send again after any other failure', async () => {
+    const s = sender(Object.assign(new Error('headers timeout'), { code: 'UND_ERR_HEADERS_TIMEOUT' }));
+    let resent = 0;
+    await expect(sendOnceMoreAfterReset(s.send, () => resent++)).rejects.toMatchObject({ code: 'UND_ERR_HEADERS_TIMEOUT' });
+    expect(s.calls).toBe(1);
+    expect(resent).toBe(0);
+  });
+
+  it('answers what the first send answers, sending nothing more', async () => {
+    const s = sender();
+    expect(await sendOnceMoreAfterReset(s.send)).toBe(1);
+    expect(s.calls).toBe(1);
   });
 });

@@ -24,3 +24,22 @@ export function resetBeforeAnswer(err: unknown, since: number): boolean {
   const code = (err as { code?: unknown } | null)?.code;
   return typeof code === 'string' && RESET_CODES.has(code) && performance.now() - since < RESEND_WITHIN_MS;
 }
+
+/**
+ * `send()`, and once more when it failed with a reset before the answer (`resetBeforeAnswer`),
+ * after a turn of I/O: by then the client has seen the replica's other closes, sent at the same
+ * time, so the second send goes out on a new connection. Only for a request safe to repeat (a
+ * read); `onResend` is told of each second send. A proxied read, whose answer is read through a
+ * dispatch handler, does the same within its handler (the gateway's proxy).
+ */
+export async function sendOnceMoreAfterReset<T>(send: () => Promise<T>, onResend?: () => void): Promise<T> {
+  const since = performance.now();
+  try {
+    return await send();
+  } catch (err) {
+    if (!resetBeforeAnswer(err, since)) throw err;
+    onResend?.();
+    await new Promise((resolve) => setImmediate(resolve));
+    return send();
+  }
+}

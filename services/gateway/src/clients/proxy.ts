@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import { AppError, resetBeforeAnswer, serviceUnavailable } from '@fcd/service-kit';
+import { AppError, resetBeforeAnswer, sendOnceMoreAfterReset, serviceUnavailable } from '@fcd/service-kit';
 import type { FastifyBaseLogger, FastifyReply, FastifyRequest } from 'fastify';
 import { type Dispatcher, Pool } from 'undici';
 
@@ -237,14 +237,8 @@ export class Upstream {
       headers: { 'x-request-id': requestId, 'x-fcd-account': accountHeader, accept: '*/*' },
     };
     let res: Awaited<ReturnType<Pool['request']>>;
-    const since = performance.now();
     try {
-      res = await this.pages.request(options).catch(async (err: Error) => {
-        if (!resendable('GET', err, since)) throw err;
-        this.onResend?.();
-        await new Promise((r) => setImmediate(r));
-        return this.pages.request(options);
-      });
+      res = await sendOnceMoreAfterReset(() => this.pages.request(options), this.onResend);
     } catch (err) {
       throw serviceUnavailable(this.name, 1, err);
     }

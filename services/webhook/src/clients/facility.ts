@@ -1,4 +1,4 @@
-import { type AccountClaims, INTERNAL_AUTH_HEADER, type InternalAuth, resetBeforeAnswer, serviceUnavailable } from '@fcd/service-kit';
+import { type AccountClaims, INTERNAL_AUTH_HEADER, type InternalAuth, sendOnceMoreAfterReset, serviceUnavailable } from '@fcd/service-kit';
 import { type Dispatcher, Pool } from 'undici';
 import type { FacilityDirectory as FacilityDirectoryPort } from '../domain/ports';
 
@@ -20,7 +20,7 @@ export interface HttpFacilityDirectoryOptions {
 /**
  * `POST {FACILITY_URL}/internal/v1/facilities/existing` `{ ids }` → `{ data: { existing } }`,
  * over a keep-alive undici pool with bounded connect and response times; sent once more when its
- * connection was reset before the answer (`resetBeforeAnswer`).
+ * connection was reset before the answer (`sendOnceMoreAfterReset`).
  */
 export class HttpFacilityDirectory implements FacilityDirectory {
   private readonly pool: Pool;
@@ -56,15 +56,10 @@ export class HttpFacilityDirectory implements FacilityDirectory {
       },
       body: JSON.stringify({ ids }),
     };
-    const since = performance.now();
     try {
       // A lookup, safe to repeat: sent once more when its connection was reset before the answer
       // (a facility replica leaving closes its idle connections; docs/operations.md "Rollouts").
-      const res = await this.pool.request(request).catch(async (err: unknown) => {
-        if (!resetBeforeAnswer(err, since)) throw err;
-        await new Promise((r) => setImmediate(r));
-        return this.pool.request(request);
-      });
+      const res = await sendOnceMoreAfterReset(() => this.pool.request(request));
       status = res.statusCode;
       if (status === 200) payload = await res.body.json();
       else await res.body.dump();
