@@ -1,4 +1,4 @@
-import { Agent, get, type Server } from 'node:http';
+import { Agent, get, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import { Type } from '@sinclair/typebox';
 import Fastify, { type FastifyInstance } from 'fastify';
@@ -428,6 +428,64 @@ describe('connection cap', () => {
     expect((await shed()) - shedBefore).toBe(1);
     const rest = await Promise.all(slow.slice(1).map((s) => s.closed));
     expect(rest.map((r) => parse(r).status)).toEqual([408, 408, 408, 408, 408]);
+  });
+
+  it('keeps a pipelined connection whose earlier answer is still produced when a later one has ended', async () => {
+    const pipelined = raw('GET /slow-answer HTTP/1.1\r\nHost: x\r\n\r\nGET /ok HTTP/1.1\r\nHost: x\r\n\r\n');
+    await new Promise((r) => pipelined.socket.once('connect', r));
+    const mine = (s: Socket) => s.remotePort === pipelined.socket.localPort;
+    // The later answer ended (queued behind the slow one): the last exchange is over.
+    const quick = await new Promise<ServerResponse>((resolve) => {
+      const seen = (req: IncomingMessage, res: ServerResponse) => {
+        if (!mine(req.socket) || req.url !== '/ok') return;
+        app.server.off('request', seen);
+        resolve(res);
+      };
+      app.server.prependListener('request', seen);
+    });
+    while (!quick.writableEnded) await new Promise((r) => setImmediate(r));
+    expect(quick.writableFinished).toBe(false);
+    // As many slow heads as the cap (6): the oldest connection that is not busy is the first of them.
+    const slow = Array.from({ length: 6 }, () => raw('GET /ok HTTP/1.1\r\nHost: x\r\n'));
+    try {
+      expect(await Promise.race([slow[0]?.closed, new Promise((r) => setTimeout(() => r('open'), 300))])).toBe('');
+      const answers = (await closedWithin(pipelined, 5000)).split(/(?=HTTP\/1\.1 )/).map(parse);
+      expect(answers.map((a) => a.status)).toEqual([200, 200]);
+    } finally {
+      for (const s of slow) s.socket.destroy();
+    }
+  });
+
+  it('sheds a pipelined connection whose answers have all ended while its client does not read', async () => {
+    const socket = connect(port, '127.0.0.1');
+    socket.on('error', () => undefined);
+    socket.pause();
+    await new Promise((r) => socket.once('connect', r));
+    const mine = (s: Socket) => s.remotePort === socket.localPort;
+    const seen: ServerResponse[] = [];
+    const both = new Promise<void>((resolve) => {
+      const listener = (req: IncomingMessage, res: ServerResponse) => {
+        if (!mine(req.socket)) return;
+        seen.push(res);
+        if (seen.length < 2) return;
+        app.server.off('request', listener);
+        resolve();
+      };
+      app.server.prependListener('request', listener);
+    });
+    socket.write('GET /big HTTP/1.1\r\nHost: x\r\n\r\nGET /ok HTTP/1.1\r\nHost: x\r\n\r\n');
+    await both;
+    while (!seen.every((res) => res.writableEnded)) await new Promise((r) => setImmediate(r));
+    expect(seen.map((res) => res.writableFinished)).toEqual([false, false]);
+    const served = seen[0]?.req.socket as Socket;
+    const closed = new Promise((resolve) => served.once('close', () => resolve('closed')));
+    const slow = Array.from({ length: 6 }, () => raw('GET /ok HTTP/1.1\r\nHost: x\r\n'));
+    try {
+      expect(await Promise.race([closed, new Promise((r) => setTimeout(() => r('open'), 300))])).toBe('closed');
+    } finally {
+      socket.destroy();
+      for (const s of slow) s.socket.destroy();
+    }
   });
 
   it('derives the cap from the descriptor limit', () => {

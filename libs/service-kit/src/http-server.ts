@@ -221,22 +221,31 @@ export function onConnectionShed(server: Server, listener: () => void): void {
 /**
  * Keeps at most `max` connections: a new connection over the cap closes the
  * connection idle or slow for the longest time (between requests, or still
- * sending its head or body). Connections whose request is complete and being
- * answered are never closed.
+ * sending its head or body). Connections with a complete request being
+ * answered are never closed; pipelined, that is any of its requests, not only
+ * the last one read.
  */
 export function capConnections(server: Server, max: number, onShed?: () => void): void {
   if (max <= 0) return;
   // Insertion order = least recent activity first (a finished response moves a socket to the end).
-  const open = new Map<Socket, true>();
-  // A closing connection runs nothing more: never busy, whatever it read last.
+  // Each socket's answers not finished yet: pipelined, an earlier one may still be produced while
+  // a later one has ended.
+  const open = new Map<Socket, Set<ServerResponse>>();
+  // A closing connection runs nothing more: never busy, whatever it read. An answer ended but not
+  // yet written (a client that does not read) does not make it busy.
   const busy = (socket: Socket) => {
-    const res = exchanges.get(socket);
-    return !closing.has(socket) && Boolean(res?.req.complete && !res.writableEnded);
+    if (closing.has(socket)) return false;
+    for (const res of open.get(socket) ?? []) if (res.req.complete && !res.writableEnded) return true;
+    return false;
   };
   // One function for every response (a response finishes once): no closure per request.
   function finished(this: ServerResponse): void {
     const socket = this.req.socket;
-    if (open.delete(socket) && !socket.destroyed) open.set(socket, true);
+    const answers = open.get(socket);
+    if (!answers) return;
+    answers.delete(this);
+    open.delete(socket);
+    if (!socket.destroyed) open.set(socket, answers);
   }
   server.on('connection', (socket: Socket) => {
     if (open.size >= max) {
@@ -249,10 +258,13 @@ export function capConnections(server: Server, max: number, onShed?: () => void)
         break;
       }
     }
-    open.set(socket, true);
+    open.set(socket, new Set());
     socket.once('close', () => open.delete(socket));
   });
-  server.on('request', (_req: IncomingMessage, res: ServerResponse) => res.on('finish', finished));
+  server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+    open.get(req.socket)?.add(res);
+    res.on('finish', finished);
+  });
 }
 
 export interface HttpServerOptions {
