@@ -1,3 +1,4 @@
+import { connect, type Socket } from 'node:net';
 import { create } from '@bufbuild/protobuf';
 import { AuthorizeResultSchema, Decision } from '@fcd/proto';
 import { InternalAuth, installHttpConventions, serviceUnavailable } from '@fcd/service-kit';
@@ -69,6 +70,9 @@ interface RouteOptions {
   perReplica?: number;
   /** The first page's fetch waits for it. */
   hold?: Promise<void>;
+  /** The send timeout and the grace after it (default 30 s and 5 s). */
+  sendTimeoutMs?: number;
+  graceMs?: number;
 }
 
 /** The route with `pages` answered in turn (an Error is thrown instead) and each further page's count answered by `counts`. */
@@ -101,8 +105,8 @@ function exportRoute(pages: Array<UpstreamPage | Error>, counts: Array<typeof AL
     slots: options.slots ?? fakeSlots().slots,
     concurrency: { pro: 2, enterprise: 4 },
     perReplica: options.perReplica ?? 10,
-    sendTimeoutMs: 30_000,
-    graceMs: 5000,
+    sendTimeoutMs: options.sendTimeoutMs ?? 30_000,
+    graceMs: options.graceMs ?? 5000,
   };
   registerExports(app, { facility, batcher, limits, internalAuth: new InternalAuth('export-test-secret-0123456789abcdef') });
   return { app, asked, counted: () => counted };
@@ -267,5 +271,43 @@ describe('GET /v1/exports/{kind}, exports at once on one gateway', () => {
     const again = await app.inject({ method: 'GET', url: '/v1/exports/facilities' });
     expect(again.statusCode).toBe(200);
     await app.close();
+  });
+});
+
+describe('GET /v1/exports/{kind}, a reader that takes nothing', () => {
+  it('closes the connection after the grace, and gives the slot back, when the export is queued behind an unread answer', async () => {
+    const { slots, held } = fakeSlots();
+    const rows = Array.from({ length: 2000 }, (_, i) => `row-${i}`);
+    const { app } = exportRoute([page(rows, true), page(rows, false)], [], { slots, sendTimeoutMs: 200, graceMs: 100 });
+    // An answer far larger than loopback's socket buffers: it waits for its reader.
+    app.get('/big', async () => 'x'.repeat(16 * 1024 * 1024));
+    let exportSocket: Socket | undefined;
+    const closed = new Promise<string>((resolve) => {
+      app.addHook('onRequest', async (request, reply) => {
+        if (!request.url.startsWith('/v1/exports/')) return;
+        exportSocket = request.raw.socket;
+        reply.raw.once('close', () => resolve('closed'));
+      });
+    });
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    const client = connect((app.server.address() as { port: number }).port, '127.0.0.1');
+    client.on('error', () => undefined);
+    client.pause();
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    try {
+      // Pipelined: the export's answer is queued behind /big, which this client never reads.
+      client.write('GET /big HTTP/1.1\r\nHost: x\r\n\r\nGET /v1/exports/facilities HTTP/1.1\r\nHost: x\r\n\r\n');
+      const open = new Promise<string>((resolve) => {
+        timer = setTimeout(() => resolve('open'), 5000);
+      });
+      expect(await Promise.race([closed, open])).toBe('closed');
+      expect(exportSocket?.destroyed).toBe(true);
+      expect(held.asked).toHaveLength(1);
+      expect(held.now).toBe(0);
+    } finally {
+      clearTimeout(timer);
+      client.destroy();
+      await app.close();
+    }
   });
 });

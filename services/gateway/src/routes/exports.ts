@@ -80,9 +80,12 @@ function exportBody(w: Walk, first: UpstreamPage, reply: FastifyReply, limits: E
     onStall: () => {
       w.log.warn({ kind: w.kind, rows: state.rows, timeout_ms: limits.sendTimeoutMs }, 'export reader stalled: cut');
       // What the reader has not taken after the grace cannot be delivered: the connection goes.
+      // The socket itself, not the response: a response queued behind an earlier pipelined answer
+      // the client does not read has no socket, and destroying it would wait for one for good
+      // (its 'close', which gives back the slot, with it).
       const grace = setTimeout(() => {
         w.log.info({ kind: w.kind }, 'export reader took nothing more: connection closed');
-        reply.raw.destroy();
+        reply.request.raw.socket.destroy();
       }, limits.graceMs);
       reply.raw.once('close', () => clearTimeout(grace));
       if (w.csv) return null;
