@@ -29,6 +29,8 @@ const BIG_BYTES = 16 * 1024 * 1024;
 const serviceMetrics = createMetrics('http-server-test');
 /** Requests /count has run. */
 let counted = 0;
+/** GET /held answers once this settles (a test sets it). */
+let heldAnswer: Promise<void> = Promise.resolve();
 let app: FastifyInstance;
 let port: number;
 let metrics: Server;
@@ -45,6 +47,10 @@ beforeAll(async () => {
   app.post('/echo', async (request) => ({ data: request.body }));
   app.post('/count', async () => ({ data: { count: ++counted } }));
   app.get('/big', async () => 'x'.repeat(BIG_BYTES));
+  app.get('/held', async () => {
+    await heldAnswer;
+    return { data: { ok: true } };
+  });
   app.post('/guarded', { onRequest: async () => Promise.reject(new AppError('UNAUTHORIZED', 'No.')) }, async () => ({ data: {} }));
   await app.listen({ port: 0, host: '127.0.0.1' });
   port = (app.server.address() as { port: number }).port;
@@ -101,6 +107,35 @@ async function closedWithin(exchange: Exchange, ms: number): Promise<string> {
 
 async function ok(): Promise<number> {
   return (await fetch(`http://127.0.0.1:${port}/ok`, { headers: { connection: 'close' } })).status;
+}
+
+/** The server's sockets of the next `n` connections it accepts, once it has accepted them (the cap has judged each). */
+function accepted(n: number): Promise<Socket[]> {
+  const sockets: Socket[] = [];
+  return new Promise((resolve) => {
+    const onConnection = (socket: Socket) => {
+      sockets.push(socket);
+      if (sockets.length < n) return;
+      app.server.off('connection', onConnection);
+      resolve(sockets);
+    };
+    app.server.on('connection', onConnection);
+  });
+}
+
+/** The responses of the next `n` requests the server reads on the connection of `client`. */
+function requestsOn(client: Socket, n: number): Promise<ServerResponse[]> {
+  const seen: ServerResponse[] = [];
+  return new Promise((resolve) => {
+    const onRequest = (req: IncomingMessage, res: ServerResponse) => {
+      if (req.socket.remotePort !== client.localPort) return;
+      seen.push(res);
+      if (seen.length < n) return;
+      app.server.off('request', onRequest);
+      resolve(seen);
+    };
+    app.server.prependListener('request', onRequest);
+  });
 }
 
 /**
@@ -431,27 +466,30 @@ describe('connection cap', () => {
   });
 
   it('keeps a pipelined connection whose earlier answer is still produced when a later one has ended', async () => {
-    const pipelined = raw('GET /slow-answer HTTP/1.1\r\nHost: x\r\n\r\nGET /ok HTTP/1.1\r\nHost: x\r\n\r\n');
-    await new Promise((r) => pipelined.socket.once('connect', r));
-    const mine = (s: Socket) => s.remotePort === pipelined.socket.localPort;
-    // The later answer ended (queued behind the slow one): the last exchange is over.
-    const quick = await new Promise<ServerResponse>((resolve) => {
-      const seen = (req: IncomingMessage, res: ServerResponse) => {
-        if (!mine(req.socket) || req.url !== '/ok') return;
-        app.server.off('request', seen);
-        resolve(res);
-      };
-      app.server.prependListener('request', seen);
+    let release: () => void = () => undefined;
+    heldAnswer = new Promise<void>((resolve) => {
+      release = resolve;
     });
+    const pipelined = raw('');
+    await new Promise((r) => pipelined.socket.once('connect', r));
+    const read = requestsOn(pipelined.socket, 2);
+    pipelined.socket.write('GET /held HTTP/1.1\r\nHost: x\r\n\r\nGET /ok HTTP/1.1\r\nHost: x\r\n\r\n');
+    const [held, quick] = (await read) as [ServerResponse, ServerResponse];
+    // The later answer ended (queued behind the held one): the last exchange is over.
     while (!quick.writableEnded) await new Promise((r) => setImmediate(r));
-    expect(quick.writableFinished).toBe(false);
+    expect([held.writableEnded, quick.writableFinished]).toEqual([false, false]);
     // As many slow heads as the cap (6): the oldest connection that is not busy is the first of them.
+    const next = accepted(6);
     const slow = Array.from({ length: 6 }, () => raw('GET /ok HTTP/1.1\r\nHost: x\r\n'));
     try {
-      expect(await Promise.race([slow[0]?.closed, new Promise((r) => setTimeout(() => r('open'), 300))])).toBe('');
+      const [first] = await next;
+      expect(held.req.socket.destroyed).toBe(false);
+      expect(first?.destroyed).toBe(true);
+      release();
       const answers = (await closedWithin(pipelined, 5000)).split(/(?=HTTP\/1\.1 )/).map(parse);
       expect(answers.map((a) => a.status)).toEqual([200, 200]);
     } finally {
+      release();
       for (const s of slow) s.socket.destroy();
     }
   });
@@ -461,27 +499,35 @@ describe('connection cap', () => {
     socket.on('error', () => undefined);
     socket.pause();
     await new Promise((r) => socket.once('connect', r));
-    const mine = (s: Socket) => s.remotePort === socket.localPort;
-    const seen: ServerResponse[] = [];
-    const both = new Promise<void>((resolve) => {
-      const listener = (req: IncomingMessage, res: ServerResponse) => {
-        if (!mine(req.socket)) return;
-        seen.push(res);
-        if (seen.length < 2) return;
-        app.server.off('request', listener);
-        resolve();
-      };
-      app.server.prependListener('request', listener);
-    });
+    const read = requestsOn(socket, 2);
     socket.write('GET /big HTTP/1.1\r\nHost: x\r\n\r\nGET /ok HTTP/1.1\r\nHost: x\r\n\r\n');
-    await both;
+    const seen = await read;
     while (!seen.every((res) => res.writableEnded)) await new Promise((r) => setImmediate(r));
     expect(seen.map((res) => res.writableFinished)).toEqual([false, false]);
-    const served = seen[0]?.req.socket as Socket;
-    const closed = new Promise((resolve) => served.once('close', () => resolve('closed')));
+    const next = accepted(6);
     const slow = Array.from({ length: 6 }, () => raw('GET /ok HTTP/1.1\r\nHost: x\r\n'));
     try {
-      expect(await Promise.race([closed, new Promise((r) => setTimeout(() => r('open'), 300))])).toBe('closed');
+      await next;
+      expect(seen[0]?.req.socket.destroyed).toBe(true);
+    } finally {
+      socket.destroy();
+      for (const s of slow) s.socket.destroy();
+    }
+  });
+
+  it('sheds a connection whose body is still coming, as any slow one', async () => {
+    const socket = connect(port, '127.0.0.1');
+    socket.on('error', () => undefined);
+    await new Promise((r) => socket.once('connect', r));
+    const read = requestsOn(socket, 1);
+    socket.write('POST /echo HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{');
+    const [res] = await read;
+    expect(res?.req.complete).toBe(false);
+    const next = accepted(6);
+    const slow = Array.from({ length: 6 }, () => raw('GET /ok HTTP/1.1\r\nHost: x\r\n'));
+    try {
+      await next;
+      expect(res?.req.socket.destroyed).toBe(true);
     } finally {
       socket.destroy();
       for (const s of slow) s.socket.destroy();

@@ -223,16 +223,18 @@ export function onConnectionShed(server: Server, listener: () => void): void {
  * connection idle or slow for the longest time (between requests, or still
  * sending its head or body). Connections with a complete request being
  * answered are never closed; pipelined, that is any of its requests, not only
- * the last one read.
+ * the last one read. When every connection is so busy, the new one is let in
+ * over the cap.
  */
 export function capConnections(server: Server, max: number, onShed?: () => void): void {
   if (max <= 0) return;
   // Insertion order = least recent activity first (a finished response moves a socket to the end).
-  // Each socket's answers not finished yet: pipelined, an earlier one may still be produced while
-  // a later one has ended.
-  const open = new Map<Socket, Set<ServerResponse>>();
-  // A closing connection runs nothing more: never busy, whatever it read. An answer ended but not
-  // yet written (a client that does not read) does not make it busy.
+  // Each socket's answers not finished yet, in request order: pipelined, an earlier one may still
+  // be produced while a later one has ended. (An array: they finish in order, so `shift` keeps
+  // it, without the allocation a Set makes as it empties after each request.)
+  const open = new Map<Socket, ServerResponse[]>();
+  // A closing connection runs nothing more: never busy, whatever it read. An answer that has ended
+  // but waits for a client that does not read does not make it busy.
   const busy = (socket: Socket) => {
     if (closing.has(socket)) return false;
     for (const res of open.get(socket) ?? []) if (res.req.complete && !res.writableEnded) return true;
@@ -243,7 +245,9 @@ export function capConnections(server: Server, max: number, onShed?: () => void)
     const socket = this.req.socket;
     const answers = open.get(socket);
     if (!answers) return;
-    answers.delete(this);
+    const at = answers.indexOf(this);
+    if (at === 0) answers.shift();
+    else if (at > 0) answers.splice(at, 1);
     open.delete(socket);
     if (!socket.destroyed) open.set(socket, answers);
   }
@@ -258,11 +262,11 @@ export function capConnections(server: Server, max: number, onShed?: () => void)
         break;
       }
     }
-    open.set(socket, new Set());
+    open.set(socket, []);
     socket.once('close', () => open.delete(socket));
   });
   server.on('request', (req: IncomingMessage, res: ServerResponse) => {
-    open.get(req.socket)?.add(res);
+    open.get(req.socket)?.push(res);
     res.on('finish', finished);
   });
 }
