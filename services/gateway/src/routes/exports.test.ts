@@ -275,6 +275,47 @@ describe('GET /v1/exports/{kind}, exports at once on one gateway', () => {
 });
 
 describe('GET /v1/exports/{kind}, a reader that takes nothing', () => {
+  it('gives back the slot of an export queued behind another that is cut, and admits the next one', async () => {
+    const { slots, held } = fakeSlots();
+    const rows = Array.from({ length: 2000 }, (_, i) => `row-${i}`);
+    const pages = [page(rows, true), page(rows, false), page(rows, true), page(rows, false), page(rows, false)];
+    const { app } = exportRoute(pages, [], { slots, perReplica: 2, sendTimeoutMs: 200, graceMs: 100 });
+    // An answer far larger than loopback's socket buffers: it waits for its reader.
+    app.get('/big', async () => 'x'.repeat(16 * 1024 * 1024));
+    const both = new Promise<Socket>((resolve) => {
+      let seen = 0;
+      app.addHook('onRequest', async (request) => {
+        if (request.url.startsWith('/v1/exports/') && ++seen === 2) resolve(request.raw.socket);
+      });
+    });
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    const client = connect((app.server.address() as { port: number }).port, '127.0.0.1');
+    client.on('error', () => undefined);
+    client.pause();
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    try {
+      // Two exports pipelined behind /big, nothing read: the first is cut and its grace closes the
+      // connection; the second, queued behind it, never gets the socket.
+      const exportRequest = 'GET /v1/exports/facilities HTTP/1.1\r\nHost: x\r\n\r\n';
+      client.write(`GET /big HTTP/1.1\r\nHost: x\r\n\r\n${exportRequest}${exportRequest}`);
+      const socket = await both;
+      while (held.asked.length < 2) await new Promise((r) => setImmediate(r));
+      const closed = new Promise<string>((resolve) => socket.once('close', () => resolve('closed')));
+      const open = new Promise<string>((resolve) => {
+        timer = setTimeout(() => resolve('open'), 5000);
+      });
+      expect(await Promise.race([closed, open])).toBe('closed');
+      expect(held.now).toBe(0);
+      // Both of the replica's places are free again: a third export runs.
+      const next = await app.inject({ method: 'GET', url: '/v1/exports/facilities' });
+      expect(next.statusCode).toBe(200);
+    } finally {
+      clearTimeout(timer);
+      client.destroy();
+      await app.close();
+    }
+  });
+
   it('closes the connection after the grace, and gives the slot back, when the export is queued behind an unread answer', async () => {
     const { slots, held } = fakeSlots();
     const rows = Array.from({ length: 2000 }, (_, i) => `row-${i}`);

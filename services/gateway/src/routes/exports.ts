@@ -117,17 +117,31 @@ export function registerExports(app: FastifyInstance, deps: ExportDeps): void {
       query.set('format', csv ? 'csv' : 'ndjson');
 
       if (running >= deps.limits.perReplica) throw serviceUnavailable('gateway: exports at capacity', CONCURRENCY_RETRY_AFTER_SECONDS);
-      // Both held until the response closes, however it ends (complete, stopped, cut, or the client gone).
+      // Both held until the response closes, however it ends (complete, stopped, cut, or the client
+      // gone), or the connection does: a response queued behind an earlier pipelined answer that
+      // never finished never gets the socket, nor closes. Then the body stops too (no page more).
       running++;
       let slot: ExportSlot | undefined;
+      let body: SendGuard | undefined;
+      let released = false;
       const release = () => {
+        if (released) return;
+        released = true;
         running--;
         slot?.release();
+        body?.destroy();
       };
-      if (reply.raw.closed) release();
-      else reply.raw.once('close', release);
+      const socket = request.raw.socket;
+      if (reply.raw.closed || socket.destroyed) release();
+      else {
+        socket.once('close', release);
+        reply.raw.once('close', () => {
+          socket.off('close', release);
+          release();
+        });
+      }
       slot = await acquireSlot(deps.limits, account.accountId, account.tierRank);
-      if (reply.raw.closed) slot.release();
+      if (released) slot.release();
 
       const fetchPage = (after: string | undefined, header: boolean): Promise<UpstreamPage> => {
         const q = new URLSearchParams(query);
@@ -152,8 +166,14 @@ export function registerExports(app: FastifyInstance, deps: ExportDeps): void {
         return reply.send();
       }
 
+      if (released) {
+        // The connection went while the first page was read: nobody to send it to.
+        discard(first);
+        return reply.send();
+      }
       const walk: Walk = { kind, publicPath, key: apiKey, csv, log: request.log, batcher: deps.batcher, fetchPage, afterPage };
-      return reply.send(exportBody(walk, first, reply, deps.limits));
+      body = exportBody(walk, first, reply, deps.limits);
+      return reply.send(body);
     });
   }
 }
