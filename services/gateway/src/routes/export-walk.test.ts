@@ -1,3 +1,4 @@
+import { Readable } from 'node:stream';
 import { Decision } from '@fcd/proto';
 import { AppError, ManualClock, serviceUnavailable } from '@fcd/service-kit';
 import type { FastifyBaseLogger } from 'fastify';
@@ -5,7 +6,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { AuthorizationBatcher } from '../auth/batcher';
 import type { UpstreamPage } from '../clients/proxy';
 import { RecordCut } from './export-records';
-import { line, newWalkState, READ_RELEASE_INTERVAL_MS, readBufferRelease, type Walk, walkPages } from './export-walk';
+import { discard, line, newWalkState, READ_RELEASE_INTERVAL_MS, readBufferRelease, type Walk, walkPages } from './export-walk';
 import { SendGuard } from './send-guard';
 
 // An export page streamed through the walk and the send guard (./export-walk.ts): what the gateway
@@ -256,5 +257,31 @@ describe('RecordCut', () => {
     expect(cut.lastId()).toBe('b');
     expect(cut.records).toBe(2);
     expect(cut.partial).toBe(true);
+  });
+});
+
+describe('discard', () => {
+  it('destroys a page body that is a stream, which a new iterator’s return() would leave open', () => {
+    const body = new Readable({ read() {} });
+    body.push(Buffer.alloc(1024));
+    discard({ status: 200, headers: {}, body });
+    expect(body.destroyed).toBe(true);
+  });
+
+  it('ends a page body that is only an async iterable', async () => {
+    let ended = false;
+    async function* body() {
+      try {
+        yield Buffer.from('a');
+        yield Buffer.from('b');
+      } finally {
+        ended = true;
+      }
+    }
+    const page = { status: 200, headers: {}, body: body() };
+    await page.body.next();
+    discard(page);
+    await new Promise((r) => setImmediate(r));
+    expect(ended).toBe(true);
   });
 });

@@ -59,9 +59,18 @@ export function line(state: WalkState, error?: AppError): string {
   return `${JSON.stringify({ export: end })}\n`;
 }
 
-/** Lets go of a page's body not read (its connection is closed, not reused mid-body). */
+/**
+ * Lets go of a page's body not read (its connection is closed, not reused mid-body). A stream
+ * (undici's body) is destroyed: `return()` on a new iterator of a Node stream does nothing before
+ * the first read, and the upstream connection would stay busy until the facility service gave up.
+ */
 export function discard(page: UpstreamPage): void {
-  page.body[Symbol.asyncIterator]()
+  const body = page.body as AsyncIterable<Buffer> & { destroy?: () => void };
+  if (typeof body.destroy === 'function') {
+    body.destroy();
+    return;
+  }
+  body[Symbol.asyncIterator]()
     .return?.()
     ?.catch(() => undefined);
 }
