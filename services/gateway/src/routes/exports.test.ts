@@ -275,17 +275,20 @@ describe('GET /v1/exports/{kind}, exports at once on one gateway', () => {
 });
 
 describe('GET /v1/exports/{kind}, a reader that takes nothing', () => {
-  it('gives back the slot of an export queued behind another that is cut, and admits the next one', async () => {
+  it('gives back the slots of exports queued behind one that is cut, with one listener on the connection', async () => {
     const { slots, held } = fakeSlots();
     const rows = Array.from({ length: 2000 }, (_, i) => `row-${i}`);
-    const pages = [page(rows, true), page(rows, false), page(rows, true), page(rows, false), page(rows, false)];
-    const { app } = exportRoute(pages, [], { slots, perReplica: 2, sendTimeoutMs: 200, graceMs: 100 });
+    const pipelined = 12;
+    const pages = Array.from({ length: pipelined + 1 }, () => page(rows, false));
+    const { app } = exportRoute(pages, [], { slots, perReplica: pipelined, sendTimeoutMs: 200, graceMs: 100 });
     // An answer far larger than loopback's socket buffers: it waits for its reader.
     app.get('/big', async () => 'x'.repeat(16 * 1024 * 1024));
-    const both = new Promise<Socket>((resolve) => {
-      let seen = 0;
+    let before = 0;
+    const first = new Promise<Socket>((resolve) => {
       app.addHook('onRequest', async (request) => {
-        if (request.url.startsWith('/v1/exports/') && ++seen === 2) resolve(request.raw.socket);
+        if (!request.url.startsWith('/v1/exports/') || held.asked.length > 0) return;
+        before = request.raw.socket.listenerCount('close');
+        resolve(request.raw.socket);
       });
     });
     await app.listen({ port: 0, host: '127.0.0.1' });
@@ -294,23 +297,87 @@ describe('GET /v1/exports/{kind}, a reader that takes nothing', () => {
     client.pause();
     let timer: ReturnType<typeof setTimeout> | undefined;
     try {
-      // Two exports pipelined behind /big, nothing read: the first is cut and its grace closes the
-      // connection; the second, queued behind it, never gets the socket.
-      const exportRequest = 'GET /v1/exports/facilities HTTP/1.1\r\nHost: x\r\n\r\n';
-      client.write(`GET /big HTTP/1.1\r\nHost: x\r\n\r\n${exportRequest}${exportRequest}`);
-      const socket = await both;
-      while (held.asked.length < 2) await new Promise((r) => setImmediate(r));
+      // Exports pipelined behind /big, nothing read: the first is cut and its grace closes the
+      // connection; the others, queued behind it, never get the socket.
+      client.write(`GET /big HTTP/1.1\r\nHost: x\r\n\r\n${'GET /v1/exports/facilities HTTP/1.1\r\nHost: x\r\n\r\n'.repeat(pipelined)}`);
+      const socket = await first;
+      while (held.asked.length < pipelined) await new Promise((r) => setImmediate(r));
+      expect(socket.listenerCount('close')).toBe(before + 1);
       const closed = new Promise<string>((resolve) => socket.once('close', () => resolve('closed')));
       const open = new Promise<string>((resolve) => {
         timer = setTimeout(() => resolve('open'), 5000);
       });
       expect(await Promise.race([closed, open])).toBe('closed');
       expect(held.now).toBe(0);
-      // Both of the replica's places are free again: a third export runs.
+      // Every place of the replica is free again: one more export runs.
       const next = await app.inject({ method: 'GET', url: '/v1/exports/facilities' });
       expect(next.statusCode).toBe(200);
     } finally {
       clearTimeout(timer);
+      client.destroy();
+      await app.close();
+    }
+  });
+
+  it('fetches no page when the connection closes while the slot is acquired, and gives the slot back', async () => {
+    const { slots: granting, held } = fakeSlots();
+    let open: (value: unknown) => void = () => undefined;
+    const gate = new Promise((resolve) => {
+      open = resolve;
+    });
+    let acquiring: (value: unknown) => void = () => undefined;
+    const acquired = new Promise((resolve) => {
+      acquiring = resolve;
+    });
+    const slots: ExportLimits['slots'] = {
+      acquire: async (accountId, limit) => {
+        acquiring(undefined);
+        await gate;
+        return granting.acquire(accountId, limit);
+      },
+    };
+    const { app, asked } = exportRoute([page(['a'], false)], [], { slots });
+    let serverSocket: Socket | undefined;
+    app.addHook('onRequest', async (request) => {
+      serverSocket = request.raw.socket;
+    });
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    const client = connect((app.server.address() as { port: number }).port, '127.0.0.1');
+    client.on('error', () => undefined);
+    try {
+      client.write('GET /v1/exports/facilities HTTP/1.1\r\nHost: x\r\n\r\n');
+      await acquired;
+      const closed = new Promise((resolve) => serverSocket?.once('close', resolve));
+      client.destroy();
+      await closed;
+      open(undefined);
+      while (held.asked.length < 1) await new Promise((r) => setImmediate(r));
+      await new Promise((r) => setImmediate(r));
+      expect(asked).toEqual([]);
+      expect(held.now).toBe(0);
+    } finally {
+      client.destroy();
+      await app.close();
+    }
+  });
+
+  it('frees the replica place of an export refused a slot at once, even while its answer waits', async () => {
+    const { slots, held } = fakeSlots(null);
+    const { app } = exportRoute([], [], { slots, perReplica: 1 });
+    app.get('/big', async () => 'x'.repeat(16 * 1024 * 1024));
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    const client = connect((app.server.address() as { port: number }).port, '127.0.0.1');
+    client.on('error', () => undefined);
+    client.pause();
+    try {
+      // The 429 is queued behind /big, which this client never reads.
+      client.write('GET /big HTTP/1.1\r\nHost: x\r\n\r\nGET /v1/exports/facilities HTTP/1.1\r\nHost: x\r\n\r\n');
+      while (held.asked.length < 1) await new Promise((r) => setImmediate(r));
+      await new Promise((r) => setImmediate(r));
+      // The one place is free: the next is refused by its account's limit (429), not the replica's (503).
+      const next = await app.inject({ method: 'GET', url: '/v1/exports/facilities' });
+      expect(next.statusCode).toBe(429);
+    } finally {
       client.destroy();
       await app.close();
     }

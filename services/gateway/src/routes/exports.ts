@@ -1,3 +1,4 @@
+import type { Socket } from 'node:net';
 import { AppError, type InternalAuth, serviceUnavailable, UNAUTHORIZED_MESSAGE, validationError } from '@fcd/service-kit';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { AuthorizationBatcher } from '../auth/batcher';
@@ -30,6 +31,29 @@ import { EXPORT_KINDS, EXPORT_PAGE_ROWS } from './table';
  * and the connection is closed `graceMs` later if the reader has not taken them.
  */
 const RESERVED = ['page_size', 'format', 'header'];
+
+/**
+ * What to run when a connection closes, for the exports pipelined on it: one 'close' listener per
+ * connection, however many exports it holds at once (one each passed Node's bound of ten).
+ */
+const onConnectionClose = new WeakMap<Socket, Set<() => void>>();
+
+/** Runs `fn` when `socket` closes; returns what cancels that. */
+function whenClosed(socket: Socket, fn: () => void): () => void {
+  let pending = onConnectionClose.get(socket);
+  if (!pending) {
+    const set = new Set<() => void>();
+    onConnectionClose.set(socket, set);
+    socket.once('close', () => {
+      onConnectionClose.delete(socket);
+      for (const f of set) f();
+    });
+    pending = set;
+  }
+  const set = pending;
+  set.add(fn);
+  return () => set.delete(fn);
+}
 /** Retry-After of a refused export: when one of the account's running exports ends is unknown. */
 const CONCURRENCY_RETRY_AFTER_SECONDS = 5;
 
@@ -134,14 +158,24 @@ export function registerExports(app: FastifyInstance, deps: ExportDeps): void {
       const socket = request.raw.socket;
       if (reply.raw.closed || socket.destroyed) release();
       else {
-        socket.once('close', release);
+        const cancel = whenClosed(socket, release);
         reply.raw.once('close', () => {
-          socket.off('close', release);
+          cancel();
           release();
         });
       }
-      slot = await acquireSlot(deps.limits, account.accountId, account.tierRank);
-      if (released) slot.release();
+      try {
+        slot = await acquireSlot(deps.limits, account.accountId, account.tierRank);
+      } catch (err) {
+        // Refused (429, 503): no export runs, whenever its answer is written.
+        release();
+        throw err;
+      }
+      if (released) {
+        // The connection went meanwhile: no page is fetched for nobody.
+        slot.release();
+        return reply.send();
+      }
 
       const fetchPage = (after: string | undefined, header: boolean): Promise<UpstreamPage> => {
         const q = new URLSearchParams(query);
