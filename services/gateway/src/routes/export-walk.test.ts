@@ -51,6 +51,7 @@ function walk(): Walk {
       throw new Error('no further page is fetched while the reader stalls');
     },
     afterPage: () => undefined,
+    gone: () => false,
   };
 }
 
@@ -257,6 +258,35 @@ describe('RecordCut', () => {
     expect(cut.lastId()).toBe('b');
     expect(cut.records).toBe(2);
     expect(cut.partial).toBe(true);
+  });
+});
+
+describe('a reader gone while the next page is fetched', () => {
+  it('neither counts that page nor hands any of it on, and lets go of its body', async () => {
+    const events: string[] = [];
+    let gone = false;
+    // undici's body is a stream: it must be destroyed, or its connection stays busy.
+    const second = Readable.from([Buffer.from('{"id":"c"}\n')]);
+    const w: Walk = {
+      ...walk(),
+      batcher: {
+        authorize: async () => {
+          events.push('counted');
+          return { decision: Decision.ALLOWED };
+        },
+      } as unknown as AuthorizationBatcher,
+      fetchPage: async () => {
+        gone = true; // the connection closes while the page is on its way
+        return { status: 200, headers: { 'x-export-rows': '1', 'x-export-more': 'false', 'x-export-last': 'c' }, body: second };
+      },
+      gone: () => gone,
+    };
+    const out: string[] = [];
+    for await (const piece of walkPages(w, smallPage(['a'], true, events), newWalkState())) out.push(piece.toString());
+    await new Promise((r) => setImmediate(r));
+    expect(out).toEqual(['{"id":"a"}\n']);
+    expect(events).toEqual(['read a']);
+    expect(second.destroyed).toBe(true);
   });
 });
 

@@ -43,6 +43,8 @@ export interface Walk {
   fetchPage(after: string | undefined, header: boolean): Promise<UpstreamPage>;
   /** Called after each page, whole or failed (the gateway's one `readBufferRelease`). */
   afterPage(): void;
+  /** The reader is gone (its response or connection closed): a page fetched now is neither counted nor sent. */
+  gone(): boolean;
 }
 
 export function newWalkState(): WalkState {
@@ -113,8 +115,11 @@ export function readBufferRelease(clock: Clock = systemClock, minIntervalMs = RE
   };
 }
 
-/** The next page, counted before any of it is written; an AppError when it cannot be fetched or counted. */
-async function nextPage(w: Walk, after: string | undefined): Promise<UpstreamPage | AppError> {
+/**
+ * The next page, counted before any of it is written; an AppError when it cannot be fetched or
+ * counted; null when the reader left while it was fetched (pages not sent are not counted).
+ */
+async function nextPage(w: Walk, after: string | undefined): Promise<UpstreamPage | AppError | null> {
   let next: UpstreamPage;
   try {
     next = await w.fetchPage(after, false);
@@ -126,6 +131,10 @@ async function nextPage(w: Walk, after: string | undefined): Promise<UpstreamPag
   if (next.status !== 200) {
     discard(next);
     return new AppError('SERVICE_UNAVAILABLE', UNAVAILABLE);
+  }
+  if (w.gone()) {
+    discard(next);
+    return null;
   }
   // Counted before it is written: a page that cannot be counted is not sent.
   const counted = await w.batcher.authorize(w.key, 'GET', w.publicPath);
@@ -170,6 +179,7 @@ export async function* walkPages(w: Walk, first: UpstreamPage, state: WalkState)
     if (whole && !state.more) break;
     if (!stop) {
       const next = await nextPage(w, state.last);
+      if (next === null) return;
       if (next instanceof AppError) stop = next;
       else page = next;
     }

@@ -205,7 +205,8 @@ export function registerExports(app: FastifyInstance, deps: ExportDeps): void {
         discard(first);
         return reply.send();
       }
-      const walk: Walk = { kind, publicPath, key: apiKey, csv, log: request.log, batcher: deps.batcher, fetchPage, afterPage };
+      const gone = () => released;
+      const walk: Walk = { kind, publicPath, key: apiKey, csv, log: request.log, batcher: deps.batcher, fetchPage, afterPage, gone };
       body = exportBody(walk, first, reply, deps.limits);
       return reply.send(body);
     });
