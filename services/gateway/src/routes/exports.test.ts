@@ -2,7 +2,7 @@ import { connect, type Socket } from 'node:net';
 import { create } from '@bufbuild/protobuf';
 import { AuthorizeResultSchema, Decision } from '@fcd/proto';
 import { InternalAuth, installHttpConventions, serviceUnavailable } from '@fcd/service-kit';
-import Fastify from 'fastify';
+import Fastify, { type FastifyInstance } from 'fastify';
 import { describe, expect, it } from 'vitest';
 import type { AuthorizationBatcher } from '../auth/batcher';
 import type { Upstream, UpstreamPage } from '../clients/proxy';
@@ -119,6 +119,20 @@ async function exportWith(pages: Array<UpstreamPage | Error>, counts: Array<type
   await app.close();
   const lines = res.body.trimEnd().split('\n');
   return { res, lines, asked, counted };
+}
+
+/** GET /big: an answer far larger than loopback's socket buffers, so it waits for its reader. */
+function addBigAnswer(app: FastifyInstance): void {
+  app.get('/big', async () => 'x'.repeat(16 * 1024 * 1024));
+}
+
+/** Starts `app` and connects a client that reads nothing: what is sent to it stays in the buffers. */
+async function listenWithIdleReader(app: FastifyInstance): Promise<Socket> {
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  const client = connect((app.server.address() as { port: number }).port, '127.0.0.1');
+  client.on('error', () => undefined);
+  client.pause();
+  return client;
 }
 
 describe('GET /v1/exports/{kind}, pages that fail or are not counted', () => {
@@ -281,8 +295,7 @@ describe('GET /v1/exports/{kind}, a reader that takes nothing', () => {
     const pipelined = 12;
     const pages = Array.from({ length: pipelined + 1 }, () => page(rows, false));
     const { app } = exportRoute(pages, [], { slots, perReplica: pipelined, sendTimeoutMs: 200, graceMs: 100 });
-    // An answer far larger than loopback's socket buffers: it waits for its reader.
-    app.get('/big', async () => 'x'.repeat(16 * 1024 * 1024));
+    addBigAnswer(app);
     let before = 0;
     const first = new Promise<Socket>((resolve) => {
       app.addHook('onRequest', async (request) => {
@@ -291,10 +304,7 @@ describe('GET /v1/exports/{kind}, a reader that takes nothing', () => {
         resolve(request.raw.socket);
       });
     });
-    await app.listen({ port: 0, host: '127.0.0.1' });
-    const client = connect((app.server.address() as { port: number }).port, '127.0.0.1');
-    client.on('error', () => undefined);
-    client.pause();
+    const client = await listenWithIdleReader(app);
     let timer: ReturnType<typeof setTimeout> | undefined;
     try {
       // Exports pipelined behind /big, nothing read: the first is cut and its grace closes the
@@ -364,11 +374,8 @@ describe('GET /v1/exports/{kind}, a reader that takes nothing', () => {
   it('frees the replica place of an export refused a slot at once, even while its answer waits', async () => {
     const { slots, held } = fakeSlots(null);
     const { app } = exportRoute([], [], { slots, perReplica: 1 });
-    app.get('/big', async () => 'x'.repeat(16 * 1024 * 1024));
-    await app.listen({ port: 0, host: '127.0.0.1' });
-    const client = connect((app.server.address() as { port: number }).port, '127.0.0.1');
-    client.on('error', () => undefined);
-    client.pause();
+    addBigAnswer(app);
+    const client = await listenWithIdleReader(app);
     try {
       // The 429 is queued behind /big, which this client never reads.
       client.write('GET /big HTTP/1.1\r\nHost: x\r\n\r\nGET /v1/exports/facilities HTTP/1.1\r\nHost: x\r\n\r\n');
@@ -387,8 +394,7 @@ describe('GET /v1/exports/{kind}, a reader that takes nothing', () => {
     const { slots, held } = fakeSlots();
     const rows = Array.from({ length: 2000 }, (_, i) => `row-${i}`);
     const { app } = exportRoute([page(rows, true), page(rows, false)], [], { slots, sendTimeoutMs: 200, graceMs: 100 });
-    // An answer far larger than loopback's socket buffers: it waits for its reader.
-    app.get('/big', async () => 'x'.repeat(16 * 1024 * 1024));
+    addBigAnswer(app);
     let exportSocket: Socket | undefined;
     const closed = new Promise<string>((resolve) => {
       app.addHook('onRequest', async (request, reply) => {
@@ -397,10 +403,7 @@ describe('GET /v1/exports/{kind}, a reader that takes nothing', () => {
         reply.raw.once('close', () => resolve('closed'));
       });
     });
-    await app.listen({ port: 0, host: '127.0.0.1' });
-    const client = connect((app.server.address() as { port: number }).port, '127.0.0.1');
-    client.on('error', () => undefined);
-    client.pause();
+    const client = await listenWithIdleReader(app);
     let timer: ReturnType<typeof setTimeout> | undefined;
     try {
       // Pipelined: the export's answer is queued behind /big, which this client never reads.
