@@ -371,19 +371,33 @@ describe('GET /v1/exports/{kind}, a reader that takes nothing', () => {
     }
   });
 
-  it('frees the replica place of an export refused a slot at once, even while its answer waits', async () => {
-    const { slots, held } = fakeSlots(null);
-    const { app } = exportRoute([], [], { slots, perReplica: 1 });
+  const noWalk: Array<[string, { refuse?: null; first: UpstreamPage | Error; method: string; next: number }]> = [
+    ['refused a slot', { refuse: null, first: page(['a'], false), method: 'GET', next: 429 }],
+    ['whose first page is refused', { first: { status: 400, headers: {}, body: body(['{"error":{}}']) }, method: 'GET', next: 200 }],
+    ['whose first page cannot be fetched', { first: serviceUnavailable('facility', 1), method: 'GET', next: 200 }],
+    ['asked with HEAD', { first: page(['a'], false), method: 'HEAD', next: 200 }],
+  ];
+  it.each(noWalk)('frees the places of an export %s at once, even while its answer waits', async (_, c) => {
+    const { slots, held } = fakeSlots(c.refuse);
+    const { app } = exportRoute([c.first, page(['b'], false)], [], { slots, perReplica: 1 });
     addBigAnswer(app);
+    // Its answer is given (and queued): every place it lets go is let go before.
+    const answered = new Promise<void>((resolve) => {
+      app.addHook('onSend', async (request, _reply, payload) => {
+        if (request.url.startsWith('/v1/exports/')) resolve();
+        return payload;
+      });
+    });
     const client = await listenWithIdleReader(app);
     try {
-      // The 429 is queued behind /big, which this client never reads.
-      client.write('GET /big HTTP/1.1\r\nHost: x\r\n\r\nGET /v1/exports/facilities HTTP/1.1\r\nHost: x\r\n\r\n');
-      while (held.asked.length < 1) await new Promise((r) => setImmediate(r));
-      await new Promise((r) => setImmediate(r));
-      // The one place is free: the next is refused by its account's limit (429), not the replica's (503).
+      // Its answer is queued behind /big, which this client never reads.
+      client.write(`GET /big HTTP/1.1\r\nHost: x\r\n\r\n${c.method} /v1/exports/facilities HTTP/1.1\r\nHost: x\r\n\r\n`);
+      await answered;
+      // The replica's one place is free: the next is refused by nothing or by its account's limit
+      // (429), not by the replica's (503).
       const next = await app.inject({ method: 'GET', url: '/v1/exports/facilities' });
-      expect(next.statusCode).toBe(429);
+      expect(next.statusCode).toBe(c.next);
+      expect(held.now).toBe(0);
     } finally {
       client.destroy();
       await app.close();

@@ -123,6 +123,65 @@ function exportBody(w: Walk, first: UpstreamPage, reply: FastifyReply, limits: E
   });
 }
 
+/**
+ * An export's places: one of the replica's and its account's slot, held until the response closes,
+ * however it ends (complete, stopped, cut, or the client gone), or the connection does: a response
+ * queued behind an earlier pipelined answer that never finished never gets the socket, nor closes.
+ * Letting go (once) also stops the body: no page more.
+ */
+interface Places {
+  released: boolean;
+  slot: ExportSlot | undefined;
+  body: SendGuard | undefined;
+  release(): void;
+}
+
+function holdPlaces(request: FastifyRequest, reply: FastifyReply, onRelease: () => void): Places {
+  const places: Places = {
+    released: false,
+    slot: undefined,
+    body: undefined,
+    release: () => {
+      if (places.released) return;
+      places.released = true;
+      onRelease();
+      places.slot?.release();
+      places.body?.destroy();
+    },
+  };
+  const socket = request.raw.socket;
+  if (reply.raw.closed || socket.destroyed) places.release();
+  else {
+    const cancel = whenClosed(socket, places.release);
+    reply.raw.once('close', () => {
+      cancel();
+      places.release();
+    });
+  }
+  return places;
+}
+
+/** The fetch of one page of the export from the facility service, signed for the caller. */
+function pageFetcher(
+  deps: ExportDeps,
+  kind: string,
+  query: URLSearchParams,
+  account: NonNullable<FastifyRequest['account']>,
+  request: FastifyRequest,
+): Walk['fetchPage'] {
+  return (after, header) => {
+    const q = new URLSearchParams(query);
+    if (after !== undefined) q.set('after', after);
+    if (header) q.set('header', 'true');
+    const path = `/internal/v1/exports/${kind}?${q}`;
+    const signed = deps.internalAuth.sign(
+      { account_id: account.accountId, tier: account.tier, tier_rank: account.tierRank, request_id: request.id },
+      { audience: deps.facility.name, method: 'GET', path },
+    );
+    return deps.facility.getInternal(path, signed, request.id, request.log);
+  };
+}
+
 export function registerExports(app: FastifyInstance, deps: ExportDeps): void {
   let running = 0;
   // One for all of this gateway's exports: a young collection frees every export's reads at once.
@@ -141,74 +200,51 @@ export function registerExports(app: FastifyInstance, deps: ExportDeps): void {
       query.set('format', csv ? 'csv' : 'ndjson');
 
       if (running >= deps.limits.perReplica) throw serviceUnavailable('gateway: exports at capacity', CONCURRENCY_RETRY_AFTER_SECONDS);
-      // Both held until the response closes, however it ends (complete, stopped, cut, or the client
-      // gone), or the connection does: a response queued behind an earlier pipelined answer that
-      // never finished never gets the socket, nor closes. Then the body stops too (no page more).
       running++;
-      let slot: ExportSlot | undefined;
-      let body: SendGuard | undefined;
-      let released = false;
-      const release = () => {
-        if (released) return;
-        released = true;
-        running--;
-        slot?.release();
-        body?.destroy();
-      };
-      const socket = request.raw.socket;
-      if (reply.raw.closed || socket.destroyed) release();
-      else {
-        const cancel = whenClosed(socket, release);
-        reply.raw.once('close', () => {
-          cancel();
-          release();
-        });
-      }
+      const places = holdPlaces(request, reply, () => running--);
+      let slot: ExportSlot;
       try {
         slot = await acquireSlot(deps.limits, account.accountId, account.tierRank);
       } catch (err) {
         // Refused (429, 503): no export runs, whenever its answer is written.
-        release();
+        places.release();
         throw err;
       }
-      if (released) {
+      places.slot = slot;
+      if (places.released) {
         // The connection went meanwhile: no page is fetched for nobody.
         slot.release();
         return reply.send();
       }
-
-      const fetchPage = (after: string | undefined, header: boolean): Promise<UpstreamPage> => {
-        const q = new URLSearchParams(query);
-        if (after !== undefined) q.set('after', after);
-        if (header) q.set('header', 'true');
-        const path = `/internal/v1/exports/${kind}?${q}`;
-        const signed = deps.internalAuth.sign(
-          { account_id: account.accountId, tier: account.tier, tier_rank: account.tierRank, request_id: request.id },
-          { audience: deps.facility.name, method: 'GET', path },
-        );
-        return deps.facility.getInternal(path, signed, request.id, request.log);
-      };
+      const fetchPage = pageFetcher(deps, kind, query, account, request);
 
       // The first page answers for the request: a bad filter or cursor is its 400, an outage its 503.
-      const first = await fetchPage(query.get('after') ?? undefined, csv);
-      if (first.status !== 200)
-        return sendAnswer(reply, { status: first.status, headers: first.headers, body: await readWhole(first.body) });
+      // Without a walk to follow, the places go at once, whenever the answer is written.
+      const first = await fetchPage(query.get('after') ?? undefined, csv).catch((err: unknown) => {
+        places.release();
+        throw err;
+      });
+      if (first.status !== 200) {
+        const body = await readWhole(first.body).finally(places.release);
+        return sendAnswer(reply, { status: first.status, headers: first.headers, body });
+      }
       reply.header('content-type', csv ? 'text/csv; charset=utf-8' : 'application/x-ndjson');
       reply.header('cache-control', 'private, no-store');
       if (request.method === 'HEAD') {
         discard(first);
+        places.release();
         return reply.send();
       }
 
-      if (released) {
+      if (places.released) {
         // The connection went while the first page was read: nobody to send it to.
         discard(first);
         return reply.send();
       }
-      const gone = () => released;
+      const gone = () => places.released;
       const walk: Walk = { kind, publicPath, key: apiKey, csv, log: request.log, batcher: deps.batcher, fetchPage, afterPage, gone };
-      body = exportBody(walk, first, reply, deps.limits);
-      return reply.send(body);
+      places.body = exportBody(walk, first, reply, deps.limits);
+      return reply.send(places.body);
     });
   }
 }
