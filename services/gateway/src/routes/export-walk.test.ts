@@ -1,7 +1,9 @@
+import { createServer } from 'node:http';
 import { Readable } from 'node:stream';
 import { Decision } from '@fcd/proto';
 import { AppError, ManualClock, serviceUnavailable } from '@fcd/service-kit';
 import type { FastifyBaseLogger } from 'fastify';
+import { Pool } from 'undici';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { AuthorizationBatcher } from '../auth/batcher';
 import type { UpstreamPage } from '../clients/proxy';
@@ -296,6 +298,32 @@ describe('discard', () => {
     body.push(Buffer.alloc(1024));
     discard({ status: 200, headers: {}, body });
     expect(body.destroyed).toBe(true);
+  });
+
+  it('destroys undici’s body of a page received whole but not read, without an error nobody hears', async () => {
+    const server = createServer((_req, res) => res.end('{"error":{}}'));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const pool = new Pool(`http://127.0.0.1:${(server.address() as { port: number }).port}`);
+    try {
+      const res = await pool.request({ method: 'GET', path: '/' });
+      // The whole answer has come (its 12 bytes buffered): undici's request is complete, the body not read.
+      while (res.body.readableLength < 12) await new Promise((r) => setImmediate(r));
+      const errors: unknown[] = [];
+      const heard = (err: unknown) => errors.push(err);
+      process.prependListener('uncaughtException', heard);
+      try {
+        discard({ status: res.statusCode, headers: {}, body: res.body });
+        await new Promise((r) => setImmediate(r));
+        await new Promise((r) => setImmediate(r));
+      } finally {
+        process.off('uncaughtException', heard);
+      }
+      expect(res.body.destroyed).toBe(true);
+      expect(errors).toEqual([]);
+    } finally {
+      await pool.close();
+      server.close();
+    }
   });
 
   it('ends a page body that is only an async iterable', async () => {

@@ -67,8 +67,11 @@ export function line(state: WalkState, error?: AppError): string {
  * the first read, and the upstream connection would stay busy until the facility service gave up.
  */
 export function discard(page: UpstreamPage): void {
-  const body = page.body as AsyncIterable<Buffer> & { destroy?: () => void };
+  const body = page.body as AsyncIterable<Buffer> & { destroy?: () => void; on?: (event: 'error', listener: () => void) => void };
   if (typeof body.destroy === 'function') {
+    // undici's body, destroyed before its end was read, emits 'error' (RequestAbortedError); a body
+    // received whole has no listener left for it, and an 'error' nobody hears ends the process.
+    body.on?.('error', () => undefined);
     body.destroy();
     return;
   }
